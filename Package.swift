@@ -1,0 +1,126 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .library(name: "ExtensionKit", targets: ["ExtensionKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // What an iOS notification extension links: Foundation + Crypto only.
+        .target(
+            name: "ExtensionKit",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // Domain types, segment rules, payload builder, sealing, reply tokens. No I/O.
+        .target(
+            name: "HeraldCore",
+            dependencies: [
+                "ExtensionKit",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // APNs HTTP/2 + TLS client with token auth.
+        .target(
+            name: "APNs",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // An APNs stand-in: HTTP/2 + TLS server that validates like APNs and injects faults.
+        .target(
+            name: "APNsSimulator",
+            dependencies: [
+                "APNs",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
+        // PostgreSQL: migrations, campaigns, audience snapshot, delivery ledger, replies, runs.
+        .target(
+            name: "Store",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The batch run: due campaigns → snapshot → payloads → send → ledger.
+        .target(
+            name: "Runner",
+            dependencies: [
+                "HeraldCore", "Store", "APNs",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Reply intake and notification config over HTTP (Hummingbird).
+        .target(
+            name: "ReplyIntake",
+            dependencies: [
+                "HeraldCore", "Store",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "herald",
+            dependencies: [
+                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Shared by the test targets: a throwaway database per test, the simulator.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "HeraldCore", "Store", "APNsSimulator",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "ExtensionKitTests", dependencies: ["ExtensionKit"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
+        .testTarget(
+            name: "StoreTests",
+            dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
+        .testTarget(name: "RunnerTests", dependencies: ["Runner", "TestSupport"]),
+        .testTarget(
+            name: "ReplyIntakeTests",
+            dependencies: [
+                "ReplyIntake", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
