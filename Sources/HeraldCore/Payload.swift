@@ -1,0 +1,177 @@
+import ExtensionKit
+import Foundation
+
+/// The APNs request headers of one delivery (DESIGN, contract 1).
+public struct PushHeaders: Sendable, Hashable {
+    public var topic: String
+    public var pushType: String
+    public var priority: Int
+    /// Epoch seconds; nil lets APNs store the notification for its default period.
+    public var expiration: Int?
+    public var collapseID: String
+    public var apnsID: UUID
+
+    /// The headers as APNs receives them, in a fixed order.
+    public var fields: [(name: String, value: String)] {
+        var f: [(String, String)] = [
+            ("apns-topic", topic), ("apns-push-type", pushType), ("apns-priority", String(priority)),
+        ]
+        if let expiration { f.append(("apns-expiration", String(expiration))) }
+        f.append(("apns-collapse-id", collapseID))
+        f.append(("apns-id", apnsID.uuidString.lowercased()))
+        return f
+    }
+}
+
+/// Builds the payload of contract 2 for every device of one campaign. The
+/// parts that depend only on the campaign and the locale are rendered once;
+/// a delivery appends its own ids, reply token and envelope.
+public struct PayloadBuilder: Sendable {
+    /// APNs refuses larger bodies (PayloadTooLarge).
+    public static let maxBytes = 4096
+
+    public let campaign: Campaign
+    private let apsByLocale: [String: [UInt8]]
+    private let kindAndMedia: [UInt8]
+    private let customTail: [UInt8]
+
+    public init(campaign: Campaign) {
+        self.campaign = campaign
+        var aps: [String: [UInt8]] = [:]
+        for (locale, text) in campaign.content {
+            aps[locale] = Self.renderAPS(campaign: campaign, text: text)
+        }
+        apsByLocale = aps
+
+        var w = JSONWriter(capacity: 128)
+        w.raw(",\"k\":")
+        w.string(campaign.kind.rawValue)
+        if let url = campaign.mediaURL {
+            w.raw(",\"media\":{\"url\":")
+            w.string(url)
+            if let type = campaign.mediaType {
+                w.raw(",\"type\":")
+                w.string(type)
+            }
+            w.raw("}")
+        }
+        kindAndMedia = w.bytes
+
+        var x = JSONWriter(capacity: 64)
+        if !campaign.custom.isEmpty {
+            x.raw(",\"x\":")
+            x.value(.object(campaign.custom))
+        }
+        customTail = x.bytes
+    }
+
+    /// Whether the service extension must run: to attach media or to open the envelope.
+    public var mutableContent: Bool {
+        campaign.mediaURL != nil || campaign.hasSensitiveFields
+    }
+
+    private static func renderAPS(campaign: Campaign, text: LocalizedText) -> [UInt8] {
+        var w = JSONWriter(capacity: 256)
+        w.raw("{\"alert\":{\"title\":")
+        w.string(text.title)
+        if let subtitle = text.subtitle {
+            w.raw(",\"subtitle\":")
+            w.string(subtitle)
+        }
+        w.raw(",\"body\":")
+        w.string(text.body)
+        w.raw("}")
+        if let sound = campaign.sound {
+            w.raw(",\"sound\":")
+            w.string(sound)
+        }
+        if let category = campaign.categoryID {
+            w.raw(",\"category\":")
+            w.string(category)
+        }
+        w.raw(",\"thread-id\":")
+        w.string(campaign.threadID ?? "campaign-\(campaign.id)")
+        if campaign.mediaURL != nil || campaign.hasSensitiveFields {
+            w.raw(",\"mutable-content\":1")
+        }
+        if let level = campaign.effectiveInterruptionLevel {
+            w.raw(",\"interruption-level\":")
+            w.string(level)
+        }
+        if let score = campaign.relevanceScore {
+            w.raw(",\"relevance-score\":")
+            w.double(score)
+        }
+        w.raw("}")
+        return w.bytes
+    }
+
+    /// The payload bytes for one device.
+    public func payload(for target: DeliveryTarget, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
+        payload(locale: campaign.contentLocale(for: target.locale), deliveryID: target.deliveryID,
+                replyToken: replyToken, sealed: sealed)
+    }
+
+    func payload(locale: String, deliveryID: Int64, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
+        let aps = apsByLocale[locale] ?? apsByLocale[campaign.defaultLocale] ?? []
+        var w = JSONWriter(capacity: aps.count + kindAndMedia.count + customTail.count + 220)
+        w.raw("{\"aps\":")
+        w.raw(aps)
+        w.raw(",\"herald\":{\"c\":")
+        w.int(campaign.id)
+        w.raw(",\"d\":")
+        w.int(deliveryID)
+        w.raw(kindAndMedia)
+        if let replyToken {
+            w.raw(",\"r\":")
+            w.string(replyToken)
+        }
+        if let sealed {
+            w.raw(",\"sealed\":{\"v\":")
+            w.int(Int64(sealed.v))
+            w.raw(",\"kid\":")
+            w.string(sealed.kid)
+            w.raw(",\"enc\":")
+            w.string(sealed.enc)
+            w.raw(",\"ct\":")
+            w.string(sealed.ct)
+            w.raw("}")
+        }
+        w.raw(customTail)
+        w.raw("}}")
+        return w.bytes
+    }
+
+    public func headers(for target: DeliveryTarget, topic: String) -> PushHeaders {
+        PushHeaders(
+            topic: topic, pushType: "alert", priority: campaign.priority,
+            expiration: campaign.expiresAt.map { Int($0.timeIntervalSince1970) },
+            collapseID: campaign.effectiveCollapseID, apnsID: target.apnsID)
+    }
+
+    /// The largest payload any device of this campaign can get, per content
+    /// locale: the longest ids, a reply token and, when the campaign has
+    /// sensitive fields, an envelope of the size their plaintext seals to.
+    public func largestPayloads() -> [(locale: String, bytes: Int)] {
+        var envelope: SealedEnvelope?
+        if let sensitive = campaign.sensitive, !sensitive.isEmpty {
+            var w = JSONWriter()
+            w.value(.object(sensitive))
+            let ctBytes = w.bytes.count + 16  // ChaCha20-Poly1305 tag
+            envelope = SealedEnvelope(
+                v: 1, kid: String(repeating: "k", count: DeviceKeyLimits.maxKeyIDBytes),
+                enc: String(repeating: "A", count: 44),
+                ct: String(repeating: "A", count: (ctBytes + 2) / 3 * 4))
+        }
+        return campaign.content.keys.sorted().map { locale in
+            let bytes = payload(locale: locale, deliveryID: Int64.max,
+                                replyToken: String(repeating: "A", count: 22), sealed: envelope)
+            return (locale, bytes.count)
+        }
+    }
+}
+
+public enum DeviceKeyLimits {
+    /// Longest key id a device may register (Sql: devices.key_id).
+    public static let maxKeyIDBytes = 64
+}

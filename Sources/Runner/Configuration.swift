@@ -1,0 +1,65 @@
+import Foundation
+import Store
+
+/// Herald's settings, read from the environment (README, "Configuration").
+/// Secrets are never part of `description`.
+public struct HeraldConfiguration: Sendable, CustomStringConvertible {
+    public var database: DatabaseConfiguration
+    /// Where the numbered migrations and the sample data are.
+    public var sqlDirectory: URL
+    /// `apns-topic`: the app's bundle id.
+    public var topic: String
+    public var batchSize: Int
+    public var concurrency: Int
+
+    public static let defaultTopic = "com.example.herald"
+
+    public init(environment env: [String: String] = ProcessInfo.processInfo.environment) throws {
+        guard let url = env["DATABASE_URL"], !url.isEmpty else {
+            throw StoreError.configuration("DATABASE_URL is not set; start a local database with scripts/pg start")
+        }
+        database = try DatabaseConfiguration(url: url, maxConnections: try Self.int(env, "HERALD_DB_CONNECTIONS", default: 8, range: 2...100))
+        sqlDirectory = try Self.findSQLDirectory(env["HERALD_SQL_DIR"])
+        topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultTopic
+        batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)
+        concurrency = try Self.int(env, "HERALD_CONCURRENCY", default: 200, range: 1...10_000)
+    }
+
+    public var description: String {
+        "database=\(database) sql=\(sqlDirectory.path) topic=\(topic) batch=\(batchSize) concurrency=\(concurrency)"
+    }
+
+    static func int(_ env: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = env[name], !text.isEmpty else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw StoreError.configuration("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
+        }
+        return n
+    }
+
+    /// `HERALD_SQL_DIR`, else `Sql/` in the working directory or beside the
+    /// executable's checkout (`.build/debug/herald` → `Sql/`), else
+    /// `/usr/share/herald/Sql`.
+    public static func findSQLDirectory(_ explicit: String?) throws -> URL {
+        let fm = FileManager.default
+        func hasMigrations(_ url: URL) -> Bool {
+            fm.fileExists(atPath: url.appendingPathComponent("0001_init.sql").path)
+        }
+        if let explicit, !explicit.isEmpty {
+            let url = URL(fileURLWithPath: explicit)
+            guard hasMigrations(url) else {
+                throw StoreError.configuration("HERALD_SQL_DIR=\(explicit) holds no 0001_init.sql")
+            }
+            return url
+        }
+        var candidates = [URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("Sql")]
+        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<5 {
+            candidates.append(dir.appendingPathComponent("Sql"))
+            dir = dir.deletingLastPathComponent()
+        }
+        candidates.append(URL(fileURLWithPath: "/usr/share/herald/Sql"))
+        if let found = candidates.first(where: hasMigrations) { return found }
+        throw StoreError.configuration("cannot find the Sql directory; set HERALD_SQL_DIR")
+    }
+}

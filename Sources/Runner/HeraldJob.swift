@@ -1,0 +1,79 @@
+import ExtensionKit
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+import Store
+
+/// `herald run`: wires the configuration to a `CampaignRun`.
+public struct HeraldJob: Sendable {
+    public let configuration: HeraldConfiguration
+    public let logger: Logger
+
+    public init(configuration: HeraldConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func options(dryRun: Bool) -> RunOptions {
+        RunOptions(topic: configuration.topic, dryRun: dryRun, batchSize: configuration.batchSize,
+                   concurrency: configuration.concurrency)
+    }
+
+    /// A dry run: payloads as JSON lines to `out` (standard output when nil).
+    public func dryRun(client: PostgresClient, out: String?) async throws -> RunSummary {
+        let store = CampaignStore(client: client, logger: logger)
+        let sink = try out.map { try LineFile(path: $0) } ?? LineFile.standardOutput()
+        let run = CampaignRun(store: store, options: options(dryRun: true), personalizer: personalizer(),
+                              sink: sink, logger: logger)
+        let summary = try await run.execute()
+        try await sink.finish()
+        return summary
+    }
+
+    public func run(client: PostgresClient, dryRun: Bool, out: String?) async throws -> RunSummary {
+        if dryRun { return try await self.dryRun(client: client, out: out) }
+        throw StoreError.configuration("sending needs the APNs client; use --dry-run")
+    }
+
+    func personalizer() -> any DeliveryPersonalizer {
+        PlainPersonalizer()
+    }
+}
+
+/// Leaves the reply token and the sealed envelope out.
+struct PlainPersonalizer: DeliveryPersonalizer {
+    func extras(for campaign: Campaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
+        .success((nil, nil))
+    }
+}
+
+extension RunSummary {
+    /// The run's figures for a person: one line per campaign, then the totals.
+    public var report: String {
+        var lines: [String] = []
+        let mode = dryRun ? "dry run" : "run"
+        for c in campaigns {
+            var parts: [String] = []
+            if let s = c.snapshot, s.inserted > 0 {
+                parts.append("snapshot \(s.inserted) devices (\(s.queued) queued, \(s.skipped) skipped, \(s.deferred) deferred by quiet hours)")
+            }
+            if dryRun {
+                parts.append("\(c.printed) payloads printed")
+            } else {
+                parts.append("sent \(c.sent), invalid \(c.invalid), failed \(c.failed), skipped \(c.skipped)")
+            }
+            if c.completed { parts.append("completed") }
+            if let f = c.failure { parts = ["FAILED: \(f)"] }
+            let kind = c.kind?.rawValue ?? "?"
+            lines.append("  campaign \(c.id) \"\(c.name)\" [\(kind)]: " + parts.joined(separator: "; "))
+        }
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let f = figures
+        var total = "\(mode) \(runID): \(campaigns.count) campaigns, targeted \(f.targeted), sent \(f.sent), invalid \(f.invalid), failed \(f.failed), retried \(f.retried), skipped \(f.skipped), expired \(f.expired)"
+        total += String(format: " in %.2f s", seconds)
+        if !dryRun && f.sent > 0 { total += String(format: " (%.0f notifications/s)", rate) }
+        if recovered > 0 { total += "; requeued \(recovered) deliveries of stopped runs" }
+        return ([total] + lines).joined(separator: "\n")
+    }
+}

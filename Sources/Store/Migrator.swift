@@ -1,0 +1,115 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Applies `Sql/NNNN_name.sql` files in order, each in its own transaction,
+/// and records each file's name and SHA-256 in `herald_migrations`. Files
+/// applied before are skipped; one that changed since is refused.
+public struct Migrator: Sendable {
+    public struct Migration: Sendable, Hashable {
+        public var name: String
+        public var sql: String
+        public var checksum: String
+    }
+
+    public let directory: URL
+
+    public init(directory: URL) {
+        self.directory = directory
+    }
+
+    /// The numbered migration files of the directory, in order.
+    public func migrations() throws(StoreError) -> [Migration] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        } catch {
+            throw StoreError.migration("cannot read the SQL directory \(directory.path): \(error.localizedDescription)")
+        }
+        let numbered = names.filter { name in
+            name.hasSuffix(".sql") && name.prefix(4).allSatisfy(\.isNumber) && name.dropFirst(4).first == "_"
+        }.sorted()
+        guard !numbered.isEmpty else {
+            throw StoreError.migration("no migrations (NNNN_name.sql) in \(directory.path)")
+        }
+        var result: [Migration] = []
+        for name in numbered {
+            let url = directory.appendingPathComponent(name)
+            guard let data = FileManager.default.contents(atPath: url.path),
+                  let sql = String(data: data, encoding: .utf8) else {
+                throw StoreError.migration("cannot read \(url.path) as UTF-8 text")
+            }
+            let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+            result.append(Migration(name: name, sql: sql, checksum: digest))
+        }
+        return result
+    }
+
+    /// Applies what is pending; returns the names applied now.
+    @discardableResult
+    public func migrate(client: PostgresClient, logger: Logger) async throws -> [String] {
+        let files = try migrations()
+        return try await client.withConnection { conn in
+            try await conn.query("""
+                CREATE TABLE IF NOT EXISTS herald_migrations (
+                    name        text PRIMARY KEY,
+                    checksum    text NOT NULL,
+                    applied_at  timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            // Several migrators at once (two deploys, parallel tests) take turns.
+            try await conn.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            do {
+                let applied = try await appliedChecksums(conn, logger: logger)
+                var done: [String] = []
+                for file in files {
+                    if let old = applied[file.name] {
+                        guard old == file.checksum else {
+                            throw StoreError.migration(
+                                "migration \(file.name) was applied with checksum \(old.prefix(12))… but the file now has \(file.checksum.prefix(12))…; applied migrations must not change: add a new numbered file instead")
+                        }
+                        continue
+                    }
+                    try await apply(file, conn, logger: logger)
+                    done.append(file.name)
+                }
+                try await conn.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                return done
+            } catch {
+                _ = try? await conn.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    static let lockKey: Int64 = 0x4845_5241_4C44  // "HERALD"
+
+    private func appliedChecksums(_ conn: PostgresConnection, logger: Logger) async throws -> [String: String] {
+        var out: [String: String] = [:]
+        let rows = try await conn.query("SELECT name, checksum FROM herald_migrations", logger: logger)
+        for try await (name, checksum) in rows.decode((String, String).self) {
+            out[name] = checksum
+        }
+        return out
+    }
+
+    private func apply(_ file: Migration, _ conn: PostgresConnection, logger: Logger) async throws {
+        var logger = logger
+        logger[metadataKey: "migration"] = "\(file.name)"
+        let statements = SQLScript.statements(in: file.sql)
+        try await conn.query("BEGIN", logger: logger)
+        do {
+            for statement in statements {
+                try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await conn.query(
+                "INSERT INTO herald_migrations (name, checksum) VALUES (\(file.name), \(file.checksum))",
+                logger: logger)
+            try await conn.query("COMMIT", logger: logger)
+            logger.info("applied migration")
+        } catch {
+            _ = try? await conn.query("ROLLBACK", logger: logger)
+            throw StoreError.migration("migration \(file.name) failed and was rolled back: \(StoreError.describe(error))")
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import Store
+
+/// A database of its own for each test, on the server that `scripts/test`
+/// starts (`DATABASE_URL`). Databases are cloned from a template that has the
+/// current migrations, so a test starts from the real schema in milliseconds,
+/// and tests run in any order and in parallel.
+public enum TestDatabase {
+    public static let logger: Logger = {
+        var l = Logger(label: "herald.tests")
+        l.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
+        return l
+    }()
+
+    /// The repository's `Sql/` folder.
+    public static let sqlDirectory: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sql")
+
+    /// The repository's `../shared/test-vectors` folder.
+    public static let testVectors: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/test-vectors")
+
+    public struct MissingServer: Error, CustomStringConvertible {
+        public var description: String {
+            "DATABASE_URL is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL"
+        }
+    }
+
+    public static func server() throws -> DatabaseConfiguration {
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            throw MissingServer()
+        }
+        return try DatabaseConfiguration(url: url, maxConnections: 4)
+    }
+
+    /// Runs `body` against a new database: migrated (from the template) or empty.
+    public static func with<T: Sendable>(
+        migrated: Bool = true,
+        _ body: @Sendable (PostgresClient, DatabaseConfiguration) async throws -> T
+    ) async throws -> T {
+        let server = try server()
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let template = migrated ? try await Templates.shared.template(server: server) : "template0"
+        try await admin(server) { client in
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: logger)
+        }
+        let config = server.with(database: name)
+        do {
+            let result = try await withPostgres(config, logger: logger) { client in try await body(client, config) }
+            try await drop(name, server: server)
+            return result
+        } catch {
+            try? await drop(name, server: server)
+            throw error
+        }
+    }
+
+    static func drop(_ name: String, server: DatabaseConfiguration) async throws {
+        try await admin(server) { client in
+            try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger)
+        }
+    }
+
+    static func admin(_ server: DatabaseConfiguration, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {
+        try await withPostgres(server, logger: logger, body)
+    }
+
+    /// The template database for the current migrations, made once per
+    /// migration set (its name carries their checksum) and shared by test
+    /// processes through an advisory lock.
+    actor Templates {
+        static let shared = Templates()
+        private var made: String?
+
+        func template(server: DatabaseConfiguration) async throws -> String {
+            if let made { return made }
+            let migrations = try Migrator(directory: sqlDirectory).migrations()
+            var hasher = SHA256()
+            for m in migrations { hasher.update(data: Data(m.checksum.utf8)) }
+            let digest = hasher.finalize().prefix(6).map { String(format: "%02x", $0) }.joined()
+            let name = "herald_template_\(digest)"
+            try await withPostgres(server, logger: logger) { client in
+                try await client.withConnection { conn in
+                    try await conn.query("SELECT pg_advisory_lock(4242)", logger: logger)
+                    do {
+                        var exists = false
+                        for try await _ in try await conn.query(
+                            "SELECT 1 FROM pg_database WHERE datname = \(name)", logger: logger).decode(Int32.self) {
+                            exists = true
+                        }
+                        if !exists {
+                            let building = name + "_new"
+                            try await conn.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(building) WITH (FORCE)"), logger: logger)
+                            try await conn.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(building) TEMPLATE template0"), logger: logger)
+                            try await withPostgres(server.with(database: building), logger: logger) { c in
+                                try await Migrator(directory: sqlDirectory).migrate(client: c, logger: logger)
+                            }
+                            try await conn.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(building) RENAME TO \(name)"), logger: logger)
+                        }
+                        _ = try? await conn.query("SELECT pg_advisory_unlock(4242)", logger: logger)
+                    } catch {
+                        _ = try? await conn.query("SELECT pg_advisory_unlock(4242)", logger: logger)
+                        throw error
+                    }
+                }
+            }
+            made = name
+            return name
+        }
+    }
+}
+
+extension PostgresClient {
+    /// Runs a SQL text of one or more statements (fixtures in tests).
+    public func exec(_ sql: String, logger: Logger = TestDatabase.logger) async throws {
+        for statement in SQLScript.statements(in: sql) {
+            try await query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+    }
+
+    /// The first column of the first row of `sql`.
+    public func scalar<T: PostgresDecodable & Sendable>(_ sql: String, as: T.Type = T.self) async throws -> T? {
+        for try await v in try await query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger).decode(T.self) {
+            return v
+        }
+        return nil
+    }
+}
