@@ -1,0 +1,88 @@
+import Foundation
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+
+@Suite("Migrations")
+struct MigrationTests {
+    @Test func applyFromEmptyThenNoOp() async throws {
+        try await TestDatabase.with(migrated: false) { client, _ in
+            let migrator = Migrator(directory: TestDatabase.sqlDirectory)
+            let first = try await migrator.migrate(client: client, logger: TestDatabase.logger)
+            #expect(first == ["0001_init.sql", "0002_analyst.sql"])
+            let second = try await migrator.migrate(client: client, logger: TestDatabase.logger)
+            #expect(second.isEmpty)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 2)
+            // The schema is there: the sample data loads on top.
+            try await SQLScript.run(file: TestDatabase.sqlDirectory.appendingPathComponent("sample_data.sql"),
+                                    on: client, logger: TestDatabase.logger)
+            #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status = 'scheduled'", as: Int64.self) == 3)
+        }
+    }
+
+    @Test func changedMigrationIsRefused() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sql-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for name in ["0001_init.sql", "0002_analyst.sql"] {
+            try FileManager.default.copyItem(at: TestDatabase.sqlDirectory.appendingPathComponent(name),
+                                             to: dir.appendingPathComponent(name))
+        }
+        try await TestDatabase.with(migrated: false) { client, _ in
+            let migrator = Migrator(directory: dir)
+            try await migrator.migrate(client: client, logger: TestDatabase.logger)
+            let file = dir.appendingPathComponent("0002_analyst.sql")
+            try (String(contentsOf: file, encoding: .utf8) + "\n-- edited\n").write(to: file, atomically: true, encoding: .utf8)
+            do {
+                try await migrator.migrate(client: client, logger: TestDatabase.logger)
+                Issue.record("a changed migration was accepted")
+            } catch let error as StoreError {
+                #expect(error.isMigrationError)
+                #expect(error.message.contains("0002_analyst.sql"))
+                #expect(error.message.contains("must not change"))
+            }
+            // A new numbered file is applied; a broken one is rolled back whole.
+            try "CREATE TABLE extra_a (id int); CREATE TABLE extra_b (id nonsense_type);"
+                .write(to: dir.appendingPathComponent("0003_broken.sql"), atomically: true, encoding: .utf8)
+            try (String(contentsOf: file, encoding: .utf8).replacingOccurrences(of: "\n-- edited\n", with: ""))
+                .write(to: file, atomically: true, encoding: .utf8)
+            await #expect(throws: StoreError.self) { try await migrator.migrate(client: client, logger: TestDatabase.logger) }
+            #expect(try await client.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'extra_a'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 2)
+        }
+    }
+
+    @Test func sqlScriptSplitsLikePsql() {
+        let sql = """
+            -- a comment; with a semicolon
+            CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$;
+            INSERT INTO t VALUES ('a;b', 'it''s; fine'); /* block; comment */
+            SELECT $tag$ ; $tag$;
+            SELECT "odd;name" FROM x
+            """
+        let statements = SQLScript.statements(in: sql)
+        #expect(statements.count == 4)
+        #expect(statements[0].hasSuffix("END $$"))
+        #expect(statements[1].hasPrefix("INSERT"))
+        #expect(statements[3].hasSuffix("FROM x"))
+    }
+
+    @Test func analystRoleSeesViewsOnly() async throws {
+        try await TestDatabase.with { client, config in
+            try await client.exec("""
+                DO $$ BEGIN CREATE ROLE herald_test_analyst LOGIN IN ROLE herald_analyst;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;
+                """)
+            var analyst = config
+            analyst.username = "herald_test_analyst"
+            try await withPostgres(analyst, logger: TestDatabase.logger) { a in
+                let rows = try await a.scalar("SELECT count(*) FROM analyst.campaign_funnel", as: Int64.self)
+                #expect(rows == 0)
+                await #expect(throws: (any Error).self) { _ = try await a.scalar("SELECT count(*) FROM campaigns", as: Int64.self) }
+                await #expect(throws: (any Error).self) { try await a.exec("DELETE FROM analyst.runs") }
+                await #expect(throws: (any Error).self) { try await a.exec("CREATE TABLE public.mine (id int)") }
+            }
+        }
+    }
+}
