@@ -115,7 +115,10 @@ let package = Package(
             name: "StoreTests",
             dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
-        .testTarget(name: "RunnerTests", dependencies: ["Runner", "TestSupport"]),
+        .testTarget(
+            name: "RunnerTests",
+            dependencies: ["Runner", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
         .testTarget(
             name: "ReplyIntakeTests",
             dependencies: [

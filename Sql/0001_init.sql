@@ -25,8 +25,9 @@ EXCEPTION WHEN invalid_parameter_value THEN
 END $$;
 
 -- '2.10.3' → {2,10,3}; non-numeric parts count as 0, so versions compare numerically.
+-- NULL (version unknown) stays NULL: such a device matches no version rule.
 CREATE FUNCTION herald_version(v text) RETURNS integer[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT coalesce(array_agg(coalesce(nullif(substring(part FROM '^[0-9]+'), '')::integer, 0) ORDER BY n), '{}')
     FROM unnest(string_to_array(v, '.')) WITH ORDINALITY AS t(part, n)
 $$;
