@@ -173,4 +173,15 @@ struct EnvelopeOpenerTests {
             #expect(text.contains("redacted") || !text.contains("privateKey"))
         }
     }
+
+    @Test func aMissingVectorFolderIsAFailureNotAPass() {
+        #expect(throws: SharedVectors.Missing.self) {
+            try SharedVectors.load("sealed-envelope-v1.json", as: SealedEnvelopeVectors.self, filePath: "/nonexistent/repo/Tests/ExtensionKitTests/X.swift")
+        }
+        do {
+            _ = try SharedVectors.load("sealed-envelope-v1.json", as: SealedEnvelopeVectors.self, filePath: "/nonexistent/repo/Tests/ExtensionKitTests/X.swift")
+        } catch {
+            #expect("\(error)".contains("/nonexistent/shared/test-vectors/sealed-envelope-v1.json"))
+        }
+    }
 }

@@ -172,4 +172,14 @@ struct ReplyTokenTests {
             #expect(text.contains("redacted") || dumped == text)
         }
     }
+
+    @Test func aMissingVectorFolderIsAFailureNotAPass() {
+        do {
+            _ = try SharedVectors.load("reply-token-v1.json", as: ReplyTokenVectors.self, filePath: "/nonexistent/repo/Tests/HeraldCoreTests/X.swift")
+            Issue.record("loading from a missing folder succeeded")
+        } catch {
+            #expect(error is SharedVectors.Missing)
+            #expect("\(error)".contains("/nonexistent/shared/test-vectors/reply-token-v1.json"))
+        }
+    }
 }
