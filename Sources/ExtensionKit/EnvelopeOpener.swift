@@ -1,0 +1,154 @@
+import Crypto
+import Foundation
+
+/// Why a sealed envelope could not be opened.
+///
+/// Compare with the static members (`error == .wrongKeyOrTampered`); the detail
+/// in ``debugDescription`` never contains key material or plaintext.
+public struct OpenError: Error, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case unsupportedVersion
+        case malformedEnvelope
+        case unknownKey
+        case wrongKeyOrTampered
+        case malformedPlaintext
+    }
+
+    private let code: Code
+    private let detail: String
+
+    private init(_ code: Code, _ detail: String = "") {
+        self.code = code
+        self.detail = detail
+    }
+
+    /// The envelope's `v` is not a version this library understands.
+    public static let unsupportedVersion = Self(.unsupportedVersion)
+    /// `enc` or `ct` is not standard base64, or has an impossible length.
+    public static let malformedEnvelope = Self(.malformedEnvelope)
+    /// The envelope names a key id other than the one the opener holds.
+    public static let unknownKey = Self(.unknownKey)
+    /// Authentication failed: another device's key, a modified `enc`/`ct`, or an
+    /// envelope that belongs to another campaign or delivery.
+    public static let wrongKeyOrTampered = Self(.wrongKeyOrTampered)
+    /// The envelope opened, but the plaintext is not the JSON that was asked for.
+    public static let malformedPlaintext = Self(.malformedPlaintext)
+
+    static func unsupportedVersion(_ detail: String) -> Self { Self(.unsupportedVersion, detail) }
+    static func malformedEnvelope(_ detail: String) -> Self { Self(.malformedEnvelope, detail) }
+    static func unknownKey(_ detail: String) -> Self { Self(.unknownKey, detail) }
+    static func malformedPlaintext(_ detail: String) -> Self { Self(.malformedPlaintext, detail) }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    public var description: String {
+        switch code {
+        case .unsupportedVersion: "sealed envelope has an unsupported version"
+        case .malformedEnvelope: "sealed envelope is malformed"
+        case .unknownKey: "sealed envelope is sealed to another device key"
+        case .wrongKeyOrTampered: "sealed envelope does not open: wrong key, modified, or for another delivery"
+        case .malformedPlaintext: "sealed envelope opened but its content is not the expected JSON"
+        }
+    }
+
+    public var debugDescription: String {
+        detail.isEmpty ? description : "\(description) (\(detail))"
+    }
+}
+
+/// Opens sealed envelopes with the device's private key (DESIGN contract 3).
+/// This is what a Notification Service Extension runs.
+///
+/// ```swift
+/// let opener = EnvelopeOpener(privateKey: try .init(rawRepresentation: keyFromKeychain))
+/// let note = try HeraldNotification(userInfo: request.content.userInfo)
+/// let fields = try opener.sealedFields(in: note) ?? [:]
+/// ```
+public struct EnvelopeOpener: Sendable, CustomStringConvertible, CustomReflectable {
+    private let privateKey: Curve25519.KeyAgreement.PrivateKey
+    /// When set, envelopes naming another `kid` fail with ``OpenError/unknownKey``
+    /// before any cryptography runs (useful after a key rotation).
+    public let keyID: String?
+
+    public init(privateKey: Curve25519.KeyAgreement.PrivateKey, keyID: String? = nil) {
+        self.privateKey = privateKey
+        self.keyID = keyID
+    }
+
+    /// Opens `envelope`, sealed for delivery `delivery` of campaign `campaign`,
+    /// and returns the plaintext bytes (a UTF-8 JSON object).
+    public func open(_ envelope: SealedEnvelope, campaign: Int64, delivery: Int64) throws(OpenError) -> Data {
+        guard envelope.v == HeraldUserInfo.envelopeVersion else {
+            throw .unsupportedVersion("v = \(envelope.v)")
+        }
+        if let keyID, envelope.kid != keyID {
+            throw .unknownKey("envelope kid differs from the opener's")
+        }
+        guard let enc = Data(base64Encoded: envelope.enc) else {
+            throw .malformedEnvelope("enc is not standard base64")
+        }
+        guard enc.count == HeraldUserInfo.keyByteCount else {
+            throw .malformedEnvelope("enc decodes to \(enc.count) bytes, expected \(HeraldUserInfo.keyByteCount)")
+        }
+        guard !X25519Points.hasSmallOrder(enc) else {
+            throw .malformedEnvelope("enc is a point of small order")
+        }
+        guard let ciphertext = Data(base64Encoded: envelope.ct) else {
+            throw .malformedEnvelope("ct is not standard base64")
+        }
+        guard ciphertext.count >= HeraldUserInfo.tagByteCount else {
+            throw .malformedEnvelope("ct is shorter than the authentication tag")
+        }
+        do {
+            var recipient = try HPKE.Recipient(
+                privateKey: privateKey,
+                ciphersuite: HeraldUserInfo.ciphersuite,
+                info: HeraldUserInfo.info,
+                encapsulatedKey: enc
+            )
+            return try recipient.open(
+                ciphertext,
+                authenticating: HeraldUserInfo.aad(campaign: campaign, delivery: delivery)
+            )
+        } catch {
+            throw .wrongKeyOrTampered
+        }
+    }
+
+    /// Opens `envelope` and decodes its JSON plaintext as `type`.
+    public func open<Fields: Decodable>(
+        _ envelope: SealedEnvelope,
+        as type: Fields.Type,
+        campaign: Int64,
+        delivery: Int64
+    ) throws(OpenError) -> Fields {
+        let plaintext = try open(envelope, campaign: campaign, delivery: delivery)
+        do {
+            return try JSONDecoder().decode(Fields.self, from: plaintext)
+        } catch {
+            throw .malformedPlaintext("plaintext does not decode as \(Fields.self)")
+        }
+    }
+
+    /// Opens `envelope` whose plaintext is a JSON object of strings (the usual
+    /// case: a coupon code, an order total).
+    public func openFields(_ envelope: SealedEnvelope, campaign: Int64, delivery: Int64) throws(OpenError) -> [String: String] {
+        try open(envelope, as: [String: String].self, campaign: campaign, delivery: delivery)
+    }
+
+    /// Opens the sealed fields of a parsed notification, bound to its own
+    /// campaign and delivery; `nil` when the notification carries none.
+    public func sealedFields(in notification: HeraldNotification) throws(OpenError) -> [String: String]? {
+        guard let sealed = notification.sealed else { return nil }
+        return try openFields(sealed, campaign: notification.campaign, delivery: notification.delivery)
+    }
+
+    public var description: String {
+        "EnvelopeOpener(keyID: \(keyID ?? "any"), privateKey: <redacted>)"
+    }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keyID": keyID as Any], displayStyle: .struct)
+    }
+}

@@ -1,0 +1,144 @@
+import Crypto
+import Foundation
+
+/// Why a reply secret was refused. The description never contains the secret.
+public struct ReplySecretError: Error, Hashable, Sendable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case notBase64
+        case tooShort(byteCount: Int)
+    }
+
+    private let code: Code
+
+    /// The text is not standard base64.
+    public static let notBase64 = Self(code: .notBase64)
+    /// The secret decodes to fewer than ``ReplySecret/minimumByteCount`` bytes.
+    public static func tooShort(byteCount: Int) -> Self { Self(code: .tooShort(byteCount: byteCount)) }
+
+    public var description: String {
+        switch code {
+        case .notBase64:
+            "reply secret (HERALD_REPLY_SECRET) is not valid base64; generate one with `herald keys reply-secret`"
+        case .tooShort(let byteCount):
+            "reply secret (HERALD_REPLY_SECRET) decodes to \(byteCount) bytes; at least \(ReplySecret.minimumByteCount) random bytes are required (`herald keys reply-secret`)"
+        }
+    }
+}
+
+/// The key of reply tokens (DESIGN contract 4): at least 32 random bytes,
+/// configured base64-encoded as `HERALD_REPLY_SECRET`. Printing it shows no bytes.
+public struct ReplySecret: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public static let minimumByteCount = 32
+
+    let key: SymmetricKey
+
+    /// The secret from its standard base64 text. Whitespace and line breaks
+    /// (a trailing newline in a secrets file, `openssl rand -base64 64`'s
+    /// wrapping) are ignored; anything else that is not base64 is refused.
+    public init(base64 text: String) throws(ReplySecretError) {
+        let compact = String(text.unicodeScalars.filter { !CharacterSet.whitespacesAndNewlines.contains($0) })
+        guard let bytes = Data(base64Encoded: compact) else { throw .notBase64 }
+        try self.init(bytes: bytes)
+    }
+
+    /// The secret from its raw bytes.
+    public init(bytes: some DataProtocol) throws(ReplySecretError) {
+        guard bytes.count >= Self.minimumByteCount else { throw .tooShort(byteCount: bytes.count) }
+        key = SymmetricKey(data: Data(bytes))
+    }
+
+    private init(key: SymmetricKey) {
+        self.key = key
+    }
+
+    /// A new secret of 32 bytes from the system's secure random generator.
+    public static func generate() -> ReplySecret {
+        ReplySecret(key: SymmetricKey(size: .bits256))
+    }
+
+    /// The secret as standard base64, for `HERALD_REPLY_SECRET`. Handle with care.
+    public func base64EncodedString() -> String {
+        key.withUnsafeBytes { Data($0).base64EncodedString() }
+    }
+
+    /// The secret's length in bytes.
+    public var byteCount: Int { key.bitCount / 8 }
+
+    public var description: String { "ReplySecret(<redacted>)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
+/// Makes and checks reply tokens (DESIGN contract 4): the first 16 bytes of
+/// `HMAC-SHA256(secret, "v1:<delivery>")`, base64url without padding (22 characters).
+///
+/// Making a token costs one HMAC over a few bytes: the keyed HMAC state is
+/// computed once here and copied per token, and the message is written without
+/// string formatting.
+public struct ReplyTokens: Sendable {
+    /// Bytes of the MAC kept in a token.
+    public static let macByteCount = 16
+    /// Characters of a token: base64url of 16 bytes, without padding.
+    public static let tokenLength = 22
+
+    private let keyed: HMAC<SHA256>
+
+    public init(secret: ReplySecret) {
+        keyed = HMAC<SHA256>(key: secret.key)
+    }
+
+    /// The token that goes out with delivery `delivery` as `herald.r`.
+    public func token(delivery: Int64) -> String {
+        var hmac = keyed
+        Self.withMessage(delivery: delivery) { hmac.update(data: $0) }
+        let mac = hmac.finalize()
+        return mac.withUnsafeBytes { bytes in
+            Base64URL.encode(UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.macByteCount)))
+        }
+    }
+
+    /// Whether `token` is the token of `delivery`. The comparison takes the same
+    /// time wherever the first difference is; a token of the wrong length or
+    /// alphabet is simply not valid.
+    public func verify(_ token: String, delivery: Int64) -> Bool {
+        let expected = self.token(delivery: delivery)
+        guard token.utf8.count == Self.tokenLength else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(expected.utf8, token.utf8) {
+            difference |= a ^ b
+        }
+        return difference == 0
+    }
+
+    /// Calls `body` with the UTF-8 bytes of `"v1:<delivery>"`, built on the stack.
+    private static func withMessage<R>(delivery: Int64, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        // "v1:" + an optional "-" + up to 19 digits.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+            buffer[0] = UInt8(ascii: "v")
+            buffer[1] = UInt8(ascii: "1")
+            buffer[2] = UInt8(ascii: ":")
+            var count = 3
+            if delivery < 0 {
+                buffer[count] = UInt8(ascii: "-")
+                count += 1
+            }
+            var magnitude = delivery.magnitude
+            var digits = 0
+            repeat {
+                // Written backwards, then reversed in place.
+                buffer[count + digits] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                digits += 1
+            } while magnitude > 0
+            var low = count
+            var high = count + digits - 1
+            while low < high {
+                buffer.swapAt(low, high)
+                low += 1
+                high -= 1
+            }
+            count += digits
+            return body(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[0..<count])))
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Crypto
+import Foundation
+import HeraldCore
+import Testing
+
+/// Known answers in `../shared/test-vectors`, beside the repository root.
+enum SharedVectors {
+    struct Missing: Error, CustomStringConvertible {
+        let path: String
+        var description: String {
+            "shared test vector not found at \(path): Herald's tests read known answers from ../shared/test-vectors beside the repository root"
+        }
+    }
+
+    static func load<T: Decodable>(_ name: String, as type: T.Type, filePath: String = #filePath) throws -> T {
+        // <root>/Tests/<Target>/<File>.swift → <root>/../shared/test-vectors/<name>
+        let url = URL(fileURLWithPath: filePath)
+            .deletingLastPathComponent()
+            .deletingLastPathComponent()
+            .deletingLastPathComponent()
+            .appendingPathComponent("../shared/test-vectors", isDirectory: true)
+            .appendingPathComponent(name)
+            .standardizedFileURL
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw Missing(path: url.path)
+        }
+        return try JSONDecoder().decode(T.self, from: Data(contentsOf: url))
+    }
+}
+
+struct ReplyTokenVectors: Decodable {
+    struct Vector: Decodable {
+        var reply_secret: String
+        var delivery: Int64
+        var message: String
+        var token: String
+    }
+
+    var vectors: [Vector]
+
+    static func load() throws -> [Vector] {
+        try SharedVectors.load("reply-token-v1.json", as: Self.self).vectors
+    }
+}
+
+@Suite("Reply tokens (contract 4)")
+struct ReplyTokenTests {
+    let vectors: [ReplyTokenVectors.Vector]
+
+    init() throws {
+        vectors = try ReplyTokenVectors.load()
+        try #require(vectors.count == 3, "reply-token-v1.json should hold three vectors")
+    }
+
+    private func tokens(_ vector: ReplyTokenVectors.Vector) throws -> ReplyTokens {
+        ReplyTokens(secret: try ReplySecret(base64: vector.reply_secret))
+    }
+
+    /// The contract written out the slow, obvious way, to check the fast path against.
+    private func referenceToken(secret: Data, delivery: Int64) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("v1:\(delivery)".utf8), using: SymmetricKey(data: secret))
+        return Data(mac.prefix(16)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    @Test func theKnownAnswers() throws {
+        for vector in vectors {
+            #expect(vector.message == "v1:\(vector.delivery)")
+            let tokens = try tokens(vector)
+            #expect(tokens.token(delivery: vector.delivery) == vector.token)
+            #expect(tokens.verify(vector.token, delivery: vector.delivery))
+        }
+    }
+
+    @Test func theFastPathMatchesTheContractForAnyDelivery() throws {
+        let secret = Data((0..<40).map { UInt8($0 * 7 & 0xff) })
+        let tokens = ReplyTokens(secret: try ReplySecret(bytes: secret))
+        for delivery: Int64 in [0, 1, 9, 10, 99, 100, 918_273, 9_876_543_210, .max, -1, -918_273, .min] {
+            let token = tokens.token(delivery: delivery)
+            #expect(token == referenceToken(secret: secret, delivery: delivery), "delivery \(delivery)")
+            #expect(token.utf8.count == ReplyTokens.tokenLength)
+            #expect(tokens.verify(token, delivery: delivery))
+        }
+    }
+
+    @Test func aTokenFromAnotherSecretFails() throws {
+        let vector = vectors[0]
+        let other = ReplyTokens(secret: try ReplySecret(base64: vectors[1].reply_secret))
+        #expect(!other.verify(vector.token, delivery: vector.delivery))
+        #expect(!ReplyTokens(secret: .generate()).verify(vector.token, delivery: vector.delivery))
+    }
+
+    @Test func anotherDeliverysTokenFails() throws {
+        let vector = vectors[0]
+        let tokens = try tokens(vector)
+        #expect(!tokens.verify(vector.token, delivery: vector.delivery + 1))
+        #expect(!tokens.verify(tokens.token(delivery: vector.delivery + 1), delivery: vector.delivery))
+        #expect(!tokens.verify(vector.token, delivery: -vector.delivery))
+    }
+
+    @Test func forgedShapesFailWithoutCrashing() throws {
+        let vector = vectors[2] // token "2P-UkdGhMuGK3ap2mctUQA" has both base64url-only characters
+        let tokens = try tokens(vector)
+        let forged = [
+            "",
+            String(vector.token.dropLast()),
+            String(vector.token.dropFirst()),
+            vector.token + "A",
+            vector.token + "==",
+            vector.token.replacingOccurrences(of: "-", with: "+"),
+            vector.token.lowercased(),
+            String(repeating: "A", count: 22),
+            String(repeating: "\u{0}", count: 22),
+            String(repeating: "é", count: 11), // 22 UTF-8 bytes, not base64url
+            "2P-UkdGhMuGK3ap2mctUQB", // same 128 bits, non-canonical last character
+            String(repeating: "x", count: 10_000),
+        ]
+        for token in forged {
+            #expect(!tokens.verify(token, delivery: vector.delivery), "\(token.prefix(30))")
+        }
+        #expect(tokens.verify(vector.token, delivery: vector.delivery))
+    }
+
+    @Test func aShortSecretIsRefusedWithoutShowingIt() throws {
+        let short = Data((0..<31).map { UInt8($0) }).base64EncodedString()
+        do {
+            _ = try ReplySecret(base64: short)
+            Issue.record("a 31-byte secret was accepted")
+        } catch {
+            #expect(error == .tooShort(byteCount: 31))
+            #expect(error.description.contains("31 bytes"))
+            #expect(error.description.contains("at least 32"))
+            #expect(!error.description.contains(short))
+            #expect(!String(reflecting: error).contains(short))
+        }
+        #expect(throws: ReplySecretError.tooShort(byteCount: 0)) { try ReplySecret(base64: "") }
+    }
+
+    @Test func textThatIsNotBase64IsRefusedWithoutShowingIt() {
+        let text = "correct horse battery staple, but not base64!"
+        do {
+            _ = try ReplySecret(base64: text)
+            Issue.record("non-base64 text was accepted")
+        } catch {
+            #expect(error == .notBase64)
+            #expect(!error.description.contains(text))
+            #expect(!error.description.contains("horse"))
+        }
+    }
+
+    @Test func whitespaceAroundAndInsideTheSecretIsIgnored() throws {
+        let vector = vectors[2]
+        let wrapped = "  " + vector.reply_secret.prefix(40) + "\n" + vector.reply_secret.dropFirst(40) + "\n"
+        let tokens = ReplyTokens(secret: try ReplySecret(base64: wrapped))
+        #expect(tokens.token(delivery: vector.delivery) == vector.token)
+    }
+
+    @Test func generatedSecretsAreLongRandomAndRedacted() throws {
+        let first = ReplySecret.generate()
+        let second = ReplySecret.generate()
+        #expect(first.byteCount == 32)
+        #expect(first.base64EncodedString() != second.base64EncodedString())
+        let reparsed = try ReplySecret(base64: first.base64EncodedString())
+        #expect(ReplyTokens(secret: reparsed).token(delivery: 5) == ReplyTokens(secret: first).token(delivery: 5))
+
+        var dumped = ""
+        dump(first, to: &dumped)
+        for text in [String(describing: first), String(reflecting: first), "\(first)", dumped] {
+            #expect(!text.contains(first.base64EncodedString()))
+            #expect(text.contains("redacted") || dumped == text)
+        }
+    }
+
+    @Test func aMissingVectorFolderIsAFailureNotAPass() {
+        do {
+            _ = try SharedVectors.load("reply-token-v1.json", as: ReplyTokenVectors.self, filePath: "/nonexistent/repo/Tests/HeraldCoreTests/X.swift")
+            Issue.record("loading from a missing folder succeeded")
+        } catch {
+            #expect(error is SharedVectors.Missing)
+            #expect("\(error)".contains("/nonexistent/shared/test-vectors/reply-token-v1.json"))
+        }
+    }
+}
