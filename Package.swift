@@ -117,7 +117,11 @@ let package = Package(
         ),
         .testTarget(
             name: "RunnerTests",
-            dependencies: ["Runner", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "Runner", "TestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "ReplyIntakeTests",

@@ -31,6 +31,8 @@ public struct PayloadBuilder: Sendable {
     public static let maxBytes = 4096
 
     public let campaign: Campaign
+    /// The campaign's sensitive fields as the JSON object that is sealed to each device.
+    public let sensitiveJSON: [UInt8]?
     private let apsByLocale: [String: [UInt8]]
     private let kindAndMedia: [UInt8]
     private let customTail: [UInt8]
@@ -63,6 +65,14 @@ public struct PayloadBuilder: Sendable {
             x.value(.object(campaign.custom))
         }
         customTail = x.bytes
+
+        if let sensitive = campaign.sensitive, !sensitive.isEmpty {
+            var j = JSONWriter(capacity: 128)
+            j.value(.object(sensitive))
+            sensitiveJSON = j.bytes
+        } else {
+            sensitiveJSON = nil
+        }
     }
 
     /// Whether the service extension must run: to attach media or to open the envelope.
@@ -154,10 +164,8 @@ public struct PayloadBuilder: Sendable {
     /// sensitive fields, an envelope of the size their plaintext seals to.
     public func largestPayloads() -> [(locale: String, bytes: Int)] {
         var envelope: SealedEnvelope?
-        if let sensitive = campaign.sensitive, !sensitive.isEmpty {
-            var w = JSONWriter()
-            w.value(.object(sensitive))
-            let ctBytes = w.bytes.count + 16  // ChaCha20-Poly1305 tag
+        if let sensitiveJSON {
+            let ctBytes = sensitiveJSON.count + HeraldUserInfo.tagByteCount
             envelope = SealedEnvelope(
                 v: 1, kid: String(repeating: "k", count: DeviceKeyLimits.maxKeyIDBytes),
                 enc: String(repeating: "A", count: 44),

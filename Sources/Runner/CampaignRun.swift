@@ -37,7 +37,7 @@ public protocol PayloadSink: Sendable {
 /// Per-device parts of a payload: the reply token and the sealed envelope.
 public protocol DeliveryPersonalizer: Sendable {
     /// The reply token and envelope of one delivery, or why it cannot be sent.
-    func extras(for campaign: Campaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem>
+    func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem>
 }
 
 /// What one campaign did in this run.
@@ -205,7 +205,7 @@ public struct CampaignRun: Sendable {
             guard let last = batch.last else { break }
             after = last.target.deliveryID
             for delivery in batch {
-                switch personalizer.extras(for: prepared.campaign, target: delivery.target) {
+                switch personalizer.extras(for: prepared, target: delivery.target) {
                 case .failure(let problem):
                     summary.skipped += 1
                     try await sink.write(DryRunLine.skipped(prepared, delivery.target, reason: problem.message))

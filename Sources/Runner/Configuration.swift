@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Store
 
 /// Herald's settings, read from the environment (README, "Configuration").
@@ -11,6 +12,9 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var topic: String
     public var batchSize: Int
     public var concurrency: Int
+    /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
+    /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
+    public var replySecret: ReplySecret?
 
     public static let defaultTopic = "com.example.herald"
 
@@ -23,6 +27,25 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultTopic
         batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)
         concurrency = try Self.int(env, "HERALD_CONCURRENCY", default: 200, range: 1...10_000)
+        replySecret = try Self.replySecret(env)
+    }
+
+    static func replySecret(_ env: [String: String]) throws -> ReplySecret? {
+        var text = env["HERALD_REPLY_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        var source = "HERALD_REPLY_SECRET"
+        if text == nil, let path = env["HERALD_REPLY_SECRET_FILE"], !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StoreError.configuration("HERALD_REPLY_SECRET_FILE: cannot read \(path)")
+            }
+            text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            source = "HERALD_REPLY_SECRET_FILE (\(path))"
+        }
+        guard let text else { return nil }
+        do {
+            return try ReplySecret(base64: text)
+        } catch {
+            throw StoreError.configuration("\(source): \(error.description)")
+        }
     }
 
     public var description: String {

@@ -24,7 +24,7 @@ public struct HeraldJob: Sendable {
     public func dryRun(client: PostgresClient, out: String?) async throws -> RunSummary {
         let store = CampaignStore(client: client, logger: logger)
         let sink = try out.map { try LineFile(path: $0) } ?? LineFile.standardOutput()
-        let run = CampaignRun(store: store, options: options(dryRun: true), personalizer: personalizer(),
+        let run = CampaignRun(store: store, options: options(dryRun: true), personalizer: try personalizer(),
                               sink: sink, logger: logger)
         let summary = try await run.execute()
         try await sink.finish()
@@ -36,15 +36,39 @@ public struct HeraldJob: Sendable {
         throw StoreError.configuration("sending needs the APNs client; use --dry-run")
     }
 
-    func personalizer() -> any DeliveryPersonalizer {
-        PlainPersonalizer()
+    func personalizer() throws -> any DeliveryPersonalizer {
+        guard let secret = configuration.replySecret else {
+            throw StoreError.configuration(
+                "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE) is not set: every payload carries a reply token; make a secret with `herald keys reply-secret`")
+        }
+        return ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret))
     }
 }
 
-/// Leaves the reply token and the sealed envelope out.
-struct PlainPersonalizer: DeliveryPersonalizer {
-    func extras(for campaign: Campaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
-        .success((nil, nil))
+/// The reply loop's part of each payload: the delivery's reply token, and
+/// the campaign's sensitive fields sealed to the device's own key. A device
+/// without a usable key never gets those fields: its delivery is skipped.
+public struct ReplyLoopPersonalizer: DeliveryPersonalizer {
+    public let tokens: ReplyTokens
+
+    public init(tokens: ReplyTokens) {
+        self.tokens = tokens
+    }
+
+    public func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
+        let token = tokens.token(delivery: target.deliveryID)
+        guard let fields = prepared.builder.sensitiveJSON else { return .success((token, nil)) }
+        guard let key = target.publicKey, let keyID = target.keyID else {
+            return .failure(CampaignProblem("device has no registered key for the sealed fields"))
+        }
+        do {
+            let device = try DeviceKey(base64: key)
+            let envelope = try Sealer.seal(fields: fields, to: device.publicKey, keyID: keyID,
+                                           campaign: prepared.campaign.id, delivery: target.deliveryID)
+            return .success((token, envelope))
+        } catch {
+            return .failure(CampaignProblem("device key unusable for sealing: \(error)"))
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import Runner
 import Store
 
@@ -19,6 +20,10 @@ struct DemoCommand: AsyncParsableCommand {
                 .prepare()
             var demoConfig = config
             demoConfig.database = demo
+            if demoConfig.replySecret == nil {
+                demoConfig.replySecret = ReplySecret.generate()
+                print("demo: HERALD_REPLY_SECRET is not set; using a new secret for this demo only")
+            }
             print("demo: database \(demo) migrated and loaded with Sql/sample_data.sql")
             let payloadsPath = FileManager.default.currentDirectoryPath + "/.local/demo-payloads.jsonl"
             try? FileManager.default.createDirectory(atPath: FileManager.default.currentDirectoryPath + "/.local",

@@ -9,7 +9,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Campaign push orchestrator: campaigns in PostgreSQL → APNs → replies back in PostgreSQL.",
-        subcommands: [MigrateCommand.self, RunCommand.self, DemoCommand.self])
+        subcommands: [MigrateCommand.self, RunCommand.self, DemoCommand.self, KeysCommand.self])
 }
 
 /// Logs to standard error at LOG_LEVEL (default: info).
