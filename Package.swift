@@ -127,7 +127,9 @@ let package = Package(
             name: "ReplyIntakeTests",
             dependencies: [
                 "ReplyIntake", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
     ],
