@@ -1,1 +1,302 @@
-// APNsSimulator
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// An HTTP/2 + TLS server that answers like APNs: validates headers, provider token and payload,
+/// answers Apple's status codes and reasons, and injects faults on request.
+///
+/// `start()` binds and returns the port; `shutdown()` stops. Or `run()` under a task group:
+/// it starts, waits for cancellation, and shuts down.
+public final class APNsSimulator: Sendable {
+    public let configuration: SimulatorConfiguration
+    /// The PEM of the CA that clients must trust (nil when given files without a CA path).
+    public let caCertificatePath: String?
+    private let logger: Logger
+    private let sslContext: NIOSSLContext
+    private let group: MultiThreadedEventLoopGroup
+    private let eventLoop: EventLoop
+    private let state: NIOLoopBoundBox<SimulatorState>
+    private let channel = NIOLockedValueBox<Channel?>(nil)
+
+    public init(configuration: SimulatorConfiguration, logger: Logger = Logger(label: "apns-simulator")) throws {
+        let material = try TLSMaterial.load(configuration.tls)
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: material.chain.map { .certificate($0) },
+            privateKey: .privateKey(material.key)
+        )
+        tls.applicationProtocols = ["h2"]
+        self.sslContext = try NIOSSLContext(configuration: tls)
+        self.caCertificatePath = material.caPath
+        self.configuration = configuration
+        self.logger = logger
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.eventLoop = group.next()
+        self.state = NIOLoopBoundBox.makeBoxSendingValue(
+            try SimulatorState(configuration: configuration, logger: logger),
+            eventLoop: eventLoop
+        )
+    }
+
+    /// The bound port, once started.
+    public var port: Int? {
+        channel.withLockedValue { $0?.localAddress?.port }
+    }
+
+    /// Binds and starts answering. Returns the bound port.
+    @discardableResult
+    public func start() async throws -> Int {
+        if let port { return port }
+        let sslContext = self.sslContext
+        let state = self.state
+        let configuration = self.configuration
+        let initialStreams = configuration.startWithOneStream ? 1 : configuration.maxConcurrentStreams
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                do {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try sync.addHandler(SimulatorWriteCoalescer())
+                    try sync.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .server,
+                            initialSettings: [
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: initialStreams),
+                                HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                                HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
+                            ],
+                            headerBlockValidation: .disabled,
+                            contentLengthValidation: .disabled
+                        )
+                    )
+                    let simulatorState = state.value
+                    try sync.addHandler(
+                        SimulatorConnectionHandler(state: simulatorState, limitedToOne: configuration.startWithOneStream)
+                    )
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+        let bound = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        channel.withLockedValue { $0 = bound }
+        try await eventLoop.submit { state.value.startTimers() }.get()
+        let port = bound.localAddress?.port ?? 0
+        logger.info("apns simulator listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
+        return port
+    }
+
+    /// Starts (when not started), answers until cancelled, then shuts down.
+    public func run() async throws {
+        try await start()
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .seconds(1)) } catch { break }
+        }
+        await shutdown()
+    }
+
+    /// Stops listening, closes connections, flushes the log.
+    public func shutdown() async {
+        let listener = channel.withLockedValue { current -> Channel? in
+            let listener = current
+            current = nil
+            return listener
+        }
+        if let listener { try? await listener.close() }
+        let state = self.state
+        try? await eventLoop.submit { state.value.shutdown() }.get()
+        try? await group.shutdownGracefully()
+    }
+
+    /// Accepted notifications so far, in arrival order (when `recordAccepted`).
+    public var accepted: [AcceptedNotification] {
+        get async {
+            let state = self.state
+            return (try? await eventLoop.submit { state.value.accepted }.get()) ?? []
+        }
+    }
+
+    public var stats: SimulatorStats {
+        get async {
+            let state = self.state
+            return (try? await eventLoop.submit { state.value.stats }.get()) ?? SimulatorStats()
+        }
+    }
+
+    /// Marks a device token unregistered from now on (410 with this timestamp).
+    public func unregister(deviceToken: String, at date: Date) async {
+        let state = self.state
+        try? await eventLoop.submit { state.value.unregistered[deviceToken.lowercased()] = date }.get()
+    }
+}
+
+/// Small, fast, seedable generator for fault injection.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Everything shared by the connections. Lives on the simulator's event loop.
+final class SimulatorState {
+    let configuration: SimulatorConfiguration
+    let logger: Logger
+    var random: SplitMix64
+    var stats = SimulatorStats()
+    var accepted: [AcceptedNotification] = []
+    var unregistered: [String: Date]
+    var nextConnection = 0
+    private var logHandle: FileHandle?
+    private var logBuffer: [UInt8] = []
+    private var flushTimer: RepeatedTask?
+    private(set) var connections: [ObjectIdentifier: Channel] = [:]
+
+    init(configuration: SimulatorConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.random = SplitMix64(seed: configuration.faults.seed)
+        self.unregistered = Dictionary(
+            configuration.unregisteredTokens.map { ($0.key.lowercased(), $0.value) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        if let path = configuration.acceptedLogPath {
+            if !FileManager.default.fileExists(atPath: path) {
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
+            }
+            guard let handle = FileHandle(forWritingAtPath: path) else {
+                throw SimulatorError.cannotOpenLog(path)
+            }
+            handle.seekToEndOfFile()
+            self.logHandle = handle
+        }
+    }
+
+    func startTimers() {
+        guard logHandle != nil, flushTimer == nil, let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return }
+        let bound = NIOLoopBound(self, eventLoop: loop)
+        flushTimer = loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
+            bound.value.flushLog()
+        }
+    }
+
+    func register(_ channel: Channel) -> Int {
+        nextConnection += 1
+        stats.connections += 1
+        connections[ObjectIdentifier(channel)] = channel
+        return nextConnection
+    }
+
+    func unregister(_ channel: Channel) {
+        connections.removeValue(forKey: ObjectIdentifier(channel))
+    }
+
+    func reject(_ reason: String) {
+        stats.rejected[reason, default: 0] += 1
+    }
+
+    func record(_ notification: AcceptedNotification, topic: String) {
+        stats.accepted += 1
+        if logHandle != nil {
+            var line = "{\"at\":\(Int64(Date().timeIntervalSince1970 * 1000)),\"token\":\"\(notification.deviceToken)\""
+            line += ",\"apns_id\":\"\(notification.apnsID)\",\"topic\":\(jsonString(topic))"
+            for name in ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"] {
+                if let value = notification.headers[name] { line += ",\(jsonString(name)):\(jsonString(value))" }
+            }
+            line += ",\"payload\":"
+            logBuffer.append(contentsOf: line.utf8)
+            logBuffer.append(contentsOf: notification.payload)
+            logBuffer.append(contentsOf: "}\n".utf8)
+            if logBuffer.count > 1 << 16 { flushLog() }
+        }
+        if configuration.recordAccepted { accepted.append(notification) }
+    }
+
+    func flushLog() {
+        guard let handle = logHandle, !logBuffer.isEmpty else { return }
+        handle.write(Data(logBuffer))
+        logBuffer.removeAll(keepingCapacity: true)
+    }
+
+    func shutdown() {
+        flushTimer?.cancel()
+        flushTimer = nil
+        flushLog()
+        try? logHandle?.close()
+        logHandle = nil
+        for channel in connections.values { channel.close(promise: nil) }
+        connections.removeAll()
+    }
+
+    private func jsonString(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Joins the buffers written in one tick into one TLS record.
+final class SimulatorWriteCoalescer: ChannelOutboundHandler {
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    private var pending: ByteBuffer?
+    private var pendingPromise: EventLoopPromise<Void>?
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .byteBuffer(var buffer) = unwrapOutboundIn(data) else {
+            writePending(context: context)
+            context.write(data, promise: promise)
+            return
+        }
+        if var accumulated = pending {
+            pending = nil
+            accumulated.writeBuffer(&buffer)
+            pending = accumulated
+        } else {
+            pending = buffer
+        }
+        if let promise {
+            if let existing = pendingPromise { existing.futureResult.cascade(to: promise) } else { pendingPromise = promise }
+        }
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        writePending(context: context)
+        context.flush()
+    }
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        writePending(context: context)
+        context.flush()
+        context.close(mode: mode, promise: promise)
+    }
+
+    private func writePending(context: ChannelHandlerContext) {
+        guard let buffer = pending else { return }
+        let promise = pendingPromise
+        pending = nil
+        pendingPromise = nil
+        context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: promise)
+    }
+}

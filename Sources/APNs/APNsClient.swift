@@ -1,0 +1,416 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHPACK
+import NIOPosix
+import NIOSSL
+
+/// Sends notifications to APNs over HTTP/2 + TLS with token authentication.
+///
+/// The owner runs `run()` in a task group; cancelling it closes every connection and stops the
+/// event loop. `send(_:)` may be called from many tasks at once; how many notifications are in
+/// flight is bounded by how many tasks the caller runs.
+public final class APNsClient: Sendable {
+    private let configuration: APNsConfiguration
+    private let logger: Logger
+    private let group: MultiThreadedEventLoopGroup
+    private let eventLoop: EventLoop
+    private let pool: NIOLoopBoundBox<ConnectionPool>
+    private let tokens: ProviderTokenStore
+    private let overrideEndpoint: Endpoint?
+    private let submissions = NIOLockedValueBox(SubmissionQueue())
+    private let requestTimeout: TimeAmount
+
+    private struct SubmissionQueue {
+        var pending: [OutboundRequest] = []
+        var drainScheduled = false
+        var isShutdown = false
+    }
+
+    public init(configuration: APNsConfiguration, logger: Logger) throws {
+        var overrideEndpoint: Endpoint?
+        if let url = configuration.baseURLOverride {
+            guard let endpoint = Endpoint(url: url) else {
+                throw APNsConfigurationError.invalidValue("baseURLOverride")
+            }
+            overrideEndpoint = endpoint
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if let caPath = configuration.extraTrustedCAPath {
+            guard let certificates = try? NIOSSLCertificate.fromPEMFile(caPath), !certificates.isEmpty else {
+                throw APNsConfigurationError.caFileUnusable(path: caPath)
+            }
+            tls.additionalTrustRoots = [.certificates(certificates)]
+        }
+        let sslContext = try NIOSSLContext(configuration: tls)
+
+        self.configuration = configuration
+        self.logger = logger
+        self.overrideEndpoint = overrideEndpoint
+        self.requestTimeout = TimeAmount(configuration.requestTimeout)
+        self.tokens = ProviderTokenStore(
+            key: configuration.signingKey,
+            keyID: configuration.keyID,
+            teamID: configuration.teamID,
+            clock: configuration.tokenClock
+        )
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.eventLoop = group.next()
+        self.pool = NIOLoopBoundBox.makeBoxSendingValue(
+            ConnectionPool(eventLoop: eventLoop, sslContext: sslContext, configuration: configuration, logger: logger),
+            eventLoop: eventLoop
+        )
+    }
+
+    /// Runs until the surrounding task is cancelled (or `shutdown()` is called), then closes
+    /// every connection and stops the event loop.
+    public func run() async throws {
+        while !Task.isCancelled, !isShutdown {
+            do { try await Task.sleep(for: .seconds(1)) } catch { break }
+        }
+        await shutdown()
+    }
+
+    /// Fails what is waiting or in flight with `.failed(nil, .clientShutdown)`, closes the
+    /// connections, stops the event loop. Safe to call more than once.
+    public func shutdown() async {
+        let first = submissions.withLockedValue { state -> Bool in
+            defer { state.isShutdown = true }
+            return !state.isShutdown
+        }
+        guard first else { return }
+        let pool = self.pool
+        let closed = eventLoop.flatSubmit { pool.value.shutdown() }
+        try? await closed.get()
+        try? await group.shutdownGracefully()
+    }
+
+    private var isShutdown: Bool { submissions.withLockedValue { $0.isShutdown } }
+
+    /// Sends one notification, retrying as APNs asks. Never throws: every problem is an outcome.
+    public func send(_ notification: APNsNotification) async -> APNsResult {
+        if let refusal = Self.localRefusal(notification) {
+            return APNsResult(outcome: refusal, attempts: 0, retried: 0)
+        }
+        let endpoint = overrideEndpoint ?? Endpoint(host: notification.environment.host, port: 443)
+        let apnsID = notification.apnsID.lowercasedString
+        let body = ByteBuffer(bytes: notification.payload)
+        let topic = notification.topic ?? configuration.topic
+        let policy = configuration.retry
+
+        var attempts = 0
+        var retried = 0
+        var unprocessed = 0
+        var expiredTokenRetryUsed = false
+        var lastFailure: (status: Int?, reason: APNsReason) = (nil, .connectionFailed)
+        var random = SystemRandomNumberGenerator()
+
+        while true {
+            let token: ProviderTokenStore.Token
+            do {
+                token = try tokens.current()
+            } catch {
+                logger.error("apns provider token could not be signed")
+                return APNsResult(outcome: .failed(status: nil, reason: .invalidProviderToken), attempts: attempts, retried: retried)
+            }
+            let headers = Self.makeHeaders(
+                notification,
+                endpoint: endpoint,
+                topic: topic,
+                apnsID: apnsID,
+                authorization: token.headerValue
+            )
+            let outcome = await attempt(headers: headers, body: body, endpoint: endpoint)
+
+            switch outcome {
+            case .notProcessed:
+                unprocessed += 1
+                retried += 1
+                if unprocessed <= 3 * policy.maxAttempts + 10 { continue }
+                // A server that never processes anything: count it as a failed attempt.
+                unprocessed = 0
+                attempts += 1
+                lastFailure = (nil, .connectionFailed)
+            case .shutdown:
+                return APNsResult(outcome: .failed(status: nil, reason: .clientShutdown), attempts: attempts, retried: retried)
+            case .timedOut:
+                attempts += 1
+                lastFailure = (nil, .timeout)
+            case .connectionFailed:
+                attempts += 1
+                lastFailure = (nil, .connectionFailed)
+            case .response(let status, let responseBody):
+                attempts += 1
+                if status == 200 {
+                    return APNsResult(outcome: .sent(apnsID: notification.apnsID), attempts: attempts, retried: retried)
+                }
+                let (reason, timestamp) = Self.parseError(status: status, body: responseBody)
+                if status == 403, reason == .expiredProviderToken, !expiredTokenRetryUsed {
+                    expiredTokenRetryUsed = true
+                    _ = try? tokens.renewAfterExpired(generation: token.generation)
+                    logger.info("apns provider token expired; renewed, retrying once")
+                    retried += 1
+                    continue
+                }
+                if status == 410 || reason.marksDeviceInvalid {
+                    return APNsResult(
+                        outcome: .deviceInvalid(reason: reason, timestamp: timestamp),
+                        attempts: attempts,
+                        retried: retried
+                    )
+                }
+                guard status == 429 || status == 500 || status == 503 else {
+                    return APNsResult(outcome: .failed(status: status, reason: reason), attempts: attempts, retried: retried)
+                }
+                lastFailure = (status, reason)
+            }
+
+            // A retryable failure.
+            guard attempts < policy.maxAttempts, !isShutdown else {
+                return APNsResult(
+                    outcome: .failed(status: lastFailure.status, reason: lastFailure.reason),
+                    attempts: attempts,
+                    retried: retried
+                )
+            }
+            let delay = policy.delay(afterAttempt: attempts, using: &random)
+            if delay > .zero {
+                try? await Task.sleep(for: delay)
+            }
+            retried += 1
+        }
+    }
+
+    func rawEndpoint(_ environment: APNsEnvironment) -> Endpoint {
+        overrideEndpoint ?? Endpoint(host: environment.host, port: 443)
+    }
+
+    func rawToken() throws -> String { try tokens.current().headerValue }
+
+    func rawAttempt(headers: HPACKHeaders, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
+        await attempt(headers: headers, body: body, endpoint: endpoint)
+    }
+
+    private func attempt(headers: HPACKHeaders, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
+        await withCheckedContinuation { continuation in
+            let request = OutboundRequest(
+                headers: headers,
+                body: body,
+                endpoint: endpoint,
+                deadline: .now() + requestTimeout,
+                continuation: continuation
+            )
+            enqueue(request)
+        }
+    }
+
+    /// Hands a request to the event loop; requests submitted while a hand-over is pending
+    /// ride along with it (one wake-up of the loop per batch).
+    private func enqueue(_ request: OutboundRequest) {
+        enum Action { case rejected, scheduleDrain, nothing }
+        let action = submissions.withLockedValue { state -> Action in
+            if state.isShutdown { return .rejected }
+            state.pending.append(request)
+            if state.drainScheduled { return .nothing }
+            state.drainScheduled = true
+            return .scheduleDrain
+        }
+        switch action {
+        case .rejected:
+            request.complete(.shutdown)
+        case .nothing:
+            break
+        case .scheduleDrain:
+            let pool = self.pool
+            let submissions = self.submissions
+            eventLoop.execute {
+                let batch = submissions.withLockedValue { state -> [OutboundRequest] in
+                    let batch = state.pending
+                    state.pending = []
+                    state.pending.reserveCapacity(batch.count)
+                    state.drainScheduled = false
+                    return batch
+                }
+                let pool = pool.value
+                for request in batch { pool.submit(request) }
+            }
+        }
+    }
+
+    /// Problems found before sending, answered as APNs would.
+    static func localRefusal(_ notification: APNsNotification) -> APNsOutcome? {
+        if notification.payload.count > APNsNotification.maximumPayloadSize {
+            return .failed(status: nil, reason: .payloadTooLarge)
+        }
+        if notification.payload.isEmpty {
+            return .failed(status: nil, reason: .payloadEmpty)
+        }
+        if notification.deviceToken.isEmpty {
+            return .deviceInvalid(reason: .missingDeviceToken, timestamp: nil)
+        }
+        if !notification.deviceToken.utf8.allSatisfy({ $0.isHexDigit }) {
+            return .deviceInvalid(reason: .badDeviceToken, timestamp: nil)
+        }
+        if let collapseID = notification.collapseID, collapseID.utf8.count > APNsNotification.maximumCollapseIDSize {
+            return .failed(status: nil, reason: .badCollapseID)
+        }
+        return nil
+    }
+
+    static func makeHeaders(
+        _ notification: APNsNotification,
+        endpoint: Endpoint,
+        topic: String,
+        apnsID: String,
+        authorization: String
+    ) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(12)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: endpoint.authority)
+        headers.add(name: ":path", value: "/3/device/" + notification.deviceToken, indexing: .nonIndexable)
+        headers.add(name: "authorization", value: authorization)
+        headers.add(name: "apns-topic", value: topic)
+        headers.add(name: "apns-push-type", value: notification.pushType)
+        headers.add(name: "apns-priority", value: notification.priority == 10 ? "10" : String(notification.priority))
+        if let expiration = notification.expiration {
+            headers.add(name: "apns-expiration", value: String(expiration))
+        }
+        if let collapseID = notification.collapseID {
+            headers.add(name: "apns-collapse-id", value: collapseID)
+        }
+        headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
+        headers.add(name: "content-length", value: String(notification.payload.count), indexing: .nonIndexable)
+        return headers
+    }
+
+    private struct ErrorBody: Decodable {
+        var reason: String?
+        var timestamp: Double?
+    }
+
+    /// Apple's error body: `{"reason": "...", "timestamp": <ms since epoch>}` (timestamp on 410).
+    static func parseError(status: Int, body: ByteBuffer?) -> (APNsReason, Date?) {
+        var reason: APNsReason?
+        var timestamp: Date?
+        if let body, body.readableBytes > 0,
+            let decoded = try? JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView))
+        {
+            reason = decoded.reason.map(APNsReason.init(string:))
+            timestamp = decoded.timestamp.map { Date(timeIntervalSince1970: $0 / 1000) }
+        }
+        if let reason { return (reason, timestamp) }
+        switch status {
+        case 410: return (.unregistered, timestamp)
+        case 413: return (.payloadTooLarge, timestamp)
+        case 429: return (.tooManyRequests, timestamp)
+        case 500: return (.internalServerError, timestamp)
+        case 503: return (.serviceUnavailable, timestamp)
+        default: return (.unknown("HTTP \(status)"), timestamp)
+        }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
+    }
+}
+
+extension UUID {
+    /// Lowercase 8-4-4-4-12 form, without Foundation's formatter.
+    var lowercasedString: String {
+        let bytes = uuid
+        return withUnsafeBytes(of: bytes) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                let digits: StaticString = "0123456789abcdef"
+                var index = 0
+                for (position, byte) in raw.enumerated() {
+                    if position == 4 || position == 6 || position == 8 || position == 10 {
+                        out[index] = UInt8(ascii: "-")
+                        index += 1
+                    }
+                    digits.withUTF8Buffer { hex in
+                        out[index] = hex[Int(byte >> 4)]
+                        out[index + 1] = hex[Int(byte & 0x0f)]
+                    }
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
+}
+
+/// A request exactly as given, for testing servers (the simulator's validation).
+@_spi(Testing)
+public struct RawAPNsRequest: Sendable {
+    public enum Authorization: Sendable {
+        /// The client's current provider token.
+        case current
+        case none
+        case custom(String)
+    }
+
+    public var method: String
+    public var path: String
+    /// Regular headers, sent as given and in order (duplicates allowed).
+    public var headers: [(String, String)]
+    public var authorization: Authorization
+    public var body: [UInt8]
+
+    public init(
+        method: String = "POST",
+        path: String,
+        headers: [(String, String)],
+        authorization: Authorization = .current,
+        body: [UInt8]
+    ) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.authorization = authorization
+        self.body = body
+    }
+}
+
+@_spi(Testing)
+extension APNsClient {
+    /// Sends one raw request once (no retries, no local checks) and returns the status and
+    /// Apple's reason; nil status when no HTTP answer came.
+    public func sendRaw(_ raw: RawAPNsRequest, environment: APNsEnvironment = .production) async -> (
+        status: Int?, reason: APNsReason?
+    ) {
+        let endpoint = rawEndpoint(environment)
+        var headers = HPACKHeaders()
+        headers.add(name: ":method", value: raw.method)
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: endpoint.authority)
+        headers.add(name: ":path", value: raw.path)
+        switch raw.authorization {
+        case .current:
+            if let token = try? rawToken() { headers.add(name: "authorization", value: token) }
+        case .none:
+            break
+        case .custom(let value):
+            headers.add(name: "authorization", value: value)
+        }
+        for (name, value) in raw.headers { headers.add(name: name, value: value) }
+        let outcome = await rawAttempt(headers: headers, body: ByteBuffer(bytes: raw.body), endpoint: endpoint)
+        switch outcome {
+        case .response(let status, let body):
+            if status == 200 { return (200, nil) }
+            return (status, APNsClient.parseError(status: status, body: body).0)
+        case .timedOut:
+            return (nil, .timeout)
+        case .shutdown:
+            return (nil, .clientShutdown)
+        case .connectionFailed, .notProcessed:
+            return (nil, .connectionFailed)
+        }
+    }
+}

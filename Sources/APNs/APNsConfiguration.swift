@@ -1,0 +1,216 @@
+import Foundation
+
+/// How failed attempts are retried: exponential backoff with full jitter.
+public struct RetryPolicy: Sendable, Hashable {
+    /// Attempts in all, the first one included.
+    public var maxAttempts: Int
+    public var baseDelay: Duration
+    public var maxDelay: Duration
+
+    public init(maxAttempts: Int = 5, baseDelay: Duration = .milliseconds(100), maxDelay: Duration = .seconds(5)) {
+        self.maxAttempts = max(1, maxAttempts)
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+    }
+
+    /// The delay before attempt number `attempt + 1`, after `attempt` failed attempts (1-based):
+    /// uniformly random in `0 ... min(maxDelay, baseDelay * 2^(attempt-1))`.
+    func delay<G: RandomNumberGenerator>(afterAttempt attempt: Int, using generator: inout G) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 30)
+        let ceiling = min(self.maxDelay, self.baseDelay * (1 << exponent))
+        let ceilingNanos = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
+        guard ceilingNanos > 0 else { return .zero }
+        return .nanoseconds(Int64.random(in: 0...ceilingNanos, using: &generator))
+    }
+}
+
+/// Everything the APNs client needs. `description` never shows the key.
+public struct APNsConfiguration: Sendable, CustomStringConvertible {
+    public var signingKey: APNsSigningKey
+    public var keyID: String
+    public var teamID: String
+    /// Default `apns-topic` (the app's bundle id).
+    public var topic: String
+    /// e.g. `https://127.0.0.1:8443`; nil sends to Apple's hosts per device environment.
+    public var baseURLOverride: String?
+    /// A PEM file of extra trusted roots (a simulator's or a staging CA), on top of the system roots.
+    public var extraTrustedCAPath: String?
+    /// Connections per host.
+    public var maxConnections: Int
+    /// Streams in flight per connection; the server's SETTINGS_MAX_CONCURRENT_STREAMS bounds it too.
+    public var maxStreamsPerConnection: Int
+    /// Deadline of one request (one attempt), from submission to answer.
+    public var requestTimeout: Duration
+    public var retry: RetryPolicy
+    /// Connect timeout of one connection attempt (TCP + TLS).
+    public var connectTimeout: Duration
+    /// A PING is sent on a connection that read nothing for this long.
+    public var pingInterval: Duration
+    /// The wall clock that stamps `iat` on provider tokens. Tests inject one to make stale tokens.
+    public var tokenClock: @Sendable () -> Date
+
+    public init(
+        signingKey: APNsSigningKey,
+        keyID: String,
+        teamID: String,
+        topic: String,
+        baseURLOverride: String? = nil,
+        extraTrustedCAPath: String? = nil,
+        maxConnections: Int = 4,
+        maxStreamsPerConnection: Int = 100,
+        requestTimeout: Duration = .seconds(30),
+        retry: RetryPolicy = RetryPolicy(),
+        connectTimeout: Duration = .seconds(10),
+        pingInterval: Duration = .seconds(60),
+        tokenClock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.signingKey = signingKey
+        self.keyID = keyID
+        self.teamID = teamID
+        self.topic = topic
+        self.baseURLOverride = baseURLOverride
+        self.extraTrustedCAPath = extraTrustedCAPath
+        self.maxConnections = maxConnections
+        self.maxStreamsPerConnection = maxStreamsPerConnection
+        self.requestTimeout = requestTimeout
+        self.retry = retry
+        self.connectTimeout = connectTimeout
+        self.pingInterval = pingInterval
+        self.tokenClock = tokenClock
+    }
+
+    public var description: String {
+        "APNsConfiguration(keyID: \(keyID), teamID: \(teamID), topic: \(topic), "
+            + "url: \(baseURLOverride ?? "apple"), extraCA: \(extraTrustedCAPath ?? "none"), "
+            + "maxConnections: \(maxConnections), maxStreamsPerConnection: \(maxStreamsPerConnection), "
+            + "requestTimeout: \(requestTimeout), maxAttempts: \(retry.maxAttempts), signingKey: <redacted>)"
+    }
+
+    /// Reads `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`, `APNS_TOPIC` (required) and
+    /// `APNS_URL`, `APNS_CA_PATH`, `APNS_MAX_CONNECTIONS`, `APNS_STREAMS_PER_CONNECTION`,
+    /// `APNS_TIMEOUT_SECONDS`, `APNS_MAX_ATTEMPTS` (optional).
+    public static func fromEnvironment(_ env: [String: String]) throws -> APNsConfiguration {
+        func required(_ name: String) throws -> String {
+            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+                throw APNsConfigurationError.missingVariable(name)
+            }
+            return value
+        }
+        func optional(_ name: String) -> String? {
+            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+            return value
+        }
+        func positiveInt(_ name: String) throws -> Int? {
+            guard let raw = optional(name) else { return nil }
+            guard let value = Int(raw), value > 0 else { throw APNsConfigurationError.invalidValue(name) }
+            return value
+        }
+        let key = try APNsSigningKey(pemPath: try required("APNS_KEY_PATH"))
+        var configuration = APNsConfiguration(
+            signingKey: key,
+            keyID: try required("APNS_KEY_ID"),
+            teamID: try required("APNS_TEAM_ID"),
+            topic: try required("APNS_TOPIC")
+        )
+        if let url = optional("APNS_URL") {
+            guard Endpoint(url: url) != nil else { throw APNsConfigurationError.invalidValue("APNS_URL") }
+            configuration.baseURLOverride = url
+        }
+        configuration.extraTrustedCAPath = optional("APNS_CA_PATH")
+        if let value = try positiveInt("APNS_MAX_CONNECTIONS") { configuration.maxConnections = value }
+        if let value = try positiveInt("APNS_STREAMS_PER_CONNECTION") { configuration.maxStreamsPerConnection = value }
+        if let value = try positiveInt("APNS_TIMEOUT_SECONDS") { configuration.requestTimeout = .seconds(value) }
+        if let value = try positiveInt("APNS_MAX_ATTEMPTS") { configuration.retry.maxAttempts = value }
+        return configuration
+    }
+}
+
+/// A host and port to connect to.
+struct Endpoint: Hashable, Sendable {
+    var host: String
+    var port: Int
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `https://host[:port]` (a trailing slash is allowed; IPv6 in brackets).
+    init?(url: String) {
+        var rest = Substring(url)
+        if rest.hasPrefix("https://") { rest = rest.dropFirst("https://".count) } else { return nil }
+        while rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard !rest.isEmpty, !rest.contains("/") else { return nil }
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return nil }
+            self.host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if after.isEmpty {
+                self.port = 443
+            } else if after.hasPrefix(":"), let port = Int(after.dropFirst()), (1...65535).contains(port) {
+                self.port = port
+            } else {
+                return nil
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            guard let port = Int(rest[rest.index(after: colon)...]), (1...65535).contains(port) else { return nil }
+            self.host = String(rest[..<colon])
+            self.port = port
+        } else {
+            self.host = String(rest)
+            self.port = 443
+        }
+        guard !host.isEmpty else { return nil }
+    }
+
+    /// The `:authority` pseudo-header value.
+    var authority: String {
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        return port == 443 ? shownHost : "\(shownHost):\(port)"
+    }
+
+    /// True for IPv4/IPv6 literals, which cannot go into SNI.
+    var isIPAddress: Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+}
+
+/// A configuration or key problem. The description names the variable or path, never key material.
+public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
+    private enum Code: Hashable {
+        case missingVariable(String)
+        case invalidValue(String)
+        case keyFileUnreadable(path: String)
+        case keyInvalid(path: String?)
+        case caFileUnusable(path: String)
+    }
+    private let code: Code
+
+    static func missingVariable(_ name: String) -> Self { Self(code: .missingVariable(name)) }
+    static func invalidValue(_ name: String) -> Self { Self(code: .invalidValue(name)) }
+    static func keyFileUnreadable(path: String) -> Self { Self(code: .keyFileUnreadable(path: path)) }
+    static func keyInvalid(path: String?) -> Self { Self(code: .keyInvalid(path: path)) }
+    static func caFileUnusable(path: String) -> Self { Self(code: .caFileUnusable(path: path)) }
+
+    public var description: String {
+        switch code {
+        case .missingVariable(let name): return "APNs configuration: \(name) is not set"
+        case .invalidValue(let name): return "APNs configuration: \(name) has an invalid value"
+        case .keyFileUnreadable(let path): return "APNs signing key: cannot read \(path)"
+        case .keyInvalid(let path?):
+            return "APNs signing key: \(path) is not a PKCS#8 P-256 private key in PEM (.p8)"
+        case .keyInvalid(nil): return "APNs signing key: not a PKCS#8 P-256 private key in PEM (.p8)"
+        case .caFileUnusable(let path): return "APNs trusted CA: cannot use \(path) as PEM certificates"
+        }
+    }
+
+    /// True for problems with the signing key (file or content).
+    public var isKeyProblem: Bool {
+        switch code {
+        case .keyFileUnreadable, .keyInvalid: return true
+        default: return false
+        }
+    }
+}

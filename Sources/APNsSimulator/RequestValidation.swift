@@ -1,0 +1,91 @@
+import Crypto
+import Foundation
+import NIOHPACK
+
+/// The verdict on one request: status and Apple's reason (nil for 200).
+struct Verdict {
+    var status: Int
+    var reason: String?
+    var timestampMilliseconds: Int64?
+
+    static func reject(_ status: Int, _ reason: String) -> Verdict { Verdict(status: status, reason: reason) }
+}
+
+/// Claims of a provider token whose signature verified.
+struct VerifiedToken {
+    var jwt: String
+    var keyID: String
+    var issuedAt: Int64
+}
+
+enum ProviderTokenVerifier {
+    enum Failure: Error { case invalid, missing }
+
+    /// Verifies the ES256 signature, `alg`, `kid` and `iss`. Time rules are checked by the caller.
+    static func verify(
+        authorization: String,
+        teamID: String,
+        keys: [String: P256.Signing.PublicKey]
+    ) -> Result<VerifiedToken, Failure> {
+        let prefix = "bearer "
+        guard authorization.count > prefix.count, authorization.prefix(prefix.count).lowercased() == prefix else {
+            return .failure(.invalid)
+        }
+        let jwt = String(authorization.dropFirst(prefix.count))
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerBytes = base64URLDecode(parts[0]),
+            let claimsBytes = base64URLDecode(parts[1]),
+            let signatureBytes = base64URLDecode(parts[2]),
+            let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: claimsBytes) as? [String: Any],
+            header["alg"] as? String == "ES256",
+            let keyID = header["kid"] as? String,
+            let issuer = claims["iss"] as? String,
+            let iatNumber = claims["iat"] as? NSNumber
+        else {
+            return .failure(.invalid)
+        }
+        guard let key = keys[keyID], issuer == teamID,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+            key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
+        else {
+            return .failure(.invalid)
+        }
+        return .success(VerifiedToken(jwt: jwt, keyID: keyID, issuedAt: iatNumber.int64Value))
+    }
+
+    static func base64URLDecode(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = base64.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: base64)
+    }
+}
+
+enum HeaderRules {
+    static let validPushTypes: Set<String> = [
+        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity",
+        "pushtotalk", "controls", "widgets",
+    ]
+    static let singleValued: [String] = [
+        ":method", ":path", "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-expiration",
+        "apns-collapse-id", "apns-id",
+    ]
+
+    static func isHexToken(_ token: Substring) -> Bool {
+        token.utf8.count >= 64
+            && token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    static func isUUID(_ text: String) -> Bool {
+        UUID(uuidString: text) != nil
+    }
+
+    /// A JSON object with an `aps` dictionary.
+    static func isNotificationJSON(_ body: [UInt8]) -> Bool {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return false }
+        return object["aps"] is [String: Any]
+    }
+}

@@ -1,0 +1,153 @@
+import Crypto
+import Foundation
+
+/// How the simulator behaves: where it listens, what it trusts, what it refuses, what faults it injects.
+public struct SimulatorConfiguration: Sendable {
+    public enum TLS: Sendable {
+        /// Generate a CA and a leaf for 127.0.0.1 / localhost / ::1, written as PEM files into the
+        /// directory (`ca.pem`, `server.pem`, `server-key.pem`). Clients trust `ca.pem`.
+        case generate(directory: String)
+        /// Use existing PEM files.
+        case files(certificateChainPath: String, privateKeyPath: String, caPath: String?)
+    }
+
+    public struct Faults: Sendable {
+        /// Share of otherwise valid requests answered 429 TooManyRequests (0…1).
+        public var rate429: Double
+        /// Share answered 500 InternalServerError.
+        public var rate500: Double
+        /// Share answered 503 ServiceUnavailable.
+        public var rate503: Double
+        /// Seed of the generator that draws the faults, for reproducible runs.
+        public var seed: UInt64
+        /// Send GOAWAY on a connection after this many streams (streams above are not processed).
+        public var goAwayAfterStreams: Int?
+        /// Delay before each answer.
+        public var latency: Duration
+
+        public init(
+            rate429: Double = 0,
+            rate500: Double = 0,
+            rate503: Double = 0,
+            seed: UInt64 = 42,
+            goAwayAfterStreams: Int? = nil,
+            latency: Duration = .zero
+        ) {
+            self.rate429 = rate429
+            self.rate500 = rate500
+            self.rate503 = rate503
+            self.seed = seed
+            self.goAwayAfterStreams = goAwayAfterStreams
+            self.latency = latency
+        }
+    }
+
+    public var host: String
+    /// 0 picks a free port.
+    public var port: Int
+    public var tls: TLS
+    /// The team id provider tokens must carry as `iss`.
+    public var teamID: String
+    /// Key id (`kid`) → the public key that verifies its tokens.
+    public var signingKeys: [String: P256.Signing.PublicKey]
+    /// Topics (bundle ids) that may be pushed to.
+    public var allowedTopics: Set<String>
+    /// Device tokens (lowercase hex) that are no longer registered, with the time they became invalid.
+    public var unregisteredTokens: [String: Date]
+    /// Device tokens (lowercase hex) that belong to another topic → 400 DeviceTokenNotForTopic.
+    public var tokensOfOtherTopics: Set<String>
+    public var faults: Faults
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised once a connection has sent a valid token.
+    public var maxConcurrentStreams: Int
+    /// Like APNs: advertise one stream until the first valid provider token, then raise it.
+    public var startWithOneStream: Bool
+    /// Append-only JSON lines of accepted notifications.
+    public var acceptedLogPath: String?
+    /// Keep accepted notifications in memory for `accepted` (tests); off for long runs.
+    public var recordAccepted: Bool
+    /// The simulator's clock, for `iat` checks.
+    public var clock: @Sendable () -> Date
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        tls: TLS,
+        teamID: String,
+        signingKeys: [String: P256.Signing.PublicKey],
+        allowedTopics: Set<String>,
+        unregisteredTokens: [String: Date] = [:],
+        tokensOfOtherTopics: Set<String> = [],
+        faults: Faults = Faults(),
+        maxConcurrentStreams: Int = 1000,
+        startWithOneStream: Bool = true,
+        acceptedLogPath: String? = nil,
+        recordAccepted: Bool = true,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.teamID = teamID
+        self.signingKeys = signingKeys
+        self.allowedTopics = allowedTopics
+        self.unregisteredTokens = unregisteredTokens
+        self.tokensOfOtherTopics = tokensOfOtherTopics
+        self.faults = faults
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.startWithOneStream = startWithOneStream
+        self.acceptedLogPath = acceptedLogPath
+        self.recordAccepted = recordAccepted
+        self.clock = clock
+    }
+}
+
+/// A notification the simulator accepted (answered 200).
+public struct AcceptedNotification: Sendable, Hashable {
+    public var deviceToken: String
+    /// Request headers, lowercase names (pseudo-headers included).
+    public var headers: [String: String]
+    public var payload: [UInt8]
+    /// The `apns-id` answered (the request's, or one the simulator made).
+    public var apnsID: String
+    /// Which connection (1, 2, …) carried it.
+    public var connection: Int
+}
+
+/// Counters, for tests and the CLI.
+public struct SimulatorStats: Sendable, Hashable {
+    public var connections = 0
+    public var requests = 0
+    public var accepted = 0
+    /// Answers other than 200, by reason.
+    public var rejected: [String: Int] = [:]
+    public var goAwaysSent = 0
+    /// The most streams a connection had open at once while it advertised one stream.
+    public var peakStreamsWhileLimitedToOne = 0
+    /// The most streams a connection had open at once.
+    public var peakStreams = 0
+}
+
+/// A simulator setup problem. The description names paths, never key material.
+public struct SimulatorError: Error, Hashable, CustomStringConvertible {
+    private enum Code: Hashable {
+        case tlsMaterial(String)
+        case cannotOpenLog(String)
+        case notStarted
+        case alreadyStarted
+    }
+    private let code: Code
+
+    static func tlsMaterial(_ detail: String) -> Self { Self(code: .tlsMaterial(detail)) }
+    static func cannotOpenLog(_ path: String) -> Self { Self(code: .cannotOpenLog(path)) }
+    static let notStarted = Self(code: .notStarted)
+    static let alreadyStarted = Self(code: .alreadyStarted)
+
+    public var description: String {
+        switch code {
+        case .tlsMaterial(let detail): return "APNs simulator TLS: \(detail)"
+        case .cannotOpenLog(let path): return "APNs simulator: cannot open the log \(path)"
+        case .notStarted: return "APNs simulator is not started"
+        case .alreadyStarted: return "APNs simulator is already started"
+        }
+    }
+}

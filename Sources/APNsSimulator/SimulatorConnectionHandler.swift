@@ -1,0 +1,338 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// One client connection of the simulator: reads each request's HEADERS and DATA frames, and
+/// once the body is complete (APNs reads the whole body before answering) validates and answers.
+final class SimulatorConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private struct PendingStream {
+        var headers: HPACKHeaders
+        var body: ByteBuffer?
+    }
+
+    private let state: SimulatorState
+    private var connectionNumber = 0
+    private var context: ChannelHandlerContext?
+    private var streams: [HTTP2StreamID: PendingStream] = [:]
+    /// Streams received and not yet answered.
+    private var open = 0
+    private var limitedToOne: Bool
+    private var streamsSeen = 0
+    private var goAwayLastStreamID: HTTP2StreamID?
+    private var flushScheduled = false
+    /// The provider token accepted last on this connection.
+    private var currentToken: VerifiedToken?
+    private var currentAuthorization: String?
+    private var firstKeyID: String?
+
+    init(state: SimulatorState, limitedToOne: Bool) {
+        self.state = state
+        self.limitedToOne = limitedToOne
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        connectionNumber = state.register(context.channel)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        state.unregister(context.channel)
+        self.context = nil
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let streamID = frame.streamID
+        switch frame.payload {
+        case .headers(let headers):
+            if let last = goAwayLastStreamID, streamID > last { return }
+            if let existing = streams[streamID] {
+                // Trailers: nothing to keep, but they may end the stream.
+                if headers.endStream {
+                    streams.removeValue(forKey: streamID)
+                    process(streamID, existing, context: context)
+                }
+                return
+            }
+            streamsSeen += 1
+            open += 1
+            state.stats.peakStreams = max(state.stats.peakStreams, open)
+            if limitedToOne {
+                state.stats.peakStreamsWhileLimitedToOne = max(state.stats.peakStreamsWhileLimitedToOne, open)
+            }
+            let pending = PendingStream(headers: headers.headers, body: nil)
+            if headers.endStream {
+                process(streamID, pending, context: context)
+            } else {
+                streams[streamID] = pending
+            }
+            if let limit = state.configuration.faults.goAwayAfterStreams, streamsSeen == limit, goAwayLastStreamID == nil {
+                sendGoAway(lastStreamID: streamID, context: context)
+            }
+        case .data(let data):
+            guard var pending = streams[streamID] else { return }
+            if case .byteBuffer(var chunk) = data.data, chunk.readableBytes > 0 {
+                if var body = pending.body {
+                    pending.body = nil
+                    body.writeBuffer(&chunk)
+                    pending.body = body
+                } else {
+                    pending.body = chunk
+                }
+            }
+            if data.endStream {
+                streams.removeValue(forKey: streamID)
+                process(streamID, pending, context: context)
+            } else {
+                streams[streamID] = pending
+            }
+        case .rstStream:
+            if streams.removeValue(forKey: streamID) != nil { open -= 1 }
+        default:
+            break
+        }
+    }
+
+    private func sendGoAway(lastStreamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        goAwayLastStreamID = lastStreamID
+        state.stats.goAwaysSent += 1
+        for id in streams.keys where id > lastStreamID {
+            streams.removeValue(forKey: id)
+            open -= 1
+        }
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))
+            ),
+            promise: nil
+        )
+        scheduleFlush(context: context)
+        closeIfDone(context: context)
+    }
+
+    private func process(_ streamID: HTTP2StreamID, _ stream: PendingStream, context: ChannelHandlerContext) {
+        state.stats.requests += 1
+        var request = ParsedRequest(headers: stream.headers)
+        let body = stream.body.map { Array($0.readableBytesView) } ?? []
+        let verdict = judge(&request, body: body)
+        let apnsID = request.apnsID ?? UUID().uuidString.lowercased()
+        if verdict.status == 200 {
+            var headerMap: [String: String] = [:]
+            for (name, value, _) in stream.headers { headerMap[name] = value }
+            state.record(
+                AcceptedNotification(
+                    deviceToken: request.deviceToken,
+                    headers: headerMap,
+                    payload: body,
+                    apnsID: apnsID,
+                    connection: connectionNumber
+                ),
+                topic: request.topic ?? ""
+            )
+        } else {
+            state.reject(verdict.reason ?? "HTTP \(verdict.status)")
+        }
+        let latency = state.configuration.faults.latency
+        if latency > .zero {
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: TimeAmount(latency)) {
+                let (handler, context) = bound.value
+                handler.answer(streamID, verdict: verdict, apnsID: apnsID, context: context)
+            }
+        } else {
+            answer(streamID, verdict: verdict, apnsID: apnsID, context: context)
+        }
+    }
+
+    private func answer(_ streamID: HTTP2StreamID, verdict: Verdict, apnsID: String, context: ChannelHandlerContext) {
+        guard self.context != nil else { return }
+        open -= 1
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: String(verdict.status))
+        headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
+        if let reason = verdict.reason {
+            var json = "{\"reason\":\"\(reason)\""
+            if let timestamp = verdict.timestampMilliseconds { json += ",\"timestamp\":\(timestamp)" }
+            json += "}"
+            headers.add(name: "content-type", value: "application/json")
+            let body = context.channel.allocator.buffer(string: json)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
+                promise: nil
+            )
+        } else {
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))),
+                promise: nil
+            )
+        }
+        scheduleFlush(context: context)
+        closeIfDone(context: context)
+    }
+
+    private func closeIfDone(context: ChannelHandlerContext) {
+        guard goAwayLastStreamID != nil, open == 0, streams.isEmpty else { return }
+        // Let the answers go out, then close.
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .milliseconds(20)) {
+            bound.value.close(promise: nil)
+        }
+    }
+
+    private func scheduleFlush(context: ChannelHandlerContext) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = bound.value
+            handler.flushScheduled = false
+            if handler.context != nil { context.flush() }
+        }
+    }
+
+    // MARK: Validation
+
+    private struct ParsedRequest {
+        var method: String?
+        var path: String?
+        var authorization: String?
+        var topic: String?
+        var pushType: String?
+        var priority: String?
+        var expiration: String?
+        var collapseID: String?
+        var apnsID: String?
+        var duplicate = false
+        var deviceToken = ""
+
+        init(headers: HPACKHeaders) {
+            for (name, value, _) in headers {
+                func set(_ slot: inout String?) {
+                    if slot != nil { duplicate = true }
+                    slot = value
+                }
+                switch name {
+                case ":method": set(&method)
+                case ":path": set(&path)
+                case "authorization": set(&authorization)
+                case "apns-topic": set(&topic)
+                case "apns-push-type": set(&pushType)
+                case "apns-priority": set(&priority)
+                case "apns-expiration": set(&expiration)
+                case "apns-collapse-id": set(&collapseID)
+                case "apns-id": set(&apnsID)
+                default: break
+                }
+            }
+        }
+    }
+
+    private func judge(_ request: inout ParsedRequest, body: [UInt8]) -> Verdict {
+        let configuration = state.configuration
+        guard request.method == "POST" else { return .reject(405, "MethodNotAllowed") }
+        guard let path = request.path, path.hasPrefix("/3/device/") else { return .reject(404, "BadPath") }
+        let token = path.dropFirst("/3/device/".count)
+        request.deviceToken = String(token).lowercased()
+        if let apnsID = request.apnsID, !HeaderRules.isUUID(apnsID) {
+            request.apnsID = nil
+            return .reject(400, "BadMessageId")
+        }
+        if request.duplicate { return .reject(400, "DuplicateHeaders") }
+        if token.isEmpty { return .reject(400, "MissingDeviceToken") }
+
+        // Provider token.
+        guard let authorization = request.authorization else { return .reject(403, "MissingProviderToken") }
+        let now = Int64(configuration.clock().timeIntervalSince1970)
+        let verified: VerifiedToken
+        if authorization == currentAuthorization, let currentToken {
+            verified = currentToken
+        } else {
+            switch ProviderTokenVerifier.verify(
+                authorization: authorization,
+                teamID: configuration.teamID,
+                keys: configuration.signingKeys
+            ) {
+            case .failure: return .reject(403, "InvalidProviderToken")
+            case .success(let token): verified = token
+            }
+        }
+        if verified.issuedAt > now + 60 { return .reject(403, "InvalidProviderToken") }
+        if now - verified.issuedAt > 3600 { return .reject(403, "ExpiredProviderToken") }
+        if let firstKeyID, firstKeyID != verified.keyID { return .reject(403, "UnrelatedKeyIdInToken") }
+        if authorization != currentAuthorization {
+            // A new token on this connection: APNs refuses renewals faster than every 20 minutes.
+            if let previous = currentToken, verified.issuedAt - previous.issuedAt < 20 * 60 {
+                return .reject(429, "TooManyProviderTokenUpdates")
+            }
+            currentToken = verified
+            currentAuthorization = authorization
+            if firstKeyID == nil { firstKeyID = verified.keyID }
+        }
+        raiseStreamLimitIfNeeded()
+
+        // Headers.
+        guard let topic = request.topic else { return .reject(400, "MissingTopic") }
+        guard configuration.allowedTopics.contains(topic) else { return .reject(400, "TopicDisallowed") }
+        guard HeaderRules.isHexToken(token) else { return .reject(400, "BadDeviceToken") }
+        if let pushType = request.pushType, !HeaderRules.validPushTypes.contains(pushType) {
+            return .reject(400, "InvalidPushType")
+        }
+        if let priority = request.priority, priority != "10", priority != "5", priority != "1" {
+            return .reject(400, "BadPriority")
+        }
+        if let expiration = request.expiration, Int64(expiration) == nil { return .reject(400, "BadExpirationDate") }
+        if let collapseID = request.collapseID, collapseID.utf8.count > 64 { return .reject(400, "BadCollapseId") }
+
+        // Payload.
+        if body.isEmpty { return .reject(400, "PayloadEmpty") }
+        if body.count > 4096 { return .reject(413, "PayloadTooLarge") }
+        // APNs documents no reason for a payload that is not a notification object; this one is ours.
+        guard HeaderRules.isNotificationJSON(body) else { return .reject(400, "BadPayload") }
+
+        // Device.
+        if configuration.tokensOfOtherTopics.contains(request.deviceToken) {
+            return .reject(400, "DeviceTokenNotForTopic")
+        }
+        if let since = state.unregistered[request.deviceToken] {
+            var verdict = Verdict.reject(410, "Unregistered")
+            verdict.timestampMilliseconds = Int64(since.timeIntervalSince1970 * 1000)
+            return verdict
+        }
+
+        // Faults.
+        let faults = configuration.faults
+        if faults.rate429 > 0 || faults.rate500 > 0 || faults.rate503 > 0 {
+            let draw = Double.random(in: 0..<1, using: &state.random)
+            if draw < faults.rate429 { return .reject(429, "TooManyRequests") }
+            if draw < faults.rate429 + faults.rate500 { return .reject(500, "InternalServerError") }
+            if draw < faults.rate429 + faults.rate500 + faults.rate503 { return .reject(503, "ServiceUnavailable") }
+        }
+        return Verdict(status: 200, reason: nil)
+    }
+
+    private func raiseStreamLimitIfNeeded() {
+        guard limitedToOne, let context else { return }
+        limitedToOne = false
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .settings(
+                        .settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: state.configuration.maxConcurrentStreams)])
+                    )
+                )
+            ),
+            promise: nil
+        )
+        scheduleFlush(context: context)
+    }
+}

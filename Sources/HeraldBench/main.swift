@@ -1,0 +1,175 @@
+// herald-bench: sends N notifications with the real APNsClient to a URL with C in flight and
+// prints notifications/s, client CPU µs per notification (getrusage) and peak RSS.
+//
+//   herald-bench --url https://127.0.0.1:8443 --ca ca.pem -n 200000 -c 100 [--payload-bytes 300]
+//                [--connections 1] [--streams 100] [--key AuthKey.p8 --key-id K --team-id T --topic T]
+import APNs
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var url = "https://127.0.0.1:8443"
+    var caPath: String?
+    var count = 200_000
+    var concurrency = 100
+    var payloadBytes = 300
+    var connections = 1
+    var streams = 100
+    var keyPath: String?
+    var keyID = "BENCHKEY01"
+    var teamID = "BENCHTEAM1"
+    var topic = "com.example.herald"
+    var label = "herald"
+
+    static func parse(_ arguments: [String]) -> Options? {
+        var options = Options()
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            guard let value = iterator.next() else { return nil }
+            switch argument {
+            case "--url": options.url = value
+            case "--ca": options.caPath = value
+            case "-n": guard let v = Int(value), v > 0 else { return nil }; options.count = v
+            case "-c": guard let v = Int(value), v > 0 else { return nil }; options.concurrency = v
+            case "--payload-bytes": guard let v = Int(value), v > 20, v <= 4096 else { return nil }; options.payloadBytes = v
+            case "--connections": guard let v = Int(value), v > 0 else { return nil }; options.connections = v
+            case "--streams": guard let v = Int(value), v > 0 else { return nil }; options.streams = v
+            case "--key": options.keyPath = value
+            case "--key-id": options.keyID = value
+            case "--team-id": options.teamID = value
+            case "--topic": options.topic = value
+            case "--label": options.label = value
+            default: return nil
+            }
+        }
+        return options
+    }
+}
+
+func cpuMicroseconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF, &usage)
+    let user = Double(usage.ru_utime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec)
+    let system = Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec)
+    return user + system
+}
+
+func peakRSSKilobytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF, &usage)
+    return Int(usage.ru_maxrss)
+}
+
+func makePayload(bytes: Int) -> [UInt8] {
+    let head = "{\"aps\":{\"alert\":{\"title\":\"Flash sale\",\"body\":\""
+    let tail = "\"},\"sound\":\"default\"},\"herald\":{\"c\":42}}"
+    let filler = max(0, bytes - head.utf8.count - tail.utf8.count)
+    return Array((head + String(repeating: "x", count: filler) + tail).utf8)
+}
+
+guard let options = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
+    FileHandle.standardError.write(Data("usage: herald-bench --url URL [--ca PEM] [-n N] [-c C] [--payload-bytes B] [--connections K] [--streams S] [--key P8 --key-id K --team-id T --topic T]\n".utf8))
+    exit(2)
+}
+
+var logger = Logger(label: "herald-bench")
+logger.logLevel = .warning
+
+let signingKey: APNsSigningKey
+if let keyPath = options.keyPath {
+    signingKey = try APNsSigningKey(pemPath: keyPath)
+} else {
+    signingKey = APNsSigningKey(privateKey: P256.Signing.PrivateKey())
+}
+let configuration = APNsConfiguration(
+    signingKey: signingKey,
+    keyID: options.keyID,
+    teamID: options.teamID,
+    topic: options.topic,
+    baseURLOverride: options.url,
+    extraTrustedCAPath: options.caPath,
+    maxConnections: options.connections,
+    maxStreamsPerConnection: options.streams,
+    requestTimeout: .seconds(30),
+    retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5), maxDelay: .milliseconds(200))
+)
+let client = try APNsClient(configuration: configuration, logger: logger)
+let payload = makePayload(bytes: options.payloadBytes)
+let tokens = (0..<1024).map { index in
+    (0..<32).map { byte in String(format: "%02x", UInt8((index &* 31 &+ byte &* 7) & 0xff)) }.joined()
+}
+
+struct Tally: Sendable {
+    var sent = 0
+    var failed = 0
+    var retried = 0
+    var firstFailure: String?
+}
+
+let next = NIOLockedValueBox(0)
+let tally = NIOLockedValueBox(Tally())
+
+// Warm-up: one connection set up and the token signed before the clock starts.
+_ = await withThrowingTaskGroup(of: Void.self) { group in
+    group.addTask { try await client.run() }
+    _ = await client.send(APNsNotification(deviceToken: tokens[0], payload: payload))
+
+    let cpuStart = cpuMicroseconds()
+    let start = ContinuousClock.now
+    await withTaskGroup(of: Void.self) { workers in
+        for _ in 0..<options.concurrency {
+            workers.addTask {
+                var local = Tally()
+                while true {
+                    let index = next.withLockedValue { value -> Int in
+                        defer { value += 1 }
+                        return value
+                    }
+                    guard index < options.count else { break }
+                    let notification = APNsNotification(
+                        deviceToken: tokens[index & 1023],
+                        priority: 10,
+                        expiration: 1_900_000_000,
+                        collapseID: "campaign-42",
+                        payload: payload
+                    )
+                    let result = await client.send(notification)
+                    local.retried += result.retried
+                    if case .sent = result.outcome {
+                        local.sent += 1
+                    } else {
+                        local.failed += 1
+                        if local.firstFailure == nil { local.firstFailure = "\(result.outcome)" }
+                    }
+                }
+                let finished = local
+                tally.withLockedValue { total in
+                    total.sent += finished.sent
+                    total.failed += finished.failed
+                    total.retried += finished.retried
+                    if total.firstFailure == nil { total.firstFailure = finished.firstFailure }
+                }
+            }
+        }
+    }
+    let elapsed = ContinuousClock.now - start
+    let cpu = cpuMicroseconds() - cpuStart
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let total = tally.withLockedValue { $0 }
+    let done = total.sent + total.failed
+    print(
+        String(
+            format: "%@: n=%d c=%d sent=%d failed=%d retried=%d seconds=%.2f rps=%.0f cpu_us_per_notification=%.1f peak_rss_kb=%d",
+            options.label, options.count, options.concurrency, total.sent, total.failed, total.retried, seconds,
+            Double(done) / seconds, cpu / Double(max(done, 1)), peakRSSKilobytes()
+        )
+    )
+    if let failure = total.firstFailure { print("first failure: \(failure)") }
+    group.cancelAll()
+}

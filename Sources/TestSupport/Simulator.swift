@@ -1,0 +1,75 @@
+import APNs
+import APNsSimulator
+import Crypto
+import Foundation
+import Logging
+
+/// An APNs simulator running in-process on a free loopback port with TLS, and a client
+/// configuration that trusts it and signs with a fresh P-256 key the simulator knows.
+public struct RunningAPNsSimulator: Sendable {
+    public var clientConfiguration: APNsConfiguration
+    public let simulator: APNsSimulator
+    /// The directory holding the generated CA, certificate and key.
+    public let directory: String
+    public let keyID: String
+    public let teamID: String
+    public let topic: String
+
+    /// Stops the simulator and removes its files.
+    public func stop() async {
+        await simulator.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+public enum APNsSimulatorHarness {
+    public static let defaultTopic = "com.example.herald"
+
+    /// Starts a simulator; `customize` adjusts its configuration (faults, unregistered tokens…).
+    public static func start(
+        logger: Logger = Logger(label: "apns-simulator-test"),
+        customize: (inout SimulatorConfiguration) -> Void = { _ in }
+    ) async throws -> RunningAPNsSimulator {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("apns-sim-\(UUID().uuidString)").path
+        let key = P256.Signing.PrivateKey()
+        let keyID = "KEY" + String(UUID().uuidString.prefix(7).filter(\.isLetter).uppercased())
+        let teamID = "TEAM123456"
+        var configuration = SimulatorConfiguration(
+            host: "127.0.0.1",
+            port: 0,
+            tls: .generate(directory: directory),
+            teamID: teamID,
+            signingKeys: [keyID: key.publicKey],
+            allowedTopics: [defaultTopic]
+        )
+        customize(&configuration)
+        let simulator = try APNsSimulator(configuration: configuration, logger: logger)
+        let port = try await simulator.start()
+        var client = APNsConfiguration(
+            signingKey: APNsSigningKey(privateKey: key),
+            keyID: keyID,
+            teamID: teamID,
+            topic: defaultTopic,
+            baseURLOverride: "https://127.0.0.1:\(port)",
+            extraTrustedCAPath: simulator.caCertificatePath,
+            requestTimeout: .seconds(20),
+            retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(2), maxDelay: .milliseconds(50))
+        )
+        client.maxConnections = 4
+        return RunningAPNsSimulator(
+            clientConfiguration: client,
+            simulator: simulator,
+            directory: directory,
+            keyID: keyID,
+            teamID: teamID,
+            topic: defaultTopic
+        )
+    }
+
+    /// A random 64-hex-digit device token.
+    public static func randomDeviceToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}

@@ -1,0 +1,186 @@
+import APNsSimulator
+import ArgumentParser
+import Crypto
+import Foundation
+import Logging
+
+/// `herald apns-sim`: an APNs stand-in (HTTP/2 + TLS) for demos, staging and load tests.
+struct APNsSimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apns-sim",
+        abstract: "Run an APNs simulator: HTTP/2 + TLS, validates like APNs, injects faults."
+    )
+
+    @Option(help: "Address to listen on (loopback by default).")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free one).")
+    var port = 8443
+
+    @Option(name: .customLong("cert-dir"), help: "Directory for the generated CA (ca.pem), certificate and key.")
+    var certDir = ".local/apns-sim"
+
+    @Option(name: .customLong("key-id"), help: "Key id (kid) the provider tokens must carry.")
+    var keyID = "SIMKEY0001"
+
+    @Option(name: .customLong("team-id"), help: "Team id (iss) the provider tokens must carry.")
+    var teamID = "SIMTEAM001"
+
+    @Option(name: .customLong("public-key"), help: "PEM file of the P-256 public key that verifies tokens.")
+    var publicKey: String?
+
+    @Flag(name: .customLong("generate-key"), help: "Write a demo signing key (.p8, mode 0600) into the cert dir and trust it.")
+    var generateKey = false
+
+    @Option(help: "Allowed topic (bundle id); repeat for more.")
+    var topic: [String] = []
+
+    @Option(help: "File of unregistered device tokens: one per line, optionally followed by epoch seconds.")
+    var unregistered: String?
+
+    @Option(name: .customLong("fail-429"), help: "Share of requests answered 429 TooManyRequests (0…1).")
+    var fail429 = 0.0
+
+    @Option(name: .customLong("fail-500"), help: "Share of requests answered 500 InternalServerError (0…1).")
+    var fail500 = 0.0
+
+    @Option(name: .customLong("fail-503"), help: "Share of requests answered 503 ServiceUnavailable (0…1).")
+    var fail503 = 0.0
+
+    @Option(help: "Seed of the fault generator.")
+    var seed: UInt64 = 42
+
+    @Option(name: .customLong("goaway-after"), help: "Send GOAWAY on a connection after this many streams.")
+    var goAwayAfter: Int?
+
+    @Option(name: .customLong("latency-ms"), help: "Delay before each answer, in milliseconds.")
+    var latencyMS = 0
+
+    @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS once a token is accepted.")
+    var maxStreams = 1000
+
+    @Option(help: "Append accepted notifications to this file as JSON lines.")
+    var log: String?
+
+    func validate() throws {
+        for (name, rate) in [("--fail-429", fail429), ("--fail-500", fail500), ("--fail-503", fail503)]
+        where !(0...1).contains(rate) {
+            throw ValidationError("\(name) must be between 0 and 1")
+        }
+        guard fail429 + fail500 + fail503 <= 1 else { throw ValidationError("the fault rates add up to more than 1") }
+        if publicKey == nil, !generateKey { throw ValidationError("give --public-key PEM or --generate-key") }
+        if publicKey != nil, generateKey { throw ValidationError("--public-key and --generate-key exclude each other") }
+        if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
+        if latencyMS < 0 { throw ValidationError("--latency-ms must not be negative") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "herald.apns-sim")
+        logger.logLevel = .info
+        try FileManager.default.createDirectory(atPath: certDir, withIntermediateDirectories: true)
+
+        let verifyingKey: P256.Signing.PublicKey
+        var keyPath: String?
+        if let publicKey {
+            guard let pem = try? String(contentsOfFile: publicKey, encoding: .utf8),
+                let key = try? P256.Signing.PublicKey(pemRepresentation: pem)
+            else {
+                throw ValidationError("\(publicKey) is not a P-256 public key in PEM")
+            }
+            verifyingKey = key
+        } else {
+            let key = P256.Signing.PrivateKey()
+            let path = (certDir as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
+            FileManager.default.createFile(
+                atPath: path,
+                contents: Data(key.pemRepresentation.utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+            verifyingKey = key.publicKey
+            keyPath = path
+        }
+
+        let topics = topic.isEmpty ? ["com.example.herald"] : topic
+        let simulator = try APNsSimulator(
+            configuration: SimulatorConfiguration(
+                host: host,
+                port: port,
+                tls: .generate(directory: certDir),
+                teamID: teamID,
+                signingKeys: [keyID: verifyingKey],
+                allowedTopics: Set(topics),
+                unregisteredTokens: try unregistered.map(Self.readUnregistered) ?? [:],
+                faults: .init(
+                    rate429: fail429,
+                    rate500: fail500,
+                    rate503: fail503,
+                    seed: seed,
+                    goAwayAfterStreams: goAwayAfter,
+                    latency: .milliseconds(latencyMS)
+                ),
+                maxConcurrentStreams: maxStreams,
+                startWithOneStream: true,
+                acceptedLogPath: log,
+                recordAccepted: false
+            ),
+            logger: logger
+        )
+        let boundPort = try await simulator.start()
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        print("APNS_URL=https://\(shownHost):\(boundPort)")
+        print("APNS_CA_PATH=\(simulator.caCertificatePath ?? "")")
+        print("APNS_KEY_ID=\(keyID)")
+        print("APNS_TEAM_ID=\(teamID)")
+        print("APNS_TOPIC=\(topics[0])")
+        if let keyPath { print("APNS_KEY_PATH=\(keyPath)") }
+        fflush(stdout)
+
+        await Self.waitForTermination()
+        let stats = await simulator.stats
+        await simulator.shutdown()
+        logger.info(
+            "apns simulator stopped",
+            metadata: [
+                "requests": "\(stats.requests)", "accepted": "\(stats.accepted)",
+                "connections": "\(stats.connections)",
+            ]
+        )
+    }
+
+    /// Reads `token [epoch-seconds]` lines; `#` starts a comment.
+    static func readUnregistered(_ path: String) throws -> [String: Date] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("cannot read \(path)")
+        }
+        var tokens: [String: Date] = [:]
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let fields = content.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" })
+            guard let token = fields.first else { continue }
+            var date = Date()
+            if fields.count > 1 {
+                guard let seconds = Double(fields[1]) else {
+                    throw ValidationError("\(path):\(number + 1): bad timestamp")
+                }
+                date = Date(timeIntervalSince1970: seconds)
+            }
+            tokens[token.lowercased()] = date
+        }
+        return tokens
+    }
+
+    /// Returns on SIGINT or SIGTERM.
+    static func waitForTermination() async {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        var sources: [DispatchSourceSignal] = []
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { continuation.yield(signalNumber) }
+            source.resume()
+            sources.append(source)
+        }
+        for await _ in stream { break }
+        for source in sources { source.cancel() }
+    }
+}
