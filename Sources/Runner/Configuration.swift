@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import HeraldCore
 import Store
@@ -15,6 +16,8 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
     /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
     public var replySecret: ReplySecret?
+    /// The environment the APNs settings (`APNS_*`) are read from when a run sends.
+    public var environment: [String: String]
 
     public static let defaultTopic = "com.example.herald"
 
@@ -28,6 +31,15 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)
         concurrency = try Self.int(env, "HERALD_CONCURRENCY", default: 200, range: 1...10_000)
         replySecret = try Self.replySecret(env)
+        environment = env
+    }
+
+    /// `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`, `APNS_TOPIC` and the
+    /// optional `APNS_URL`, `APNS_CA_PATH`, … (README, "Configuration").
+    public func apnsConfiguration() throws -> APNsConfiguration {
+        var env = environment
+        if env["APNS_TOPIC"] == nil { env["APNS_TOPIC"] = topic }
+        return try APNsConfiguration.fromEnvironment(env)
     }
 
     static func replySecret(_ env: [String: String]) throws -> ReplySecret? {

@@ -1,3 +1,4 @@
+import APNs
 import ExtensionKit
 import Foundation
 import HeraldCore
@@ -33,7 +34,30 @@ public struct HeraldJob: Sendable {
 
     public func run(client: PostgresClient, dryRun: Bool, out: String?) async throws -> RunSummary {
         if dryRun { return try await self.dryRun(client: client, out: out) }
-        throw StoreError.configuration("sending needs the APNs client; use --dry-run")
+        return try await send(client: client, apns: try configuration.apnsConfiguration())
+    }
+
+    /// A real run: every due campaign through APNs. The APNs client lives
+    /// exactly as long as the run.
+    public func send(client: PostgresClient, apns: APNsConfiguration) async throws -> RunSummary {
+        let personalizer = try personalizer()
+        let apnsClient = try APNsClient(configuration: apns, logger: logger)
+        let run = CampaignRun(store: CampaignStore(client: client, logger: logger), options: options(dryRun: false),
+                              personalizer: personalizer, transport: apnsClient, logger: logger)
+        return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
+            group.addTask {
+                try await apnsClient.run()
+                return nil
+            }
+            do {
+                let summary = try await run.execute()
+                group.cancelAll()
+                return summary
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+        }
     }
 
     func personalizer() throws -> any DeliveryPersonalizer {
