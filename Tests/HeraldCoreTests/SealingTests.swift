@@ -169,4 +169,20 @@ struct SealingTests {
             #expect(!text.contains(pair.privateKeyBase64))
         }
     }
+
+    @Test func aPayloadCarryingASealedEnvelopeOpensOnTheDevice() throws {
+        let pair = DeviceKeyPair.generate()
+        let envelope = try Sealer.seal(fields: ["coupon": "FLASH-7Q2K"], to: pair.publicKey, campaign: 42, delivery: 918_273)
+        let payload: [String: Any] = [
+            "aps": ["alert": ["body": "Flash sale"], "mutable-content": 1, "category": "flash_sale.v1"],
+            "herald": [
+                "c": 42, "d": 918_273, "k": "flash_sale",
+                "sealed": ["v": envelope.v, "kid": envelope.kid, "enc": envelope.enc, "ct": envelope.ct],
+            ],
+        ]
+        let notification = try HeraldNotification(json: JSONSerialization.data(withJSONObject: payload))
+        #expect(notification.sealed == envelope)
+        let opener = EnvelopeOpener(privateKey: pair.privateKey, keyID: pair.keyID)
+        #expect(try opener.sealedFields(in: notification) == ["coupon": "FLASH-7Q2K"])
+    }
 }
