@@ -35,7 +35,4 @@ package enum X25519Points {
         }
         return found
     }
-
-    /// The list itself, for the tests that check each entry against a backend.
-    package static var smallOrderEncodings: [[UInt8]] { smallOrder }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ExtensionKit
 import HeraldCore
 import Testing
 
@@ -181,5 +182,18 @@ struct ReplyTokenTests {
             #expect(error is SharedVectors.Missing)
             #expect("\(error)".contains("/nonexistent/shared/test-vectors/reply-token-v1.json"))
         }
+    }
+
+    @Test func aTokenSentOutComesBackInAReplyAndVerifies() throws {
+        let tokens = ReplyTokens(secret: .generate())
+        let notification = HeraldNotification(
+            campaign: 42, delivery: 918_273, kind: .feedback, replyToken: tokens.token(delivery: 918_273)
+        )
+        let request = try ReplyRequestBuilder(baseURL: URL(string: "https://push.example.com")!).request(
+            for: notification, action: "comment", text: "Great", occurredAt: Date(), replyID: UUID()
+        )
+        let body = try JSONDecoder().decode(ReplyBody.self, from: request.body)
+        #expect(tokens.verify(body.token, delivery: body.delivery))
+        #expect(!tokens.verify(body.token, delivery: body.delivery + 1))
     }
 }

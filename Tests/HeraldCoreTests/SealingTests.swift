@@ -93,7 +93,7 @@ struct SealingTests {
     /// The encodings of small-order points; key agreement with them gives an
     /// all-zero secret that anyone can compute.
     static let smallOrderKeys: [Data] = {
-        let p = Data([0xed] + [UInt8](repeating: 0xff, count: 30) + [0x7f])
+        func nearP(_ low: UInt8) -> Data { Data([low] + [UInt8](repeating: 0xff, count: 30) + [0x7f]) }
         var highBitZero = Data(count: 32)
         highBitZero[31] = 0x80
         return [
@@ -101,7 +101,8 @@ struct SealingTests {
             Data([1] + [UInt8](repeating: 0, count: 31)),
             Data(base64Encoded: "4Ot6fDtBuK4WVuP68Z/EatoJjeucMrH9hmIFFl9JuAA=")!,
             Data(base64Encoded: "X5yVvKNQjCSx0LFVnIPvWwREXMRYHI6G2CJO3dCfEVc=")!,
-            p, highBitZero,
+            nearP(0xec), nearP(0xed), nearP(0xee), // p - 1, p, p + 1
+            highBitZero,
         ]
     }()
 
@@ -168,5 +169,21 @@ struct SealingTests {
         for text in [String(describing: pair), String(reflecting: pair), dumped] {
             #expect(!text.contains(pair.privateKeyBase64))
         }
+    }
+
+    @Test func aPayloadCarryingASealedEnvelopeOpensOnTheDevice() throws {
+        let pair = DeviceKeyPair.generate()
+        let envelope = try Sealer.seal(fields: ["coupon": "FLASH-7Q2K"], to: pair.publicKey, campaign: 42, delivery: 918_273)
+        let payload: [String: Any] = [
+            "aps": ["alert": ["body": "Flash sale"], "mutable-content": 1, "category": "flash_sale.v1"],
+            "herald": [
+                "c": 42, "d": 918_273, "k": "flash_sale",
+                "sealed": ["v": envelope.v, "kid": envelope.kid, "enc": envelope.enc, "ct": envelope.ct],
+            ],
+        ]
+        let notification = try HeraldNotification(json: JSONSerialization.data(withJSONObject: payload))
+        #expect(notification.sealed == envelope)
+        let opener = EnvelopeOpener(privateKey: pair.privateKey, keyID: pair.keyID)
+        #expect(try opener.sealedFields(in: notification) == ["coupon": "FLASH-7Q2K"])
     }
 }
