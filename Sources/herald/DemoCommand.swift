@@ -1,4 +1,5 @@
 import ArgumentParser
+import Demo
 import Foundation
 import HeraldCore
 import Runner
@@ -7,17 +8,21 @@ import Store
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Make a fresh demo database on DATABASE_URL's server, load the sample campaigns and run the job.")
+        abstract: "The whole loop on DATABASE_URL's server: sample campaigns → APNs simulator → device replies → analyst views.",
+        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, runs the job, lets a fleet of simulated devices answer, and prints the analyst report.")
 
     @Option(help: "The database to (re)create for the demo.")
     var database = "herald_demo"
+
+    @Flag(help: "Only print the payloads each device would receive (no APNs, no replies).")
+    var dryRun = false
 
     func run() async throws {
         let logger = makeLogger()
         do {
             let config = try HeraldConfiguration()
-            let demo = try await DemoSetup(server: config.database, database: database, sqlDirectory: config.sqlDirectory, logger: logger)
-                .prepare()
+            let demo = try await DemoSetup(server: config.database, database: database,
+                                           sqlDirectory: config.sqlDirectory, logger: logger).prepare()
             var demoConfig = config
             demoConfig.database = demo
             if demoConfig.replySecret == nil {
@@ -25,16 +30,30 @@ struct DemoCommand: AsyncParsableCommand {
                 print("demo: HERALD_REPLY_SECRET is not set; using a new secret for this demo only")
             }
             print("demo: database \(demo) migrated and loaded with Sql/sample_data.sql")
-            let payloadsPath = FileManager.default.currentDirectoryPath + "/.local/demo-payloads.jsonl"
-            try? FileManager.default.createDirectory(atPath: FileManager.default.currentDirectoryPath + "/.local",
-                                                     withIntermediateDirectories: true)
-            let job = HeraldJob(configuration: demoConfig, logger: logger)
-            let summary = try await withPostgres(demo, logger: logger) { client in
-                try await job.dryRun(client: client, out: payloadsPath)
+            let work = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".local")
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+
+            if dryRun {
+                let payloadsPath = work.appendingPathComponent("demo-payloads.jsonl").path
+                let job = HeraldJob(configuration: demoConfig, logger: logger)
+                let summary = try await withPostgres(demo, logger: logger) { client in
+                    try await job.dryRun(client: client, out: payloadsPath)
+                }
+                print(summary.report)
+                try DemoSetup.printExamples(payloadsPath)
+                print("demo: every payload is in \(payloadsPath)")
+                return
             }
-            print(summary.report)
-            try DemoSetup.printExamples(payloadsPath)
-            print("demo: every payload is in \(payloadsPath)")
+
+            let outcome = try await DemoLoop(configuration: demoConfig, workDirectory: work, logger: logger).execute()
+            print("\n== the batch run (APNs simulator on 127.0.0.1, HTTP/2 + TLS)")
+            print(outcome.run.report)
+            print("\n== the devices (extension kit: open sealed fields, answer, POST /v1/replies)")
+            print(outcome.fleet)
+            print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")
+            print(outcome.report)
+            print("\ndemo: notifications the simulator accepted are in \(outcome.acceptedLog)")
+            print("demo: query it yourself: psql \"$(scripts/pg url)_demo\" -c 'SELECT * FROM analyst.campaign_funnel'")
         } catch {
             throw readable(error)
         }

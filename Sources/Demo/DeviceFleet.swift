@@ -1,0 +1,175 @@
+import APNsSimulator
+import Crypto
+import ExtensionKit
+import Foundation
+import Logging
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Plays the devices: for each notification the APNs simulator accepted, it
+/// does what the app's extensions would — parse the Herald part, open the
+/// sealed fields with the device's own key, choose a button or type an answer
+/// — and POSTs the reply to the intake, like the app.
+public struct DeviceFleet: Sendable {
+    /// Device token → that device's private key (devices without one never get sealed fields).
+    public let keys: [String: Curve25519.KeyAgreement.PrivateKey]
+    /// Device token → the device's locale (what its user types in).
+    public var locales: [String: String]
+    public let logger: Logger
+
+    public init(keys: [String: Curve25519.KeyAgreement.PrivateKey], locales: [String: String] = [:], logger: Logger) {
+        self.keys = keys
+        self.locales = locales
+        self.logger = logger
+    }
+
+    /// The sample data's devices: device n's token is SHA-256("herald demo token n") and its
+    /// private key SHA-256("herald demo device n") (Sql/sample_data.sql).
+    public static func sampleDevices(count: Int = 400, logger: Logger) -> DeviceFleet {
+        var keys: [String: Curve25519.KeyAgreement.PrivateKey] = [:]
+        for n in 1...count {
+            let token = SHA256.hash(data: Data("herald demo token \(n)".utf8)).map { String(format: "%02x", $0) }.joined()
+            let seed = Data(SHA256.hash(data: Data("herald demo device \(n)".utf8)))
+            keys[token] = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: seed)
+        }
+        return DeviceFleet(keys: keys, logger: logger)
+    }
+
+    public struct Report: Sendable, CustomStringConvertible {
+        public var notifications = 0
+        public var sealedOpened = 0
+        public var sealedFailed = 0
+        public var ignored = 0
+        public var posted = 0
+        public var stored = 0
+        public var duplicates = 0
+        public var refused: [Int: Int] = [:]
+
+        public var description: String {
+            var s = "devices: \(notifications) notifications, \(sealedOpened) sealed envelopes opened"
+            if sealedFailed > 0 { s += " (\(sealedFailed) failed to open)" }
+            s += ", \(ignored) ignored by their users, \(posted) replies posted: \(stored) stored (202), \(duplicates) retries answered 200"
+            if !refused.isEmpty { s += ", refused: \(refused.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "))" }
+            return s
+        }
+    }
+
+    /// Answers the notifications; every `retryEvery`-th reply is sent twice,
+    /// as an app whose first attempt timed out would.
+    public func answer(_ accepted: [AcceptedNotification], intake: URL, concurrency: Int = 16,
+                       retryEvery: Int = 10) async throws -> Report {
+        var report = Report()
+        let builder = ReplyRequestBuilder(baseURL: intake)
+        var requests: [(ReplyHTTPRequest, repeats: Int)] = []
+        for (i, notification) in accepted.enumerated() {
+            report.notifications += 1
+            guard let herald = try? HeraldNotification(json: Data(notification.payload)) else { continue }
+            if let envelope = herald.sealed {
+                guard let key = keys[notification.deviceToken],
+                      (try? EnvelopeOpener(privateKey: key).openFields(envelope, campaign: herald.campaign, delivery: herald.delivery)) != nil
+                else {
+                    report.sealedFailed += 1
+                    continue
+                }
+                report.sealedOpened += 1
+            }
+            guard let (action, text) = Self.choice(for: herald, locale: locales[notification.deviceToken] ?? "en") else {
+                report.ignored += 1
+                continue
+            }
+            let occurred = Date()
+            let request = try builder.request(for: herald, action: action, text: text, occurredAt: occurred,
+                                              replyID: Self.replyID(delivery: herald.delivery))
+            requests.append((request, i % retryEvery == 0 ? 2 : 1))
+        }
+        try await withThrowingTaskGroup(of: [Int].self) { group in
+            var running = 0
+            for (request, repeats) in requests {
+                if running >= concurrency, let statuses = try await group.next() {
+                    running -= 1
+                    report.count(statuses)
+                }
+                group.addTask { try await Self.post(request, times: repeats) }
+                running += 1
+            }
+            for try await statuses in group { report.count(statuses) }
+        }
+        return report
+    }
+
+    static func post(_ request: ReplyHTTPRequest, times: Int) async throws -> [Int] {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body
+        var statuses: [Int] = []
+        for _ in 0..<times {
+            let (_, response) = try await URLSession.shared.data(for: urlRequest)
+            statuses.append((response as? HTTPURLResponse)?.statusCode ?? 0)
+        }
+        return statuses
+    }
+
+    /// A stable id per delivery, so a replayed demo sends the same reply ids.
+    static func replyID(delivery: Int64) -> UUID {
+        let digest = Array(SHA256.hash(data: Data("herald demo reply \(delivery)".utf8)))
+        var bytes = Array(digest.prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
+    /// What users type, by language.
+    static let answers: [String: [String]] = [
+        "en": ["Arrived a day early, thanks!", "The box was damaged but the shoes are fine.",
+               "Took two weeks — too slow.", "Love it ❤️"],
+        "zh": ["非常满意，包装很好。", "配送有点慢。", "质量不错，会再买。"],
+        "fr": ["Livraison rapide, très bien 👍", "Le colis était abîmé."],
+        "de": ["Schnell und gut verpackt.", "Leider zu spät angekommen."],
+        "ja": ["とても良かったです！", "配送が少し遅かった。"],
+        "es": ["¡Llegó rapidísimo!", "La caja llegó dañada."],
+    ]
+
+    /// What this device's user does, decided by the delivery id so that a demo
+    /// run is reproducible: nil when the user ignores the notification.
+    static func choice(for n: HeraldNotification, locale: String) -> (action: String, text: String?)? {
+        let roll = Int(UInt64(bitPattern: n.delivery &* 2_654_435_761) % 100)
+        switch n.kind {
+        case .poster:
+            if roll < 50 { return ("love_it", nil) }
+            if roll < 70 { return ("dont_care", nil) }
+            if roll < 85 { return (ReplyAction.defaultActionIdentifier, nil) }
+            return nil
+        case .flashSale:
+            if roll < 45 { return ("reserve", nil) }
+            if roll < 65 { return ("remind", nil) }
+            if roll < 80 { return (ReplyAction.dismissActionIdentifier, nil) }
+            return nil
+        case .feedback:
+            if roll < 60 {
+                let language = String(locale.prefix { $0 != "-" && $0 != "_" })
+                let texts = answers[language] ?? answers["en"] ?? []
+                return ("comment", texts.isEmpty ? nil : texts[Int(n.delivery % Int64(texts.count))])
+            }
+            if roll < 75 { return ("dont_care", nil) }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
+
+extension DeviceFleet.Report {
+    mutating func count(_ statuses: [Int]) {
+        for (i, status) in statuses.enumerated() {
+            posted += 1
+            switch status {
+            case 202: stored += 1
+            case 200 where i > 0: duplicates += 1
+            default: refused[status, default: 0] += 1
+            }
+        }
+    }
+}
