@@ -147,7 +147,7 @@ let package = Package(
         .testTarget(
             name: "RunnerTests",
             dependencies: [
-                "Runner", "TestSupport",
+                "Runner", "TestSupport", "APNs", "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
