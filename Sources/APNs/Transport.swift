@@ -123,6 +123,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var pingSentAt: NIODeadline?
     private var lastPingCheck = NIODeadline.now()
     private var outcomeOnClose: AttemptOutcome = .connectionFailed
+    /// DATA bytes received since the last connection-level WINDOW_UPDATE. Without a stream
+    /// multiplexer nobody else replenishes the connection window.
+    private var unacknowledgedInboundBytes = 0
 
     init(endpoint: Endpoint, localStreamLimit: Int) {
         self.endpoint = endpoint
@@ -225,6 +228,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                 streams[frame.streamID] = stream
             }
         case .data(let data):
+            consumedInbound(data.data.readableBytes + (data.paddingBytes ?? 0), context: context)
             guard var stream = streams[frame.streamID] else { return }
             if case .byteBuffer(var chunk) = data.data, chunk.readableBytes > 0 {
                 if var body = stream.body {
@@ -250,6 +254,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             }
             if state == .connecting {
                 state = .ready
+                widenConnectionWindow(context: context)
                 delegate?.connectionBecameReady(self)
             } else {
                 capacityNotificationPending = true
@@ -302,6 +307,30 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             delegate?.connectionHasCapacity(self)
         }
         closeIfDrained()
+    }
+
+    static let connectionWindow = 1 << 24
+
+    /// Raises the connection-level receive window from 64 KiB to 16 MiB.
+    private func widenConnectionWindow(context: ChannelHandlerContext) {
+        let increment = Self.connectionWindow - 65_535
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil
+        )
+        scheduleFlush(context: context)
+    }
+
+    private func consumedInbound(_ bytes: Int, context: ChannelHandlerContext) {
+        unacknowledgedInboundBytes += bytes
+        guard unacknowledgedInboundBytes >= Self.connectionWindow / 2 else { return }
+        let increment = unacknowledgedInboundBytes
+        unacknowledgedInboundBytes = 0
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil
+        )
+        scheduleFlush(context: context)
     }
 
     private func finish(_ streamID: HTTP2StreamID, _ stream: Stream) {

@@ -23,6 +23,9 @@ public final class APNsSimulator: Sendable {
     private let eventLoop: EventLoop
     private let state: NIOLoopBoundBox<SimulatorState>
     private let channel = NIOLockedValueBox<Channel?>(nil)
+    /// Set once stopped: what `accepted` and `stats` answer from then on (the loop is gone).
+    /// Its lock also orders every hand-over to the loop before the loop's shutdown.
+    private let final = NIOLockedValueBox<(accepted: [AcceptedNotification], stats: SimulatorStats)?>(nil)
 
     public init(configuration: SimulatorConfiguration, logger: Logger = Logger(label: "apns-simulator")) throws {
         let material = try TLSMaterial.load(configuration.tls)
@@ -112,29 +115,51 @@ public final class APNsSimulator: Sendable {
         }
         if let listener { try? await listener.close() }
         let state = self.state
-        try? await eventLoop.submit { state.value.shutdown() }.get()
-        try? await group.shutdownGracefully()
+        let snapshot = try? await eventLoop.submit { () -> ([AcceptedNotification], SimulatorStats) in
+            let value = state.value
+            value.shutdown()
+            return (value.accepted, value.stats)
+        }.get()
+        let alreadyStopped = final.withLockedValue { final -> Bool in
+            if final != nil { return true }
+            final = (snapshot?.0 ?? [], snapshot?.1 ?? SimulatorStats())
+            return false
+        }
+        if !alreadyStopped { try? await group.shutdownGracefully() }
+    }
+
+    /// Runs `body` on the loop, or answers from the final snapshot once stopped.
+    private func onLoop<T: Sendable>(
+        _ body: @escaping @Sendable (SimulatorState) -> T,
+        stopped: @Sendable ((accepted: [AcceptedNotification], stats: SimulatorStats)) -> T
+    ) async -> T {
+        let state = self.state
+        let future = final.withLockedValue { final -> Result<EventLoopFuture<T>, Never>? in
+            if final != nil { return nil }
+            return .success(eventLoop.submit { body(state.value) })
+        }
+        if let snapshot = final.withLockedValue({ $0 }), future == nil {
+            return stopped(snapshot)
+        }
+        if case .success(let future)? = future, let value = try? await future.get() {
+            return value
+        }
+        return stopped(final.withLockedValue { $0 } ?? ([], SimulatorStats()))
     }
 
     /// Accepted notifications so far, in arrival order (when `recordAccepted`).
     public var accepted: [AcceptedNotification] {
-        get async {
-            let state = self.state
-            return (try? await eventLoop.submit { state.value.accepted }.get()) ?? []
-        }
+        get async { await onLoop({ $0.accepted }, stopped: { $0.accepted }) }
     }
 
     public var stats: SimulatorStats {
-        get async {
-            let state = self.state
-            return (try? await eventLoop.submit { state.value.stats }.get()) ?? SimulatorStats()
-        }
+        get async { await onLoop({ $0.stats }, stopped: { $0.stats }) }
     }
 
     /// Marks a device token unregistered from now on (410 with this timestamp).
     public func unregister(deviceToken: String, at date: Date) async {
-        let state = self.state
-        try? await eventLoop.submit { state.value.unregistered[deviceToken.lowercased()] = date }.get()
+        let token = deviceToken.lowercased()
+        await onLoop({ $0.unregistered[token] = date }, stopped: { _ in () })
     }
 }
 

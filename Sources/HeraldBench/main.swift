@@ -54,7 +54,7 @@ struct Options {
 
 func cpuMicroseconds() -> Double {
     var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
     let user = Double(usage.ru_utime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec)
     let system = Double(usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_stime.tv_usec)
     return user + system
@@ -62,7 +62,7 @@ func cpuMicroseconds() -> Double {
 
 func peakRSSKilobytes() -> Int {
     var usage = rusage()
-    getrusage(RUSAGE_SELF, &usage)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
     return Int(usage.ru_maxrss)
 }
 

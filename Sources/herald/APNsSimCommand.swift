@@ -91,11 +91,15 @@ struct APNsSimCommand: AsyncParsableCommand {
         } else {
             let key = P256.Signing.PrivateKey()
             let path = (certDir as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
-            FileManager.default.createFile(
-                atPath: path,
-                contents: Data(key.pemRepresentation.utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
+            guard
+                FileManager.default.createFile(
+                    atPath: path,
+                    contents: Data(key.pemRepresentation.utf8),
+                    attributes: [.posixPermissions: 0o600]
+                )
+            else {
+                throw ValidationError("cannot write \(path)")
+            }
             verifyingKey = key.publicKey
             keyPath = path
         }
@@ -127,13 +131,15 @@ struct APNsSimCommand: AsyncParsableCommand {
         )
         let boundPort = try await simulator.start()
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        print("APNS_URL=https://\(shownHost):\(boundPort)")
-        print("APNS_CA_PATH=\(simulator.caCertificatePath ?? "")")
-        print("APNS_KEY_ID=\(keyID)")
-        print("APNS_TEAM_ID=\(teamID)")
-        print("APNS_TOPIC=\(topics[0])")
-        if let keyPath { print("APNS_KEY_PATH=\(keyPath)") }
-        fflush(stdout)
+        var lines = [
+            "APNS_URL=https://\(shownHost):\(boundPort)",
+            "APNS_CA_PATH=\(simulator.caCertificatePath ?? "")",
+            "APNS_KEY_ID=\(keyID)",
+            "APNS_TEAM_ID=\(teamID)",
+            "APNS_TOPIC=\(topics[0])",
+        ]
+        if let keyPath { lines.append("APNS_KEY_PATH=\(keyPath)") }
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
         await Self.waitForTermination()
         let stats = await simulator.stats

@@ -122,7 +122,8 @@ struct DeliveryTests {
         let running = try await APNsSimulatorHarness.start()
         var big = notification(1)
         big.payload = Array("{\"aps\":{\"alert\":\"\(String(repeating: "x", count: 4100))\"}}".utf8)
-        let result = try await withClient(running) { client in await client.send(big) }
+        let tooBig = big
+        let result = try await withClient(running) { client in await client.send(tooBig) }
         #expect(result.outcome == .failed(status: nil, reason: .payloadTooLarge))
         #expect(result.attempts == 0)
         #expect(await running.simulator.stats.requests == 0)
