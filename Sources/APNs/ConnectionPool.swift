@@ -35,8 +35,17 @@ final class ConnectionPool {
         hostPool(for: request.endpoint).submit(request)
     }
 
+    private var lastHost: (endpoint: Endpoint, pool: HostPool)?
+
     private func hostPool(for endpoint: Endpoint) -> HostPool {
-        if let existing = hosts[endpoint] { return existing }
+        // Nearly every request goes to the same host as the one before: skip the hashing.
+        if let lastHost, lastHost.endpoint.port == endpoint.port, lastHost.endpoint.host == endpoint.host {
+            return lastHost.pool
+        }
+        if let existing = hosts[endpoint] {
+            lastHost = (endpoint, existing)
+            return existing
+        }
         let created = HostPool(
             endpoint: endpoint,
             eventLoop: eventLoop,
@@ -45,6 +54,7 @@ final class ConnectionPool {
             logger: logger
         )
         hosts[endpoint] = created
+        lastHost = (endpoint, created)
         return created
     }
 
@@ -64,6 +74,7 @@ final class ConnectionPool {
         timer = nil
         let closed = hosts.values.flatMap { $0.shutdown() }
         hosts.removeAll()
+        lastHost = nil
         return EventLoopFuture.andAllComplete(closed, on: eventLoop)
     }
 }

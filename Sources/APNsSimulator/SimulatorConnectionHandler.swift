@@ -84,6 +84,10 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                 state.stats.peakStreamsWhileLimitedToOne = max(state.stats.peakStreamsWhileLimitedToOne, open)
             }
             let pending = PendingStream(headers: headers.headers, body: nil)
+            if state.configuration.faults.answerBeforeBody, !headers.endStream, !isHeld(streamID) {
+                answerEarly(streamID, context: context)
+                return
+            }
             if headers.endStream, !isHeld(streamID) {
                 process(streamID, pending, context: context)
             } else {
@@ -129,6 +133,20 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         default:
             break
         }
+    }
+
+    /// 200 and END_STREAM before the body was read, then RST_STREAM NO_ERROR (legal HTTP/2).
+    private func answerEarly(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        state.stats.requests += 1
+        open -= 1
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: "200")
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))),
+            promise: nil
+        )
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.noError))), promise: nil)
+        scheduleFlush(context: context)
     }
 
     /// A stream above the coming GOAWAY's last stream: not processed.
