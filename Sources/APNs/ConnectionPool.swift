@@ -22,8 +22,10 @@ final class ConnectionPool {
         self.configuration = configuration
         self.logger = logger
         self.pingInterval = TimeAmount(configuration.pingInterval)
+        // Often enough to time requests out within a quarter of their deadline and to ping on time.
         let quarterTimeout = TimeAmount(configuration.requestTimeout).nanoseconds / 4
-        self.tickInterval = .nanoseconds(min(1_000_000_000, max(10_000_000, quarterTimeout)))
+        let halfPing = pingInterval.nanoseconds / 2
+        self.tickInterval = .nanoseconds(max(10_000_000, min(1_000_000_000, quarterTimeout, halfPing)))
     }
 
     func submit(_ request: OutboundRequest) {

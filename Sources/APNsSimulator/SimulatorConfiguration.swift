@@ -130,6 +130,8 @@ public struct SimulatorStats: Sendable, Hashable {
     public var peakStreamsWhileLimitedToOne = 0
     /// The most streams a connection had open at once.
     public var peakStreams = 0
+    /// PING frames received (keep-alive).
+    public var pingsReceived = 0
 }
 
 /// A simulator setup problem. The description names paths, never key material.

@@ -118,6 +118,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             }
         case .rstStream:
             if streams.removeValue(forKey: streamID) != nil { open -= 1 }
+        case .ping(_, ack: false):
+            state.stats.pingsReceived += 1
         case .settings(.ack):
             settingsAcknowledged += 1
             if let target = goAwayTarget, let awaited = goAwayAtAcknowledgement, settingsAcknowledged >= awaited,
