@@ -19,6 +19,8 @@ public final class APNsClient: Sendable {
     private let pool: NIOLoopBoundBox<ConnectionPool>
     private let tokens: ProviderTokenStore
     private let overrideEndpoint: Endpoint?
+    private let overrideAuthority: String?
+    private let loopExecutor: EventLoopTaskExecutor
     private let submissions = NIOLockedValueBox(SubmissionQueue())
     private let requestTimeout: TimeAmount
 
@@ -50,6 +52,7 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.overrideEndpoint = overrideEndpoint
+        self.overrideAuthority = overrideEndpoint?.authority
         self.requestTimeout = TimeAmount(configuration.requestTimeout)
         self.tokens = ProviderTokenStore(
             key: configuration.signingKey,
@@ -59,11 +62,19 @@ public final class APNsClient: Sendable {
         )
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         self.eventLoop = group.next()
+        self.loopExecutor = EventLoopTaskExecutor(eventLoop: eventLoop)
         self.pool = NIOLoopBoundBox.makeBoxSendingValue(
             ConnectionPool(eventLoop: eventLoop, sslContext: sslContext, configuration: configuration, logger: logger),
             eventLoop: eventLoop
         )
     }
+
+    /// The client's event loop as a task executor. Tasks that send many notifications run
+    /// cheapest with `withTaskExecutorPreference(client.taskExecutor) { … }`: the requests and
+    /// their answers then stay on the one thread that owns the connections, with no thread
+    /// hand-over per notification.
+    @available(macOS 15.0, iOS 18.0, *)
+    public var taskExecutor: any TaskExecutor { loopExecutor }
 
     /// Runs until the surrounding task is cancelled (or `shutdown()` is called), then closes
     /// every connection and stops the event loop.
@@ -96,6 +107,7 @@ public final class APNsClient: Sendable {
             return APNsResult(outcome: refusal, attempts: 0, retried: 0)
         }
         let endpoint = overrideEndpoint ?? Endpoint(host: notification.environment.host, port: 443)
+        let authority = overrideAuthority ?? endpoint.authority
         let apnsID = notification.apnsID.lowercasedString
         let body = ByteBuffer(bytes: notification.payload)
         let topic = notification.topic ?? configuration.topic
@@ -118,7 +130,7 @@ public final class APNsClient: Sendable {
             }
             let headers = Self.makeHeaders(
                 notification,
-                endpoint: endpoint,
+                authority: authority,
                 topic: topic,
                 apnsID: apnsID,
                 authorization: token.headerValue
@@ -210,6 +222,15 @@ public final class APNsClient: Sendable {
     /// Hands a request to the event loop; requests submitted while a hand-over is pending
     /// ride along with it (one wake-up of the loop per batch).
     private func enqueue(_ request: OutboundRequest) {
+        if eventLoop.inEventLoop {
+            // The caller runs on the client's executor: no hand-over needed.
+            if isShutdown {
+                request.complete(.shutdown)
+            } else {
+                pool.value.submit(request)
+            }
+            return
+        }
         enum Action { case rejected, scheduleDrain, nothing }
         let action = submissions.withLockedValue { state -> Action in
             if state.isShutdown { return .rejected }
@@ -251,7 +272,7 @@ public final class APNsClient: Sendable {
         if notification.deviceToken.isEmpty {
             return .deviceInvalid(reason: .missingDeviceToken, timestamp: nil)
         }
-        if !notification.deviceToken.utf8.allSatisfy({ $0.isHexDigit }) {
+        if !isHex(notification.deviceToken) {
             return .deviceInvalid(reason: .badDeviceToken, timestamp: nil)
         }
         if let collapseID = notification.collapseID, collapseID.utf8.count > APNsNotification.maximumCollapseIDSize {
@@ -262,7 +283,7 @@ public final class APNsClient: Sendable {
 
     static func makeHeaders(
         _ notification: APNsNotification,
-        endpoint: Endpoint,
+        authority: String,
         topic: String,
         apnsID: String,
         authorization: String
@@ -271,7 +292,7 @@ public final class APNsClient: Sendable {
         headers.reserveCapacity(12)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":authority", value: endpoint.authority)
+        headers.add(name: ":authority", value: authority)
         headers.add(name: ":path", value: "/3/device/" + notification.deviceToken, indexing: .nonIndexable)
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "apns-topic", value: topic)
@@ -315,9 +336,14 @@ public final class APNsClient: Sendable {
     }
 }
 
-extension UInt8 {
-    fileprivate var isHexDigit: Bool {
-        (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
+private func isHex(_ text: String) -> Bool {
+    var text = text
+    return text.withUTF8 { bytes in
+        for byte in bytes {
+            let lower = byte | 0x20
+            guard (0x30...0x39).contains(byte) || (0x61...0x66).contains(lower) else { return false }
+        }
+        return true
     }
 }
 
@@ -412,5 +438,23 @@ extension APNsClient {
         case .connectionFailed, .notProcessed:
             return (nil, .connectionFailed)
         }
+    }
+}
+
+/// Runs jobs on an event loop, so tasks can share the thread that owns the connections.
+final class EventLoopTaskExecutor: Sendable {
+    let eventLoop: EventLoop
+
+    init(eventLoop: EventLoop) {
+        self.eventLoop = eventLoop
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, *)
+extension EventLoopTaskExecutor: TaskExecutor {
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        eventLoop.execute { job.runSynchronously(on: executor) }
     }
 }

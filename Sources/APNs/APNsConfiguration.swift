@@ -165,7 +165,7 @@ struct Endpoint: Hashable, Sendable {
 
     /// The `:authority` pseudo-header value.
     var authority: String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let shownHost = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? shownHost : "\(shownHost):\(port)"
     }
 

@@ -22,8 +22,10 @@ final class ConnectionPool {
         self.configuration = configuration
         self.logger = logger
         self.pingInterval = TimeAmount(configuration.pingInterval)
+        // Often enough to time requests out within a quarter of their deadline and to ping on time.
         let quarterTimeout = TimeAmount(configuration.requestTimeout).nanoseconds / 4
-        self.tickInterval = .nanoseconds(min(1_000_000_000, max(10_000_000, quarterTimeout)))
+        let halfPing = pingInterval.nanoseconds / 2
+        self.tickInterval = .nanoseconds(max(10_000_000, min(1_000_000_000, quarterTimeout, halfPing)))
     }
 
     func submit(_ request: OutboundRequest) {
@@ -35,8 +37,17 @@ final class ConnectionPool {
         hostPool(for: request.endpoint).submit(request)
     }
 
+    private var lastHost: (endpoint: Endpoint, pool: HostPool)?
+
     private func hostPool(for endpoint: Endpoint) -> HostPool {
-        if let existing = hosts[endpoint] { return existing }
+        // Nearly every request goes to the same host as the one before: skip the hashing.
+        if let lastHost, lastHost.endpoint.port == endpoint.port, lastHost.endpoint.host == endpoint.host {
+            return lastHost.pool
+        }
+        if let existing = hosts[endpoint] {
+            lastHost = (endpoint, existing)
+            return existing
+        }
         let created = HostPool(
             endpoint: endpoint,
             eventLoop: eventLoop,
@@ -45,6 +56,7 @@ final class ConnectionPool {
             logger: logger
         )
         hosts[endpoint] = created
+        lastHost = (endpoint, created)
         return created
     }
 
@@ -64,6 +76,7 @@ final class ConnectionPool {
         timer = nil
         let closed = hosts.values.flatMap { $0.shutdown() }
         hosts.removeAll()
+        lastHost = nil
         return EventLoopFuture.andAllComplete(closed, on: eventLoop)
     }
 }

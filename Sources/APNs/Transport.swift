@@ -101,10 +101,17 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     enum State { case connecting, ready, draining, closed }
 
+    /// What is kept of a request once its frames are written: small, so the dictionary
+    /// moves little per frame.
     private struct Stream {
-        var request: OutboundRequest
+        var continuation: CheckedContinuation<AttemptOutcome, Never>
+        var deadline: NIODeadline
         var status: Int?
         var body: ByteBuffer?
+
+        func complete(_ outcome: AttemptOutcome) {
+            continuation.resume(returning: outcome)
+        }
     }
 
     weak var delegate: APNsConnectionDelegate?
@@ -123,6 +130,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var pingSentAt: NIODeadline?
     private var lastPingCheck = NIODeadline.now()
     private var outcomeOnClose: AttemptOutcome = .connectionFailed
+    /// DATA bytes received since the last connection-level WINDOW_UPDATE. Without a stream
+    /// multiplexer nobody else replenishes the connection window.
+    private var unacknowledgedInboundBytes = 0
 
     init(endpoint: Endpoint, localStreamLimit: Int) {
         self.endpoint = endpoint
@@ -147,7 +157,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
         let streamID = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
-        streams[streamID] = Stream(request: request)
+        streams[streamID] = Stream(continuation: request.continuation, deadline: request.deadline)
         context.write(
             wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))),
             promise: nil
@@ -215,34 +225,30 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         readSinceLastPing = true
         switch frame.payload {
         case .headers(let headers):
-            guard var stream = streams[frame.streamID] else { return }
-            if stream.status == nil || (stream.status ?? 0) < 200 {
-                stream.status = headers.headers.first(name: ":status").flatMap { Int($0) }
-            }
             if headers.endStream {
-                finish(frame.streamID, stream)
-            } else {
-                streams[frame.streamID] = stream
+                guard var stream = streams.removeValue(forKey: frame.streamID) else { return }
+                if stream.status == nil { stream.status = Self.status(of: headers.headers) }
+                finish(stream)
+            } else if let status = Self.status(of: headers.headers), status >= 200 {
+                // Interim (1xx) answers are skipped; trailers keep the first status.
+                if streams[frame.streamID]?.status == nil { streams[frame.streamID]?.status = status }
             }
         case .data(let data):
-            guard var stream = streams[frame.streamID] else { return }
-            if case .byteBuffer(var chunk) = data.data, chunk.readableBytes > 0 {
-                if var body = stream.body {
-                    stream.body = nil
-                    body.writeBuffer(&chunk)
-                    stream.body = body
+            consumedInbound(data.data.readableBytes + (data.paddingBytes ?? 0), context: context)
+            guard case .byteBuffer(var chunk) = data.data else { return }
+            if chunk.readableBytes > 0, streams[frame.streamID] != nil {
+                if streams[frame.streamID]?.body == nil {
+                    streams[frame.streamID]?.body = chunk
                 } else {
-                    stream.body = chunk
+                    streams[frame.streamID]?.body?.writeBuffer(&chunk)
                 }
             }
-            if data.endStream {
-                finish(frame.streamID, stream)
-            } else {
-                streams[frame.streamID] = stream
+            if data.endStream, let stream = streams.removeValue(forKey: frame.streamID) {
+                finish(stream)
             }
         case .rstStream(let code):
             guard let stream = streams.removeValue(forKey: frame.streamID) else { return }
-            stream.request.complete(code == .refusedStream ? .notProcessed : .connectionFailed)
+            stream.complete(code == .refusedStream ? .notProcessed : .connectionFailed)
             capacityNotificationPending = true
         case .settings(.settings(let settings)):
             for setting in settings where setting.parameter == .maxConcurrentStreams {
@@ -250,6 +256,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             }
             if state == .connecting {
                 state = .ready
+                widenConnectionWindow(context: context)
                 delegate?.connectionBecameReady(self)
             } else {
                 capacityNotificationPending = true
@@ -294,7 +301,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             guard let stream = streams.removeValue(forKey: streamID) else { continue }
             let unprocessed =
                 reason == .refusedStream || (goAwayLastStreamID.map { streamID > $0 } ?? false)
-            stream.request.complete(unprocessed ? .notProcessed : .connectionFailed)
+            stream.complete(unprocessed ? .notProcessed : .connectionFailed)
             capacityNotificationPending = true
         }
         if capacityNotificationPending, state == .ready {
@@ -304,9 +311,40 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         closeIfDrained()
     }
 
-    private func finish(_ streamID: HTTP2StreamID, _ stream: Stream) {
-        streams.removeValue(forKey: streamID)
-        stream.request.complete(.response(status: stream.status ?? 0, body: stream.body))
+    static let connectionWindow = 1 << 24
+
+    /// Raises the connection-level receive window from 64 KiB to 16 MiB.
+    private func widenConnectionWindow(context: ChannelHandlerContext) {
+        let increment = Self.connectionWindow - 65_535
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil
+        )
+        scheduleFlush(context: context)
+    }
+
+    private func consumedInbound(_ bytes: Int, context: ChannelHandlerContext) {
+        unacknowledgedInboundBytes += bytes
+        guard unacknowledgedInboundBytes >= Self.connectionWindow / 2 else { return }
+        let increment = unacknowledgedInboundBytes
+        unacknowledgedInboundBytes = 0
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil
+        )
+        scheduleFlush(context: context)
+    }
+
+    /// `:status` is the first header of an answer (pseudo-headers come first).
+    private static func status(of headers: HPACKHeaders) -> Int? {
+        for (name, value, _) in headers {
+            return name == ":status" ? Int(value) : nil
+        }
+        return nil
+    }
+
+    private func finish(_ stream: Stream) {
+        stream.complete(.response(status: stream.status ?? 0, body: stream.body))
         capacityNotificationPending = true
         if state == .draining { closeIfDrained() }
     }
@@ -317,7 +355,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if state == .ready || state == .connecting { state = .draining }
         let dropped = streams.keys.filter { $0 > lastStreamID }
         for streamID in dropped {
-            if let stream = streams.removeValue(forKey: streamID) { stream.request.complete(.notProcessed) }
+            if let stream = streams.removeValue(forKey: streamID) { stream.complete(.notProcessed) }
         }
         if !wasDraining { delegate?.connectionIsDraining(self) }
         closeIfDrained()
@@ -332,7 +370,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         guard !streams.isEmpty else { return }
         let all = streams
         streams.removeAll()
-        for (_, stream) in all { stream.request.complete(outcome) }
+        for (_, stream) in all { stream.complete(outcome) }
     }
 
     // MARK: Timers (called by the pool's tick)
@@ -341,13 +379,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     func tick(now: NIODeadline, pingInterval: TimeAmount) {
         guard let context, state != .closed else { return }
         var expired: [HTTP2StreamID] = []
-        for (streamID, stream) in streams where stream.request.deadline <= now {
+        for (streamID, stream) in streams where stream.deadline <= now {
             expired.append(streamID)
         }
         for streamID in expired {
             guard let stream = streams.removeValue(forKey: streamID) else { continue }
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
-            stream.request.complete(.timedOut)
+            stream.complete(.timedOut)
             capacityNotificationPending = true
         }
         if !expired.isEmpty { scheduleFlush(context: context) }

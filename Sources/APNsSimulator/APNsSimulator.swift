@@ -108,6 +108,7 @@ public final class APNsSimulator: Sendable {
 
     /// Stops listening, closes connections, flushes the log.
     public func shutdown() async {
+        if final.withLockedValue({ $0 != nil }) { return }
         let listener = channel.withLockedValue { current -> Channel? in
             let listener = current
             current = nil

@@ -24,6 +24,9 @@ public struct SimulatorConfiguration: Sendable {
         public var goAwayAfterStreams: Int?
         /// Delay before each answer.
         public var latency: Duration
+        /// Misbehave like some HTTP/2 servers: answer 200 as soon as the headers arrive, before
+        /// reading the body, then reset the stream with NO_ERROR. Nothing is recorded as accepted.
+        public var answerBeforeBody: Bool
 
         public init(
             rate429: Double = 0,
@@ -31,7 +34,8 @@ public struct SimulatorConfiguration: Sendable {
             rate503: Double = 0,
             seed: UInt64 = 42,
             goAwayAfterStreams: Int? = nil,
-            latency: Duration = .zero
+            latency: Duration = .zero,
+            answerBeforeBody: Bool = false
         ) {
             self.rate429 = rate429
             self.rate500 = rate500
@@ -39,6 +43,7 @@ public struct SimulatorConfiguration: Sendable {
             self.seed = seed
             self.goAwayAfterStreams = goAwayAfterStreams
             self.latency = latency
+            self.answerBeforeBody = answerBeforeBody
         }
     }
 
@@ -125,6 +130,8 @@ public struct SimulatorStats: Sendable, Hashable {
     public var peakStreamsWhileLimitedToOne = 0
     /// The most streams a connection had open at once.
     public var peakStreams = 0
+    /// PING frames received (keep-alive).
+    public var pingsReceived = 0
 }
 
 /// A simulator setup problem. The description names paths, never key material.

@@ -23,11 +23,26 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var limitedToOne: Bool
     private var streamsSeen = 0
     private var goAwayLastStreamID: HTTP2StreamID?
+    /// GOAWAY after N streams, done in two steps so that no stream above the last one is still
+    /// on the wire when the GOAWAY goes out (NIOHTTP2 takes DATA of a stream it ignored after its
+    /// GOAWAY for a connection error): first SETTINGS_MAX_CONCURRENT_STREAMS = 0, then, once the
+    /// client acknowledged it (so every stream it opened has arrived), GOAWAY with the Nth stream
+    /// as the last one. Streams above it are held unprocessed meanwhile, then dropped.
+    private var goAwayTarget: HTTP2StreamID?
+    private var goAwayAtAcknowledgement: Int?
+    /// SETTINGS frames sent (NIOHTTP2's initial one included) and acknowledged.
+    private var settingsSent = 1
+    private var settingsAcknowledged = 0
     private var flushScheduled = false
     /// The provider token accepted last on this connection.
     private var currentToken: VerifiedToken?
     private var currentAuthorization: String?
     private var firstKeyID: String?
+    /// DATA bytes received since the last connection-level WINDOW_UPDATE (no multiplexer
+    /// replenishes the connection window for us).
+    private var unacknowledgedInboundBytes = 0
+    private var windowWidened = false
+    static let connectionWindow = 1 << 24
 
     init(state: SimulatorState, limitedToOne: Bool) {
         self.state = state
@@ -69,15 +84,22 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                 state.stats.peakStreamsWhileLimitedToOne = max(state.stats.peakStreamsWhileLimitedToOne, open)
             }
             let pending = PendingStream(headers: headers.headers, body: nil)
-            if headers.endStream {
+            if state.configuration.faults.answerBeforeBody, !headers.endStream, !isHeld(streamID) {
+                answerEarly(streamID, context: context)
+                return
+            }
+            if headers.endStream, !isHeld(streamID) {
                 process(streamID, pending, context: context)
             } else {
                 streams[streamID] = pending
             }
-            if let limit = state.configuration.faults.goAwayAfterStreams, streamsSeen == limit, goAwayLastStreamID == nil {
-                sendGoAway(lastStreamID: streamID, context: context)
+            if let limit = state.configuration.faults.goAwayAfterStreams, streamsSeen == limit, goAwayTarget == nil {
+                goAwayTarget = streamID
+                sendSettings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 0)], context: context)
+                goAwayAtAcknowledgement = settingsSent
             }
         case .data(let data):
+            consumedInbound(data.data.readableBytes + (data.paddingBytes ?? 0), context: context)
             guard var pending = streams[streamID] else { return }
             if case .byteBuffer(var chunk) = data.data, chunk.readableBytes > 0 {
                 if var body = pending.body {
@@ -88,7 +110,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                     pending.body = chunk
                 }
             }
-            if data.endStream {
+            if data.endStream, !isHeld(streamID) {
                 streams.removeValue(forKey: streamID)
                 process(streamID, pending, context: context)
             } else {
@@ -96,9 +118,68 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             }
         case .rstStream:
             if streams.removeValue(forKey: streamID) != nil { open -= 1 }
+        case .ping(_, ack: false):
+            state.stats.pingsReceived += 1
+        case .settings(.ack):
+            settingsAcknowledged += 1
+            if let target = goAwayTarget, let awaited = goAwayAtAcknowledgement, settingsAcknowledged >= awaited,
+                goAwayLastStreamID == nil
+            {
+                sendGoAway(lastStreamID: target, context: context)
+            }
+        case .settings(.settings):
+            if !windowWidened {
+                windowWidened = true
+                sendWindowUpdate(Self.connectionWindow - 65_535, context: context)
+            }
         default:
             break
         }
+    }
+
+    /// 200 and END_STREAM before the body was read, then RST_STREAM NO_ERROR (legal HTTP/2).
+    private func answerEarly(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        state.stats.requests += 1
+        open -= 1
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: "200")
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true)))),
+            promise: nil
+        )
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.noError))), promise: nil)
+        scheduleFlush(context: context)
+    }
+
+    /// A stream above the coming GOAWAY's last stream: not processed.
+    private func isHeld(_ streamID: HTTP2StreamID) -> Bool {
+        guard let target = goAwayTarget else { return false }
+        return streamID > target
+    }
+
+    private func sendSettings(_ settings: HTTP2Settings, context: ChannelHandlerContext) {
+        settingsSent += 1
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))),
+            promise: nil
+        )
+        scheduleFlush(context: context)
+    }
+
+    private func consumedInbound(_ bytes: Int, context: ChannelHandlerContext) {
+        unacknowledgedInboundBytes += bytes
+        guard unacknowledgedInboundBytes >= Self.connectionWindow / 2 else { return }
+        let increment = unacknowledgedInboundBytes
+        unacknowledgedInboundBytes = 0
+        sendWindowUpdate(increment, context: context)
+    }
+
+    private func sendWindowUpdate(_ increment: Int, context: ChannelHandlerContext) {
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil
+        )
+        scheduleFlush(context: context)
     }
 
     private func sendGoAway(lastStreamID: HTTP2StreamID, context: ChannelHandlerContext) {
@@ -175,7 +256,14 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                 promise: nil
             )
         }
-        scheduleFlush(context: context)
+        if goAwayLastStreamID != nil {
+            // After our GOAWAY the client may still send streams it had in flight. NIOHTTP2 ignores
+            // their HEADERS but takes their DATA for a connection error and closes at once, dropping
+            // what was written and not yet flushed: flush each answer now so none is lost.
+            context.flush()
+        } else {
+            scheduleFlush(context: context)
+        }
         closeIfDone(context: context)
     }
 
@@ -322,17 +410,10 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private func raiseStreamLimitIfNeeded() {
         guard limitedToOne, let context else { return }
         limitedToOne = false
-        context.write(
-            wrapOutboundOut(
-                HTTP2Frame(
-                    streamID: .rootStream,
-                    payload: .settings(
-                        .settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: state.configuration.maxConcurrentStreams)])
-                    )
-                )
-            ),
-            promise: nil
+        guard goAwayTarget == nil else { return }
+        sendSettings(
+            [HTTP2Setting(parameter: .maxConcurrentStreams, value: state.configuration.maxConcurrentStreams)],
+            context: context
         )
-        scheduleFlush(context: context)
     }
 }

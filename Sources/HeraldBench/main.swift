@@ -26,6 +26,8 @@ struct Options {
     var teamID = "BENCHTEAM1"
     var topic = "com.example.herald"
     var label = "herald"
+    /// "loop": sending tasks prefer the client's event loop as executor; "pool": the default executor.
+    var executor = "loop"
 
     static func parse(_ arguments: [String]) -> Options? {
         var options = Options()
@@ -45,6 +47,7 @@ struct Options {
             case "--team-id": options.teamID = value
             case "--topic": options.topic = value
             case "--label": options.label = value
+            case "--executor": guard value == "loop" || value == "pool" else { return nil }; options.executor = value
             default: return nil
             }
         }
@@ -105,6 +108,33 @@ let tokens = (0..<1024).map { index in
     (0..<32).map { byte in String(format: "%02x", UInt8((index &* 31 &+ byte &* 7) & 0xff)) }.joined()
 }
 
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func nextUUID() -> UUID {
+        let a = next()
+        let b = next()
+        var bytes = (
+            UInt8(truncatingIfNeeded: a), UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a >> 16),
+            UInt8(truncatingIfNeeded: a >> 24), UInt8(truncatingIfNeeded: a >> 32), UInt8(truncatingIfNeeded: a >> 40),
+            UInt8(truncatingIfNeeded: a >> 48), UInt8(truncatingIfNeeded: a >> 56), UInt8(truncatingIfNeeded: b),
+            UInt8(truncatingIfNeeded: b >> 8), UInt8(truncatingIfNeeded: b >> 16), UInt8(truncatingIfNeeded: b >> 24),
+            UInt8(truncatingIfNeeded: b >> 32), UInt8(truncatingIfNeeded: b >> 40), UInt8(truncatingIfNeeded: b >> 48),
+            UInt8(truncatingIfNeeded: b >> 56)
+        )
+        bytes.6 = (bytes.6 & 0x0f) | 0x40
+        bytes.8 = (bytes.8 & 0x3f) | 0x80
+        return UUID(uuid: bytes)
+    }
+}
+
 struct Tally: Sendable {
     var sent = 0
     var failed = 0
@@ -114,6 +144,42 @@ struct Tally: Sendable {
 
 let next = NIOLockedValueBox(0)
 let tally = NIOLockedValueBox(Tally())
+
+@Sendable func worker(client: APNsClient, options: Options, payload: [UInt8], tokens: [String]) async {
+    var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+    var local = Tally()
+    while true {
+        let index = next.withLockedValue { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        guard index < options.count else { break }
+        // The runner takes apns-ids from the ledger; here a cheap generator makes them.
+        let notification = APNsNotification(
+            deviceToken: tokens[index & 1023],
+            priority: 10,
+            expiration: 1_900_000_000,
+            collapseID: "campaign-42",
+            apnsID: random.nextUUID(),
+            payload: payload
+        )
+        let result = await client.send(notification)
+        local.retried += result.retried
+        if case .sent = result.outcome {
+            local.sent += 1
+        } else {
+            local.failed += 1
+            if local.firstFailure == nil { local.firstFailure = "\(result.outcome)" }
+        }
+    }
+    let finished = local
+    tally.withLockedValue { total in
+        total.sent += finished.sent
+        total.failed += finished.failed
+        total.retried += finished.retried
+        if total.firstFailure == nil { total.firstFailure = finished.firstFailure }
+    }
+}
 
 // Warm-up: one connection set up and the token signed before the clock starts.
 _ = await withThrowingTaskGroup(of: Void.self) { group in
@@ -125,35 +191,12 @@ _ = await withThrowingTaskGroup(of: Void.self) { group in
     await withTaskGroup(of: Void.self) { workers in
         for _ in 0..<options.concurrency {
             workers.addTask {
-                var local = Tally()
-                while true {
-                    let index = next.withLockedValue { value -> Int in
-                        defer { value += 1 }
-                        return value
+                if options.executor == "loop" {
+                    await withTaskExecutorPreference(client.taskExecutor) {
+                        await worker(client: client, options: options, payload: payload, tokens: tokens)
                     }
-                    guard index < options.count else { break }
-                    let notification = APNsNotification(
-                        deviceToken: tokens[index & 1023],
-                        priority: 10,
-                        expiration: 1_900_000_000,
-                        collapseID: "campaign-42",
-                        payload: payload
-                    )
-                    let result = await client.send(notification)
-                    local.retried += result.retried
-                    if case .sent = result.outcome {
-                        local.sent += 1
-                    } else {
-                        local.failed += 1
-                        if local.firstFailure == nil { local.firstFailure = "\(result.outcome)" }
-                    }
-                }
-                let finished = local
-                tally.withLockedValue { total in
-                    total.sent += finished.sent
-                    total.failed += finished.failed
-                    total.retried += finished.retried
-                    if total.firstFailure == nil { total.firstFailure = finished.firstFailure }
+                } else {
+                    await worker(client: client, options: options, payload: payload, tokens: tokens)
                 }
             }
         }

@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Foundation
+import Logging
 import Testing
 import TestSupport
 
@@ -127,5 +128,131 @@ struct DeliveryTests {
         #expect(result.outcome == .failed(status: nil, reason: .payloadTooLarge))
         #expect(result.attempts == 0)
         #expect(await running.simulator.stats.requests == 0)
+    }
+}
+
+@Suite("Misbehaving and unreachable servers")
+struct ServerTroubleTests {
+    @Test("a server that answers before reading the body (then RST_STREAM NO_ERROR) does not hang the client")
+    func answerBeforeBody() async throws {
+        let running = try await APNsSimulatorHarness.start { configuration in
+            configuration.faults.answerBeforeBody = true
+        }
+        let notifications = (0..<60).map { notification($0) }
+        let results = try await withClient(running) { client in
+            await sendAll(client, notifications, concurrency: 10)
+        }
+        #expect(results.count == 60)
+        #expect(results.allSatisfy { $0.outcome.isSent && $0.attempts == 1 })
+    }
+
+    @Test("an unreachable server gives connectionFailed once the attempts are used up")
+    func unreachable() async throws {
+        let running = try await APNsSimulatorHarness.start()
+        await running.simulator.shutdown()  // nothing listens on that port any more
+        let result = try await withClient(
+            running,
+            configure: { $0.retry = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5)) }
+        ) { client in
+            await client.send(notification(1))
+        }
+        #expect(result.outcome == .failed(status: nil, reason: .connectionFailed))
+        #expect(result.attempts == 3)
+    }
+
+    @Test("sending after shutdown fails fast with clientShutdown")
+    func afterShutdown() async throws {
+        let running = try await APNsSimulatorHarness.start()
+        var logger = Logger(label: "apns-test")
+        logger.logLevel = .warning
+        let client = try APNsClient(configuration: running.clientConfiguration, logger: logger)
+        #expect(await client.send(notification(1)).outcome.isSent)
+        await client.shutdown()
+        #expect(await client.send(notification(2)).outcome == .failed(status: nil, reason: .clientShutdown))
+        await running.stop()
+    }
+}
+
+@Suite("Executor")
+struct ExecutorTests {
+    @Test("tasks that prefer the client's executor send on its event loop")
+    func sendOnClientExecutor() async throws {
+        let running = try await APNsSimulatorHarness.start()
+        let notifications = (0..<300).map { notification($0) }
+        let results = try await withClient(running) { client in
+            await withTaskExecutorPreference(client.taskExecutor) {
+                await sendAll(client, notifications, concurrency: 50)
+            }
+        }
+        #expect(results.allSatisfy { $0.outcome.isSent })
+        #expect(Set(await running.simulator.accepted.map(\.apnsID)).count == 300)
+    }
+}
+
+@Suite("Deadlines and keep-alive")
+struct DeadlineTests {
+    @Test("an answer later than the request deadline gives timeout once the attempts are used up")
+    func requestDeadline() async throws {
+        let running = try await APNsSimulatorHarness.start { configuration in
+            configuration.faults.latency = .seconds(3)
+        }
+        let result = try await withClient(
+            running,
+            configure: { configuration in
+                configuration.requestTimeout = .milliseconds(200)
+                configuration.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+            }
+        ) { client in
+            await client.send(notification(1))
+        }
+        #expect(result.outcome == .failed(status: nil, reason: .timeout))
+        #expect(result.attempts == 2)
+    }
+
+    @Test("an idle connection is kept alive with PING and reused")
+    func pingKeepsConnection() async throws {
+        let running = try await APNsSimulatorHarness.start()
+        let results = try await withClient(
+            running,
+            configure: { $0.pingInterval = .milliseconds(50) }
+        ) { client in
+            let first = await client.send(notification(1))
+            try? await Task.sleep(for: .milliseconds(600))
+            let second = await client.send(notification(2))
+            return [first, second]
+        }
+        #expect(results.allSatisfy { $0.outcome.isSent })
+        let stats = await running.simulator.stats
+        #expect(stats.connections == 1)
+        #expect(stats.pingsReceived >= 1)
+    }
+}
+
+@Suite("TLS trust")
+struct TLSTrustTests {
+    @Test("the simulator's CA must be trusted; its name is verified through SNI")
+    func trust() async throws {
+        let running = try await APNsSimulatorHarness.start()
+        let port = try #require(running.clientConfiguration.baseURLOverride?.split(separator: ":").last.map(String.init))
+        let byName = try await withClient(
+            running,
+            configure: { $0.baseURLOverride = "https://localhost:\(port)" }
+        ) { client in
+            await client.send(notification(1))
+        }
+        #expect(byName.outcome.isSent)
+
+        let untrusted = try await APNsSimulatorHarness.start()
+        let withoutCA = try await withClient(
+            untrusted,
+            configure: { configuration in
+                configuration.extraTrustedCAPath = nil
+                configuration.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+            }
+        ) { client in
+            await client.send(notification(2))
+        }
+        #expect(withoutCA.outcome == .failed(status: nil, reason: .connectionFailed))
+        #expect(await untrusted.simulator.stats.requests == 0)
     }
 }
