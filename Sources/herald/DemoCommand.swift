@@ -18,7 +18,8 @@ struct DemoCommand: AsyncParsableCommand {
     var dryRun = false
 
     func run() async throws {
-        let logger = makeLogger()
+        var logger = makeLogger()
+        if ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { logger.logLevel = .warning }
         do {
             let config = try HeraldConfiguration()
             let demo = try await DemoSetup(server: config.database, database: database,

@@ -1,0 +1,55 @@
+import Demo
+import Foundation
+import PostgresNIO
+import Runner
+import Store
+import Testing
+import TestSupport
+
+@Suite("The whole loop: campaigns → APNs → devices → replies → analyst views")
+struct WholeLoopTests {
+    @Test func sampleCampaignsEndInTheAnalystViews() async throws {
+        try await TestDatabase.with { client, database in
+            try await SQLScript.run(file: TestDatabase.sqlDirectory.appendingPathComponent("sample_data.sql"),
+                                    on: client, logger: TestDatabase.logger)
+            var config = try HeraldConfiguration(environment: [
+                "DATABASE_URL": "postgres://unused@127.0.0.1/unused", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
+            ])
+            config.database = database
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("herald-loop-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: work) }
+            let outcome = try await DemoLoop(configuration: config, workDirectory: work, logger: TestDatabase.logger).execute()
+
+            // The run: every queued delivery went out, except the three devices APNs refused.
+            #expect(outcome.run.figures.failed == 0)
+            #expect(outcome.run.figures.invalid == 3)
+            #expect(outcome.run.campaigns.allSatisfy { $0.completed })
+            let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
+            #expect(invalid == 3)
+
+            // The devices opened every sealed envelope and their replies were stored once.
+            let flashSent = try await client.scalar("SELECT sent FROM analyst.campaign_funnel WHERE kind = 'flash_sale'", as: Int64.self)
+            #expect(Int64(outcome.fleet.sealedOpened) == flashSent)
+            #expect(outcome.fleet.sealedFailed == 0)
+            #expect(outcome.fleet.refused.isEmpty)
+            #expect(outcome.fleet.duplicates > 0)
+
+            // The analyst views hold exactly what the devices said.
+            let replies = try await client.scalar("SELECT sum(replies)::bigint FROM analyst.campaign_funnel", as: Int64.self)
+            #expect(replies == Int64(outcome.fleet.stored))
+            let byAction = try await client.scalar("SELECT sum(replies)::bigint FROM analyst.action_breakdown", as: Int64.self)
+            #expect(byAction == replies)
+            let typed = try await client.scalar("""
+                SELECT count(*) FROM analyst.feedback_text f JOIN campaigns c ON c.id = f.campaign_id
+                WHERE c.kind = 'feedback' AND f.action = 'comment'
+                """, as: Int64.self)
+            let comments = try await client.scalar("SELECT count(*) FROM replies WHERE action = 'comment'", as: Int64.self)
+            #expect(typed == comments)
+            #expect((typed ?? 0) > 50)
+            let accepted = try String(contentsOfFile: outcome.acceptedLog, encoding: .utf8).split(separator: "\n").count
+            let sent = try await client.scalar("SELECT sum(sent)::bigint FROM analyst.campaign_funnel", as: Int64.self)
+            #expect(Int64(accepted) == sent)
+            #expect(outcome.report.contains("How was your order?"))
+        }
+    }
+}
