@@ -37,10 +37,6 @@ public struct DemoLoop: Sendable {
         public var acceptedLog: String
     }
 
-    static func sampleToken(_ n: Int) -> String {
-        SHA256.hash(data: Data("herald demo token \(n)".utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
     /// Runs the loop against `configuration.database` (already migrated and loaded).
     public func execute() async throws -> Outcome {
         let secret = configuration.replySecret ?? ReplySecret.generate()
@@ -60,12 +56,12 @@ public struct DemoLoop: Sendable {
         let keyID = "DEMOKEY001"
         let teamID = "DEMOTEAM01"
         var unregistered: [String: Date] = [:]
-        for n in Self.unregisteredDevices { unregistered[Self.sampleToken(n)] = Date(timeIntervalSinceNow: -86_400) }
+        for n in Self.unregisteredDevices { unregistered[DeviceFleet.sampleToken(n)] = Date(timeIntervalSinceNow: -86_400) }
         let simulator = try APNsSimulator(configuration: SimulatorConfiguration(
             tls: .generate(directory: apnsDirectory.path), teamID: teamID,
             signingKeys: [keyID: providerKey.publicKey], allowedTopics: [config.topic],
             unregisteredTokens: unregistered,
-            tokensOfOtherTopics: Set(Self.otherTopicDevices.map(Self.sampleToken)),
+            tokensOfOtherTopics: Set(Self.otherTopicDevices.map(DeviceFleet.sampleToken)),
             faults: .init(rate503: 0.03, seed: 2026),
             acceptedLogPath: acceptedLog), logger: logger)
         let apnsPort = try await simulator.start()

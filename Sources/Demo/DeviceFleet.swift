@@ -29,11 +29,16 @@ public struct DeviceFleet: Sendable {
     public static func sampleDevices(count: Int = 400, logger: Logger) -> DeviceFleet {
         var keys: [String: Curve25519.KeyAgreement.PrivateKey] = [:]
         for n in 1...count {
-            let token = SHA256.hash(data: Data("herald demo token \(n)".utf8)).map { String(format: "%02x", $0) }.joined()
+            let token = sampleToken(n)
             let seed = Data(SHA256.hash(data: Data("herald demo device \(n)".utf8)))
             keys[token] = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: seed)
         }
         return DeviceFleet(keys: keys, logger: logger)
+    }
+
+    /// Sample device n's APNs token.
+    public static func sampleToken(_ n: Int) -> String {
+        SHA256.hash(data: Data("herald demo token \(n)".utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     public struct Report: Sendable, CustomStringConvertible {
