@@ -133,7 +133,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "ExtensionKitTests", dependencies: ["ExtensionKit"]),
+        .testTarget(
+            name: "ExtensionKitTests",
+            dependencies: ["ExtensionKit", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "DemoTests",
             dependencies: ["Demo", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
