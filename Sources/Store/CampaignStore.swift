@@ -106,6 +106,7 @@ public struct CampaignStore: Sendable {
                 WHERE r.status = 'running' AND r.id <> \(currentRun) AND NOT r.dry_run
                   AND NOT EXISTS (SELECT 1 FROM pg_locks l
                                   WHERE l.locktype = 'advisory' AND l.classid = \(ns)::oid
+                                    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                                     AND l.objid = r.id::oid AND l.objsubid = 2 AND l.granted)
             ), mark AS (
                 UPDATE runs SET status = 'failed', finished_at = now(),
