@@ -102,6 +102,8 @@ public final class APNsClient: Sendable {
     private var isShutdown: Bool { submissions.withLockedValue { $0.isShutdown } }
 
     /// Sends one notification, retrying as APNs asks. Never throws: every problem is an outcome.
+    /// A request already written is always waited for (until its deadline), even when the calling
+    /// task is cancelled; a cancelled task is not retried.
     public func send(_ notification: APNsNotification) async -> APNsResult {
         if let refusal = Self.localRefusal(notification) {
             return APNsResult(outcome: refusal, attempts: 0, retried: 0)
@@ -180,8 +182,8 @@ public final class APNsClient: Sendable {
                 lastFailure = (status, reason)
             }
 
-            // A retryable failure.
-            guard attempts < policy.maxAttempts, !isShutdown else {
+            // A retryable failure. A cancelled caller gets the failure instead of more attempts.
+            guard attempts < policy.maxAttempts, !isShutdown, !Task.isCancelled else {
                 return APNsResult(
                     outcome: .failed(status: lastFailure.status, reason: lastFailure.reason),
                     attempts: attempts,

@@ -3,7 +3,9 @@
 //
 //   herald-bench --url https://127.0.0.1:8443 --ca ca.pem -n 200000 -c 100 [--payload-bytes 300]
 //                [--connections 1] [--streams 100] [--key AuthKey.p8 --key-id K --team-id T --topic T]
+//   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
 import APNs
+import APNsSimulator
 import Crypto
 import Foundation
 import Logging
@@ -28,11 +30,17 @@ struct Options {
     var label = "herald"
     /// "loop": sending tasks prefer the client's event loop as executor; "pool": the default executor.
     var executor = "loop"
+    /// Start an in-process simulator and send to it.
+    var simulator = false
 
     static func parse(_ arguments: [String]) -> Options? {
         var options = Options()
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
+            if argument == "--simulator" {
+                options.simulator = true
+                continue
+            }
             guard let value = iterator.next() else { return nil }
             switch argument {
             case "--url": options.url = value
@@ -76,20 +84,40 @@ func makePayload(bytes: Int) -> [UInt8] {
     return Array((head + String(repeating: "x", count: filler) + tail).utf8)
 }
 
-guard let options = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
-    FileHandle.standardError.write(Data("usage: herald-bench --url URL [--ca PEM] [-n N] [-c C] [--payload-bytes B] [--connections K] [--streams S] [--key P8 --key-id K --team-id T --topic T]\n".utf8))
+guard let parsedOptions = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
+    FileHandle.standardError.write(Data("usage: herald-bench --url URL [--ca PEM] [-n N] [-c C] [--payload-bytes B] [--connections K] [--streams S] [--key P8 --key-id K --team-id T --topic T] [--simulator]\n".utf8))
     exit(2)
 }
 
 var logger = Logger(label: "herald-bench")
 logger.logLevel = .warning
 
+var setup = parsedOptions
 let signingKey: APNsSigningKey
-if let keyPath = options.keyPath {
+if let keyPath = setup.keyPath {
     signingKey = try APNsSigningKey(pemPath: keyPath)
 } else {
     signingKey = APNsSigningKey(privateKey: P256.Signing.PrivateKey())
 }
+var simulator: APNsSimulator?
+if setup.simulator {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(UUID().uuidString)").path
+    let started = try APNsSimulator(
+        configuration: SimulatorConfiguration(
+            tls: .generate(directory: directory),
+            teamID: setup.teamID,
+            signingKeys: [setup.keyID: signingKey.publicKey],
+            allowedTopics: [setup.topic],
+            recordAccepted: false
+        ),
+        logger: logger
+    )
+    let port = try await started.start()
+    setup.url = "https://127.0.0.1:\(port)"
+    setup.caPath = started.caCertificatePath
+    simulator = started
+}
+let options = setup
 let configuration = APNsConfiguration(
     signingKey: signingKey,
     keyID: options.keyID,
@@ -215,4 +243,12 @@ _ = await withThrowingTaskGroup(of: Void.self) { group in
     )
     if let failure = total.firstFailure { print("first failure: \(failure)") }
     group.cancelAll()
+}
+if let simulator {
+    let stats = await simulator.stats
+    print("simulator: requests=\(stats.requests) accepted=\(stats.accepted) connections=\(stats.connections)")
+    await simulator.shutdown()
+    if let directory = simulator.caCertificatePath.map({ ($0 as NSString).deletingLastPathComponent }) {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
 }
