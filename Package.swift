@@ -128,8 +128,9 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "HeraldCore", "Store", "APNsSimulator",
+                "HeraldCore", "Store", "APNs", "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
