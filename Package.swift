@@ -134,15 +134,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The shared known answers of the wire contracts, for the test targets.
+        .target(name: "TestVectors", dependencies: ["ExtensionKit"]),
         .testTarget(
             name: "ExtensionKitTests",
-            dependencies: ["ExtensionKit", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["ExtensionKit", "TestVectors", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "DemoTests",
             dependencies: ["Demo", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "TestVectors"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
         .testTarget(
             name: "StoreTests",

@@ -20,11 +20,6 @@ public enum TestDatabase {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sql")
 
-    /// The repository's `../shared/test-vectors` folder.
-    public static let testVectors: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/test-vectors")
-
     public struct MissingServer: Error, CustomStringConvertible {
         public var description: String {
             "DATABASE_URL is not set: run the tests with scripts/test, which starts a throwaway PostgreSQL"

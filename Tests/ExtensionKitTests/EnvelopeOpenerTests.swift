@@ -2,6 +2,7 @@ import Crypto
 import ExtensionKit
 import Foundation
 import Testing
+import TestVectors
 
 @Suite("Opening sealed envelopes (contract 3)")
 struct EnvelopeOpenerTests {

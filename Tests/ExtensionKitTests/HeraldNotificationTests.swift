@@ -1,6 +1,7 @@
 import ExtensionKit
 import Foundation
 import Testing
+import TestVectors
 
 @Suite("Reading a Herald notification (contract 2)")
 struct HeraldNotificationTests {

@@ -3,46 +3,7 @@ import Foundation
 import ExtensionKit
 import HeraldCore
 import Testing
-
-/// Known answers in `../shared/test-vectors`, beside the repository root.
-enum SharedVectors {
-    struct Missing: Error, CustomStringConvertible {
-        let path: String
-        var description: String {
-            "shared test vector not found at \(path): Herald's tests read known answers from ../shared/test-vectors beside the repository root"
-        }
-    }
-
-    static func load<T: Decodable>(_ name: String, as type: T.Type, filePath: String = #filePath) throws -> T {
-        // <root>/Tests/<Target>/<File>.swift → <root>/../shared/test-vectors/<name>
-        let url = URL(fileURLWithPath: filePath)
-            .deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent("../shared/test-vectors", isDirectory: true)
-            .appendingPathComponent(name)
-            .standardizedFileURL
-        guard FileManager.default.fileExists(atPath: url.path) else {
-            throw Missing(path: url.path)
-        }
-        return try JSONDecoder().decode(T.self, from: Data(contentsOf: url))
-    }
-}
-
-struct ReplyTokenVectors: Decodable {
-    struct Vector: Decodable {
-        var reply_secret: String
-        var delivery: Int64
-        var message: String
-        var token: String
-    }
-
-    var vectors: [Vector]
-
-    static func load() throws -> [Vector] {
-        try SharedVectors.load("reply-token-v1.json", as: Self.self).vectors
-    }
-}
+import TestVectors
 
 @Suite("Reply tokens (contract 4)")
 struct ReplyTokenTests {

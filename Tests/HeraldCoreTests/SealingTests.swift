@@ -3,23 +3,7 @@ import ExtensionKit
 import Foundation
 import HeraldCore
 import Testing
-
-struct SealedEnvelopeVectors: Decodable {
-    struct Vector: Decodable {
-        var campaign: Int64
-        var delivery: Int64
-        var device_private_key: String
-        var device_public_key: String
-        var plaintext: String
-        var envelope: SealedEnvelope
-    }
-
-    var vectors: [Vector]
-
-    static func load() throws -> [Vector] {
-        try SharedVectors.load("sealed-envelope-v1.json", as: Self.self).vectors
-    }
-}
+import TestVectors
 
 @Suite("Sealing sensitive fields (contract 3)")
 struct SealingTests {

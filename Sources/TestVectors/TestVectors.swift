@@ -1,0 +1,71 @@
+import ExtensionKit
+import Foundation
+
+// Shared by the test targets that check the wire contracts against
+// ../shared/test-vectors (made with independent implementations).
+
+/// Known answers in `../shared/test-vectors`, beside the repository root.
+/// A missing folder fails the test that asked, with a message that says where
+/// the files were looked for.
+public enum SharedVectors {
+    public struct Missing: Error, CustomStringConvertible {
+        public let path: String
+        public var description: String {
+            "shared test vector not found at \(path): Herald's tests read known answers from ../shared/test-vectors beside the repository root"
+        }
+    }
+
+    public static func directory(filePath: String = #filePath) -> URL {
+        // <root>/Tests/<Target>/<File>.swift → <root>/../shared/test-vectors
+        URL(fileURLWithPath: filePath)
+            .deletingLastPathComponent()
+            .deletingLastPathComponent()
+            .deletingLastPathComponent()
+            .appendingPathComponent("../shared/test-vectors", isDirectory: true)
+            .standardizedFileURL
+    }
+
+    public static func load<T: Decodable>(_ name: String, as type: T.Type, filePath: String = #filePath) throws -> T {
+        let url = directory(filePath: filePath).appendingPathComponent(name)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw Missing(path: url.path)
+        }
+        return try JSONDecoder().decode(T.self, from: Data(contentsOf: url))
+    }
+}
+
+/// `sealed-envelope-v1.json`
+public struct SealedEnvelopeVectors: Decodable {
+    public struct Vector: Decodable {
+        public var campaign: Int64
+        public var delivery: Int64
+        public var device_private_key: String
+        public var device_public_key: String
+        public var info: String
+        public var aad: String
+        public var plaintext: String
+        public var envelope: SealedEnvelope
+    }
+
+    public var vectors: [Vector]
+
+    public static func load() throws -> [Vector] {
+        try SharedVectors.load("sealed-envelope-v1.json", as: Self.self).vectors
+    }
+}
+
+/// `reply-token-v1.json`
+public struct ReplyTokenVectors: Decodable {
+    public struct Vector: Decodable {
+        public var reply_secret: String
+        public var delivery: Int64
+        public var message: String
+        public var token: String
+    }
+
+    public var vectors: [Vector]
+
+    public static func load() throws -> [Vector] {
+        try SharedVectors.load("reply-token-v1.json", as: Self.self).vectors
+    }
+}
