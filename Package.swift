@@ -81,6 +81,7 @@ let package = Package(
             name: "Runner",
             dependencies: [
                 "HeraldCore", "Store", "APNs",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -2,6 +2,7 @@ import ExtensionKit
 import Foundation
 import HeraldCore
 import Logging
+import PostgresNIO
 import Store
 
 /// How a batch run behaves.
@@ -187,8 +188,7 @@ public struct CampaignRun: Sendable {
     /// column that could not be read, concerns this campaign only; a lost
     /// connection concerns the whole run.
     static func isCampaignData(_ error: any Error) -> Bool {
-        if StoreError.sqlState(of: error) != nil { return true }
-        return String(describing: type(of: error)).contains("Decoding")
+        StoreError.sqlState(of: error) != nil || error is PostgresDecodingError || error is DecodingError
     }
 
     private func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {
