@@ -27,55 +27,60 @@ extension CampaignRun {
         let campaign = prepared.campaign
         var pending: [DeliveryOutcome] = []
         pending.reserveCapacity(options.recordBatch)
+        var fatal: String?
 
-        claiming: while true {
-            // A marketer's pause or cancel is honoured between batches.
-            switch try await store.campaignStatus(campaign.id) {
-            case .paused?:
-                logger.notice("campaign paused; its queued deliveries wait")
-                break claiming
-            case .cancelled?:
-                try await store.cancelQueued(campaign.id)
-                logger.notice("campaign cancelled; its queued deliveries were cancelled")
-                break claiming
-            case .failed?, .completed?, .draft?, nil:
-                break claiming
-            case .running?, .scheduled?:
-                break
-            }
-            if let end = campaign.expiresAt, end <= Date() { break claiming }
-
-            let batch = try await store.claim(campaign: campaign.id, run: runID, limit: options.batchSize)
-            if batch.isEmpty { break }
-
-            var fatal: String?
-            try await withThrowingTaskGroup(of: Sent.self) { group in
-                var inFlight = 0
-                func collect(_ outcome: DeliveryOutcome) async throws {
-                    pending.append(outcome)
-                    summary.count(outcome, into: &figures)
-                    if pending.count >= options.recordBatch {
-                        try await store.record(pending)
-                        pending.removeAll(keepingCapacity: true)
-                    }
+        // One task group for the whole campaign: the next batch is claimed
+        // while the last one's notifications are still in flight.
+        try await withThrowingTaskGroup(of: Sent.self) { group in
+            var inFlight = 0
+            func collect(_ outcome: DeliveryOutcome) async throws {
+                pending.append(outcome)
+                summary.count(outcome, into: &figures)
+                if pending.count >= options.recordBatch {
+                    try await store.record(pending)
+                    pending.removeAll(keepingCapacity: true)
                 }
+            }
+            func finishOne() async throws {
+                if let done = try await group.next() {
+                    inFlight -= 1
+                    fatal = fatal ?? done.fatal
+                    try await collect(done.outcome)
+                }
+            }
+
+            claiming: while fatal == nil {
+                // A marketer's pause or cancel is honoured between batches.
+                switch try await store.campaignStatus(campaign.id) {
+                case .paused?:
+                    logger.notice("campaign paused; its queued deliveries wait")
+                    break claiming
+                case .cancelled?:
+                    try await store.cancelQueued(campaign.id)
+                    logger.notice("campaign cancelled; its queued deliveries were cancelled")
+                    break claiming
+                case .failed?, .completed?, .draft?, nil:
+                    break claiming
+                case .running?, .scheduled?:
+                    break
+                }
+                if let end = campaign.expiresAt, end <= Date() { break claiming }
+
+                let batch = try await store.claim(campaign: campaign.id, run: runID, limit: options.batchSize)
+                if batch.isEmpty { break }
+
                 for delivery in batch {
+                    while fatal == nil, inFlight >= options.concurrency { try await finishOne() }
                     if fatal != nil {
                         // Back to the queue, untouched: nothing was sent for it.
                         try await collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID,
                                                           deviceID: delivery.deviceID, status: .queued, attempts: 0))
                         continue
                     }
-                    if inFlight >= options.concurrency, let done = try await group.next() {
-                        inFlight -= 1
-                        fatal = fatal ?? done.fatal
-                        try await collect(done.outcome)
-                    }
                     switch personalizer.extras(for: prepared, target: delivery.target) {
                     case .failure(let problem):
                         try await collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
                                                           status: .skipped, error: problem.message, attempts: 0))
-                        continue
                     case .success(let extras):
                         let payload = prepared.builder.payload(for: delivery.target, replyToken: extras.replyToken,
                                                                sealed: extras.sealed)
@@ -93,16 +98,12 @@ extension CampaignRun {
                         inFlight += 1
                     }
                 }
-                while let done = try await group.next() {
-                    fatal = fatal ?? done.fatal
-                    try await collect(done.outcome)
-                }
             }
-            try await store.record(pending)
-            pending.removeAll(keepingCapacity: true)
-            if let fatal {
-                throw RunAborted(reason: "APNs refused the provider (\(fatal)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
-            }
+            while inFlight > 0 { try await finishOne() }
+        }
+        try await store.record(pending)
+        if let fatal {
+            throw RunAborted(reason: "APNs refused the provider (\(fatal)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
         }
         if try await store.completeIfDone(campaign.id) {
             summary.completed = true
