@@ -147,6 +147,7 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsSimulator", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
