@@ -2,17 +2,43 @@ import NIOCore
 import NIOHPACK
 
 /// The headers of one APNs request, as the client builds them (encoded by `RequestHeaderEncoder`).
-struct APNsRequestHead: Sendable {
-    var authority: String
-    var deviceToken: String
-    var authorization: String
-    var topic: String
-    var pushType: String
-    var priority: Int
-    var expiration: Int?
-    var collapseID: String?
-    var apnsID: String
-    var contentLength: Int
+/// A class: the request is handed along several times on its way to the connection, and one
+/// reference moves cheaper than eight strings.
+final class APNsRequestHead: Sendable {
+    let authority: String
+    let deviceToken: String
+    let authorization: String
+    let topic: String
+    let pushType: String
+    let priority: Int
+    let expiration: Int?
+    let collapseID: String?
+    let apnsID: String
+    let contentLength: Int
+
+    init(
+        authority: String,
+        deviceToken: String,
+        authorization: String,
+        topic: String,
+        pushType: String,
+        priority: Int,
+        expiration: Int?,
+        collapseID: String?,
+        apnsID: String,
+        contentLength: Int
+    ) {
+        self.authority = authority
+        self.deviceToken = deviceToken
+        self.authorization = authorization
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+        self.contentLength = contentLength
+    }
 }
 
 /// What goes into a request's header block.

@@ -545,20 +545,24 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     private func headerBlockComplete(streamID: Int32, endStream: Bool, block: ByteBuffer, context: ChannelHandlerContext) {
-        var block = block
-        let headers: HPACKHeaders
-        do {
-            // Every block is decoded, known stream or not, to keep the dynamic table in step.
-            headers = try decoder.decodeHeaders(from: &block)
-        } catch {
-            connectionError(H2.compressionError, context: context)
-            return
+        let status: Int?
+        if let quick = Self.quickStatus(of: block) {
+            status = quick
+        } else {
+            var block = block
+            do {
+                // Every other block is decoded, known stream or not, to keep the dynamic table in step.
+                status = Self.status(of: try decoder.decodeHeaders(from: &block))
+            } catch {
+                connectionError(H2.compressionError, context: context)
+                return
+            }
         }
         if endStream {
             guard var stream = streams.removeValue(forKey: streamID) else { return }
-            if stream.status == nil { stream.status = Self.status(of: headers) }
+            if stream.status == nil { stream.status = status }
             finish(stream, streamID: streamID, context: context)
-        } else if let status = Self.status(of: headers), status >= 200 {
+        } else if let status, status >= 200 {
             // Interim (1xx) answers are skipped; trailers keep the first status.
             if streams[streamID]?.status == nil { streams[streamID]?.status = status }
         }
@@ -626,6 +630,61 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         flushOutput()
         inbound = ByteBuffer()
         context.close(promise: nil)
+    }
+
+    /// The `:status` of a header block that starts with a static-table `:status` and leaves the
+    /// dynamic table alone (only indexed fields and literals without or never indexing: RFC 7541
+    /// §6.1, §6.2.2, §6.2.3), read without decoding the rest; nil when the block needs the decoder.
+    static func quickStatus(of block: ByteBuffer) -> Int? {
+        block.withUnsafeReadableBytes { bytes -> Int? in
+            guard let first = bytes.first else { return nil }
+            let status: Int
+            switch first {
+            case 0x88: status = 200
+            case 0x89: status = 204
+            case 0x8a: status = 206
+            case 0x8b: status = 304
+            case 0x8c: status = 400
+            case 0x8d: status = 404
+            case 0x8e: status = 500
+            default: return nil
+            }
+            var index = 1
+            func integer(prefixBits: Int) -> Int? {
+                let mask = (1 << prefixBits) - 1
+                var value = Int(bytes[index]) & mask
+                index += 1
+                guard value == mask else { return value }
+                var shift = 0
+                while index < bytes.count, shift < 28 {
+                    let byte = Int(bytes[index])
+                    index += 1
+                    value += (byte & 0x7f) << shift
+                    if byte & 0x80 == 0 { return value }
+                    shift += 7
+                }
+                return nil
+            }
+            func skipString() -> Bool {
+                guard index < bytes.count, let length = integer(prefixBits: 7) else { return false }
+                index += length
+                return index <= bytes.count
+            }
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte & 0x80 != 0 {
+                    guard integer(prefixBits: 7) != nil else { return nil }
+                } else if byte & 0xf0 == 0x00 || byte & 0xf0 == 0x10 {
+                    guard let nameIndex = integer(prefixBits: 4) else { return nil }
+                    if nameIndex == 0, !skipString() { return nil }
+                    guard skipString() else { return nil }
+                } else {
+                    // Incremental indexing or a table size update: the decoder must see it.
+                    return nil
+                }
+            }
+            return status
+        }
     }
 
     /// `:status` is the first header of an answer (pseudo-headers come first).
