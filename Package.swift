@@ -44,7 +44,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
@@ -146,7 +146,15 @@ let package = Package(
             dependencies: ["Demo", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "TestVectors"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "APNsSimulator", "TestSupport"]),
+        .testTarget(
+            name: "APNsTests",
+            dependencies: [
+                "APNs", "APNsSimulator", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ]
+        ),
         .testTarget(
             name: "StoreTests",
             dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]

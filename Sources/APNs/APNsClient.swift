@@ -130,14 +130,21 @@ public final class APNsClient: Sendable {
                 logger.error("apns provider token could not be signed")
                 return APNsResult(outcome: .failed(status: nil, reason: .invalidProviderToken), attempts: attempts, retried: retried)
             }
-            let headers = Self.makeHeaders(
-                notification,
-                authority: authority,
-                topic: topic,
-                apnsID: apnsID,
-                authorization: token.headerValue
+            let head = RequestHead.apns(
+                APNsRequestHead(
+                    authority: authority,
+                    deviceToken: notification.deviceToken,
+                    authorization: token.headerValue,
+                    topic: topic,
+                    pushType: notification.pushType,
+                    priority: notification.priority,
+                    expiration: notification.expiration,
+                    collapseID: notification.collapseID,
+                    apnsID: apnsID,
+                    contentLength: notification.payload.count
+                )
             )
-            let outcome = await attempt(headers: headers, body: body, endpoint: endpoint)
+            let outcome = await attempt(head: head, body: body, endpoint: endpoint)
 
             switch outcome {
             case .notProcessed:
@@ -205,13 +212,13 @@ public final class APNsClient: Sendable {
     func rawToken() throws -> String { try tokens.current().headerValue }
 
     func rawAttempt(headers: HPACKHeaders, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
-        await attempt(headers: headers, body: body, endpoint: endpoint)
+        await attempt(head: .raw(headers), body: body, endpoint: endpoint)
     }
 
-    private func attempt(headers: HPACKHeaders, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
+    private func attempt(head: RequestHead, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
         await withCheckedContinuation { continuation in
             let request = OutboundRequest(
-                headers: headers,
+                head: head,
                 body: body,
                 endpoint: endpoint,
                 deadline: .now() + requestTimeout,
@@ -281,34 +288,6 @@ public final class APNsClient: Sendable {
             return .failed(status: nil, reason: .badCollapseID)
         }
         return nil
-    }
-
-    static func makeHeaders(
-        _ notification: APNsNotification,
-        authority: String,
-        topic: String,
-        apnsID: String,
-        authorization: String
-    ) -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(12)
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":authority", value: authority)
-        headers.add(name: ":path", value: "/3/device/" + notification.deviceToken, indexing: .nonIndexable)
-        headers.add(name: "authorization", value: authorization)
-        headers.add(name: "apns-topic", value: topic)
-        headers.add(name: "apns-push-type", value: notification.pushType)
-        headers.add(name: "apns-priority", value: notification.priority == 10 ? "10" : String(notification.priority))
-        if let expiration = notification.expiration {
-            headers.add(name: "apns-expiration", value: String(expiration))
-        }
-        if let collapseID = notification.collapseID {
-            headers.add(name: "apns-collapse-id", value: collapseID)
-        }
-        headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
-        headers.add(name: "content-length", value: String(notification.payload.count), indexing: .nonIndexable)
-        return headers
     }
 
     private struct ErrorBody: Decodable {

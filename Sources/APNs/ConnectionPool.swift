@@ -1,6 +1,5 @@
 import Logging
 import NIOCore
-import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
@@ -169,19 +168,6 @@ final class HostPool: APNsConnectionDelegate {
                 do {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
-                    try sync.addHandler(WriteCoalescingHandler())
-                    try sync.addHandler(
-                        NIOHTTP2Handler(
-                            mode: .client,
-                            initialSettings: [
-                                HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-                                HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                                HTTP2Setting(parameter: .enablePush, value: 0),
-                            ],
-                            headerBlockValidation: .disabled,
-                            contentLengthValidation: .disabled
-                        )
-                    )
                     try sync.addHandler(boundHandler.value)
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
