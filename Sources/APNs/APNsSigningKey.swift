@@ -37,7 +37,7 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible {
 }
 
 /// Builds ES256 provider tokens (JWT) for APNs.
-enum ProviderTokenSigner {
+package enum ProviderTokenSigner {
     static func makeToken(key: APNsSigningKey, keyID: String, teamID: String, issuedAt: Date) throws -> String {
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let header = "{\"alg\":\"ES256\",\"kid\":\"\(jsonEscaped(keyID))\"}"
@@ -54,7 +54,8 @@ enum ProviderTokenSigner {
         return text
     }
 
-    static func jsonEscaped(_ value: String) -> String {
+    /// The text of a JSON string literal, without its quotes (the simulator's log uses it too).
+    package static func jsonEscaped(_ value: String) -> String {
         var out = ""
         for scalar in value.unicodeScalars {
             switch scalar {

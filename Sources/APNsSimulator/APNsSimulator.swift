@@ -1,3 +1,4 @@
+import APNs
 import Crypto
 import Foundation
 import Logging
@@ -268,16 +269,7 @@ final class SimulatorState {
     }
 
     private func jsonString(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        "\"" + ProviderTokenSigner.jsonEscaped(value) + "\""
     }
 }
 
