@@ -94,6 +94,10 @@ public struct Campaign: Sendable, Hashable {
 
     public var hasSensitiveFields: Bool { !(sensitive ?? [:]).isEmpty }
 
+    /// Whether the Notification Service Extension must run (`mutable-content: 1`):
+    /// to attach the media or to open the sealed fields.
+    public var needsServiceExtension: Bool { mediaURL != nil || hasSensitiveFields }
+
     /// The content key to show a device whose locale is `deviceLocale`:
     /// the exact tag, then the tag with trailing parts dropped (`zh-Hans-CN` →
     /// `zh-Hans` → `zh`), then any entry of the same language, then the default.

@@ -75,11 +75,6 @@ public struct PayloadBuilder: Sendable {
         }
     }
 
-    /// Whether the service extension must run: to attach media or to open the envelope.
-    public var mutableContent: Bool {
-        campaign.mediaURL != nil || campaign.hasSensitiveFields
-    }
-
     private static func renderAPS(campaign: Campaign, text: LocalizedText) -> [UInt8] {
         var w = JSONWriter(capacity: 256)
         w.raw("{\"alert\":{\"title\":")
@@ -101,7 +96,7 @@ public struct PayloadBuilder: Sendable {
         }
         w.raw(",\"thread-id\":")
         w.string(campaign.threadID ?? "campaign-\(campaign.id)")
-        if campaign.mediaURL != nil || campaign.hasSensitiveFields {
+        if campaign.needsServiceExtension {
             w.raw(",\"mutable-content\":1")
         }
         if let level = campaign.effectiveInterruptionLevel {
