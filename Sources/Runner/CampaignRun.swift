@@ -72,7 +72,7 @@ public struct RunSummary: Sendable {
 }
 
 /// A batch run: due campaigns → audience snapshot → payloads → APNs (or,
-/// in a dry run, JSON lines) → ledger. See DESIGN.md, "How a run behaves".
+/// in a dry run, JSON lines) → ledger. See docs/DESIGN.md, "How a run behaves".
 public struct CampaignRun: Sendable {
     /// `$1`…`$4` of the snapshot statement are the campaign's own; the segment's binds follow.
     static let segmentFirstPlaceholder = 5

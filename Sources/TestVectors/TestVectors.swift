@@ -1,27 +1,28 @@
 import ExtensionKit
 import Foundation
 
-// Shared by the test targets that check the wire contracts against
-// ../shared/test-vectors (made with independent implementations).
+// Shared by the test targets that check the wire contracts against the
+// known answers in Tests/Vectors (made with independent implementations; that
+// folder's README says which).
 
-/// Known answers in `../shared/test-vectors`, beside the repository root.
+/// Known answers in `Tests/Vectors` of the repository.
 /// A missing folder fails the test that asked, with a message that says where
 /// the files were looked for.
 public enum SharedVectors {
     public struct Missing: Error, CustomStringConvertible {
         public let path: String
         public var description: String {
-            "shared test vector not found at \(path): Herald's tests read known answers from ../shared/test-vectors beside the repository root"
+            "known-answer vector not found at \(path): Herald's tests read known answers from Tests/Vectors in the repository"
         }
     }
 
     public static func directory(filePath: String = #filePath) -> URL {
-        // <root>/Tests/<Target>/<File>.swift → <root>/../shared/test-vectors
+        // <root>/{Sources,Tests}/<Target>/<File>.swift → <root>/Tests/Vectors
         URL(fileURLWithPath: filePath)
             .deletingLastPathComponent()
             .deletingLastPathComponent()
             .deletingLastPathComponent()
-            .appendingPathComponent("../shared/test-vectors", isDirectory: true)
+            .appendingPathComponent("Tests/Vectors", isDirectory: true)
             .standardizedFileURL
     }
 

@@ -182,7 +182,7 @@ struct EnvelopeOpenerTests {
         do {
             _ = try SharedVectors.load("sealed-envelope-v1.json", as: SealedEnvelopeVectors.self, filePath: "/nonexistent/repo/Tests/ExtensionKitTests/X.swift")
         } catch {
-            #expect("\(error)".contains("/nonexistent/shared/test-vectors/sealed-envelope-v1.json"))
+            #expect("\(error)".contains("/nonexistent/repo/Tests/Vectors/sealed-envelope-v1.json"))
         }
     }
 }

@@ -141,7 +141,7 @@ struct ReplyTokenTests {
             Issue.record("loading from a missing folder succeeded")
         } catch {
             #expect(error is SharedVectors.Missing)
-            #expect("\(error)".contains("/nonexistent/shared/test-vectors/reply-token-v1.json"))
+            #expect("\(error)".contains("/nonexistent/repo/Tests/Vectors/reply-token-v1.json"))
         }
     }
 
