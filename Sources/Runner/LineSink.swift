@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Writes lines to a file or standard output, buffered.
 public actor LineFile: PayloadSink {
@@ -8,12 +13,27 @@ public actor LineFile: PayloadSink {
 
     public static func standardOutput() -> LineFile { LineFile(handle: .standardOutput, close: false) }
 
+    /// Opens `path` for writing in place: a regular file is truncated, a
+    /// device such as `/dev/null` or a pipe is written as it is, and a
+    /// directory is refused. The file is never replaced by renaming a new one
+    /// over it (which would swap a device node for a regular file).
     public init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: path) else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw OutputFileError(path: path, reason: String(cString: strerror(errno)))
         }
-        self.init(handle: handle, close: true)
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw OutputFileError(path: path, reason: reason)
+        }
+        if (info.st_mode & S_IFMT) == S_IFREG, ftruncate(fd, 0) != 0 {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw OutputFileError(path: path, reason: reason)
+        }
+        self.init(handle: FileHandle(fileDescriptor: fd, closeOnDealloc: false), close: true)
     }
 
     init(handle: FileHandle, close: Bool) {
@@ -37,4 +57,11 @@ public actor LineFile: PayloadSink {
         try flush()
         if closeOnFinish { try handle.close() }
     }
+}
+
+/// An output file that cannot be opened for writing.
+public struct OutputFileError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public var description: String { "cannot write \(path): \(reason)" }
 }
