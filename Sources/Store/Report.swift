@@ -14,12 +14,14 @@ public struct AnalystReport: Sendable {
     }
 
     /// One block per campaign: the funnel, replies by action, a few typed answers.
-    public func render(samples: Int = 3) async throws -> String {
+    public func render(campaign: Int64? = nil, samples: Int = 3) async throws -> String {
         var out: [String] = []
         let funnel = try await client.query("""
             SELECT campaign_id, name, kind, status, coalesce(failure_reason, ''), targeted, sent, invalid, failed,
                    expired, skipped, queued + in_flight, replies, responding_devices, coalesce(response_rate_pct, 0)::float8
-            FROM analyst.campaign_funnel ORDER BY campaign_id
+            FROM analyst.campaign_funnel
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id
             """, logger: logger)
         var campaigns: [(Int64, String)] = []
         for try await row in funnel {

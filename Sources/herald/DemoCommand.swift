@@ -9,7 +9,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "The whole loop on DATABASE_URL's server: sample campaigns → APNs simulator → device replies → analyst views.",
-        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, runs the job, lets a fleet of simulated devices answer, and prints the analyst report.")
+        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, runs the job, lets a fleet of simulated devices answer, and prints the analyst report; writes it as an HTML page to .local/demo-report.html.")
 
     @Option(help: "The database to (re)create for the demo.")
     var database = "herald_demo"
@@ -53,7 +53,16 @@ struct DemoCommand: AsyncParsableCommand {
             print(outcome.fleet)
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")
             print(outcome.report)
+            let reportPath = work.appendingPathComponent("demo-report.html").path
+            let reportLogger = logger
+            let reportData = try await withPostgres(demo, logger: reportLogger) { client in
+                try await AnalystReport(client: client, logger: reportLogger).data()
+            }
+            let reportFile = try LineFile(path: reportPath)
+            try await reportFile.write(Array(ReportPage.html(reportData).utf8))
+            try await reportFile.finish()
             print("\ndemo: notifications the simulator accepted are in \(outcome.acceptedLog)")
+            print("demo: the analysts' report (charts, feedback search) is in \(reportPath)")
             print("demo: query it yourself: psql \"$(scripts/pg url)_demo\" -c 'SELECT * FROM analyst.campaign_funnel'")
         } catch {
             throw readable(error)

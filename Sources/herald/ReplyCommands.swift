@@ -80,16 +80,40 @@ struct IngestCommand: AsyncParsableCommand {
 
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "report", abstract: "Print each campaign's funnel, replies by action and sample feedback from the analyst views.")
+        commandName: "report",
+        abstract: "Print each campaign's funnel, replies by action and sample feedback from the analyst views, or write them as an HTML page.",
+        discussion: "Reads the analyst views only, so a member of herald_analyst can run it. --html writes one self-contained page (inline charts, no network) with the delivery funnel, replies over time, the action breakdown and the searchable feedback texts.")
+
+    @Argument(help: "Only this campaign (its id).")
+    var campaign: Int64?
+
+    @Option(name: .customLong("html"), help: "Write the report as an HTML page to this file.")
+    var htmlPath: String?
 
     func run() async throws {
         let logger = makeLogger()
         do {
             let config = try HeraldConfiguration()
-            let text = try await withPostgres(config.database, logger: logger) { client in
-                try await AnalystReport(client: client, logger: logger).render()
+            let campaign = self.campaign
+            if let htmlPath {
+                let data = try await withPostgres(config.database, logger: logger) { client in
+                    try await AnalystReport(client: client, logger: logger).data(campaign: campaign)
+                }
+                if let campaign, data.campaigns.isEmpty {
+                    throw ValidationError("no campaign \(campaign)")
+                }
+                let file = try LineFile(path: htmlPath)
+                try await file.write(Array(ReportPage.html(data).utf8))
+                try await file.finish()
+                print("report: \(data.campaigns.count) campaign(s) written to \(htmlPath)")
+            } else {
+                let text = try await withPostgres(config.database, logger: logger) { client in
+                    try await AnalystReport(client: client, logger: logger).render(campaign: campaign)
+                }
+                print(text)
             }
-            print(text)
+        } catch let error as ValidationError {
+            throw error
         } catch {
             throw readable(error)
         }

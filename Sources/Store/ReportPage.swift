@@ -1,0 +1,345 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// What the analysts' HTML report shows, read from the analyst views only (so
+/// a member of `herald_analyst` can make it).
+public struct ReportData: Sendable {
+    public struct Action: Sendable, Equatable {
+        public var action: String
+        public var title: String
+        public var replies: Int64
+        public var sharePct: Double
+
+        public init(action: String, title: String, replies: Int64, sharePct: Double) {
+            self.action = action
+            self.title = title
+            self.replies = replies
+            self.sharePct = sharePct
+        }
+    }
+
+    /// Replies that users gave in one minute (UTC).
+    public struct Bucket: Sendable, Equatable {
+        public var minute: Date
+        public var replies: Int64
+
+        public init(minute: Date, replies: Int64) {
+            self.minute = minute
+            self.replies = replies
+        }
+    }
+
+    public struct Feedback: Sendable, Equatable {
+        public var text: String
+        public var locale: String
+        public var occurredAt: Date
+
+        public init(text: String, locale: String, occurredAt: Date) {
+            self.text = text
+            self.locale = locale
+            self.occurredAt = occurredAt
+        }
+    }
+
+    public struct Campaign: Sendable {
+        public var id: Int64
+        public var name: String
+        public var kind: String
+        public var status: String
+        public var failureReason: String?
+        public var sendAt: Date?
+        public var targeted: Int64 = 0
+        public var sent: Int64 = 0
+        public var invalid: Int64 = 0
+        public var failed: Int64 = 0
+        public var expired: Int64 = 0
+        public var skipped: Int64 = 0
+        public var cancelled: Int64 = 0
+        public var pending: Int64 = 0
+        public var replies: Int64 = 0
+        public var respondingDevices: Int64 = 0
+        public var responseRatePct: Double?
+        public var actions: [Action] = []
+        public var timeline: [Bucket] = []
+        /// The most recent typed answers, newest first, at most the loader's limit.
+        public var feedback: [Feedback] = []
+        /// How many typed answers there are in all.
+        public var feedbackTotal: Int64 = 0
+
+        public init(id: Int64, name: String, kind: String, status: String) {
+            self.id = id
+            self.name = name
+            self.kind = kind
+            self.status = status
+        }
+    }
+
+    public var generatedAt: Date
+    public var campaigns: [Campaign]
+
+    public init(generatedAt: Date, campaigns: [Campaign]) {
+        self.generatedAt = generatedAt
+        self.campaigns = campaigns
+    }
+}
+
+extension AnalystReport {
+    /// Reads the report's figures: every campaign, or only `campaign`.
+    public func data(campaign: Int64? = nil, feedbackLimit: Int = 500, now: Date = Date()) async throws -> ReportData {
+        var campaigns: [ReportData.Campaign] = []
+        let funnel = try await client.query("""
+            SELECT campaign_id, name, kind, status, failure_reason, send_at, targeted, sent, invalid, failed,
+                   expired, skipped, cancelled, queued + in_flight, replies, responding_devices,
+                   response_rate_pct::float8
+            FROM analyst.campaign_funnel
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id
+            """, logger: logger)
+        for try await row in funnel {
+            let r = row.makeRandomAccess()
+            var c = ReportData.Campaign(
+                id: try r[0].decode(Int64.self), name: try r[1].decode(String.self),
+                kind: try r[2].decode(String.self), status: try r[3].decode(String.self))
+            c.failureReason = try r[4].decode(String?.self)
+            c.sendAt = try r[5].decode(Date?.self)
+            c.targeted = try r[6].decode(Int64.self)
+            c.sent = try r[7].decode(Int64.self)
+            c.invalid = try r[8].decode(Int64.self)
+            c.failed = try r[9].decode(Int64.self)
+            c.expired = try r[10].decode(Int64.self)
+            c.skipped = try r[11].decode(Int64.self)
+            c.cancelled = try r[12].decode(Int64.self)
+            c.pending = try r[13].decode(Int64.self)
+            c.replies = try r[14].decode(Int64.self)
+            c.respondingDevices = try r[15].decode(Int64.self)
+            c.responseRatePct = try r[16].decode(Double?.self)
+            campaigns.append(c)
+        }
+        for i in campaigns.indices {
+            let id = campaigns[i].id
+            for try await (action, title, n, share) in try await client.query("""
+                SELECT action, coalesce(action_title, action), replies, share_pct::float8
+                FROM analyst.action_breakdown WHERE campaign_id = \(id) ORDER BY replies DESC, action
+                """, logger: logger).decode((String, String, Int64, Double).self) {
+                campaigns[i].actions.append(.init(action: action, title: title, replies: n, sharePct: share))
+            }
+            for try await (minute, n) in try await client.query("""
+                SELECT minute_utc, sum(replies)::bigint FROM analyst.replies_over_time
+                WHERE campaign_id = \(id) GROUP BY minute_utc ORDER BY minute_utc
+                """, logger: logger).decode((Date, Int64).self) {
+                campaigns[i].timeline.append(.init(minute: minute, replies: n))
+            }
+            for try await (text, locale, at) in try await client.query("""
+                SELECT text, locale, occurred_at FROM analyst.feedback_text WHERE campaign_id = \(id)
+                ORDER BY occurred_at DESC, text LIMIT \(feedbackLimit)
+                """, logger: logger).decode((String, String, Date).self) {
+                campaigns[i].feedback.append(.init(text: text, locale: locale, occurredAt: at))
+            }
+            for try await n in try await client.query("""
+                SELECT count(*) FROM analyst.feedback_text WHERE campaign_id = \(id)
+                """, logger: logger).decode(Int64.self) {
+                campaigns[i].feedbackTotal = n
+            }
+        }
+        return ReportData(generatedAt: now, campaigns: campaigns)
+    }
+}
+
+/// Renders `ReportData` as one self-contained HTML page: inline CSS and SVG
+/// charts, a few lines of inline script for the feedback search, nothing
+/// fetched from the network. Every text from the database is escaped.
+public enum ReportPage {
+    public static func html(_ data: ReportData) -> String {
+        var out = """
+            <!doctype html>
+            <html lang="en"><head><meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Herald report</title>
+            <style>\(css)</style></head><body>
+            <header><h1>Herald report</h1><p class="muted">\(data.campaigns.count) campaign\(data.campaigns.count == 1 ? "" : "s") · made \(escape(timestamp(data.generatedAt))) UTC from the analyst views</p></header>
+
+            """
+        if data.campaigns.isEmpty {
+            out += "<p>No campaigns yet.</p>\n"
+        }
+        for c in data.campaigns {
+            out += campaignSection(c)
+        }
+        out += "<script>\(script)</script>\n</body></html>\n"
+        return out
+    }
+
+    static func campaignSection(_ c: ReportData.Campaign) -> String {
+        var s = "<section class=\"campaign\" id=\"campaign-\(c.id)\">\n"
+        s += "<h2>\(escape(c.name)) <span class=\"tag\">\(escape(c.kind))</span> <span class=\"tag status-\(escape(c.status))\">\(escape(c.status))</span></h2>\n"
+        var facts = ["campaign \(c.id)"]
+        if let sendAt = c.sendAt { facts.append("sends from \(timestamp(sendAt)) UTC") }
+        if let rate = c.responseRatePct { facts.append(String(format: "%.1f%% of sent devices answered", rate)) }
+        s += "<p class=\"muted\">\(escape(facts.joined(separator: " · ")))</p>\n"
+        if let reason = c.failureReason, !reason.isEmpty {
+            s += "<p class=\"problem\">\(escape(reason))</p>\n"
+        }
+        s += "<div class=\"grid\">\n"
+        s += "<figure><figcaption>Delivery funnel</figcaption>\n\(funnelChart(c))</figure>\n"
+        s += "<figure><figcaption>Replies by action</figcaption>\n\(actionChart(c.actions))</figure>\n"
+        s += "</div>\n"
+        s += "<figure><figcaption>Replies over time (UTC)</figcaption>\n\(timelineChart(c.timeline))</figure>\n"
+        s += feedbackTable(c)
+        s += "</section>\n"
+        return s
+    }
+
+    /// One bar a stage, scaled to the audience.
+    static func funnelChart(_ c: ReportData.Campaign) -> String {
+        var rows: [(String, Int64, String)] = [
+            ("Targeted", c.targeted, "bar-total"), ("Sent", c.sent, "bar-good"),
+            ("Answered (devices)", c.respondingDevices, "bar-good"),
+        ]
+        for (label, n) in [("Pending", c.pending), ("Skipped", c.skipped), ("Invalid", c.invalid),
+                           ("Failed", c.failed), ("Expired", c.expired), ("Cancelled", c.cancelled)] where n > 0 {
+            rows.append((label, n, "bar-other"))
+        }
+        return bars(rows.map { ($0.0, $0.1, String($0.1), $0.2) }, scale: max(c.targeted, 1))
+    }
+
+    static func actionChart(_ actions: [ReportData.Action]) -> String {
+        guard !actions.isEmpty else { return "<p class=\"muted\">No replies yet.</p>" }
+        let top = actions.map(\.replies).max() ?? 1
+        return bars(actions.map { ($0.title, $0.replies, "\($0.replies) (\(String(format: "%.0f", $0.sharePct))%)", "bar-good") },
+                    scale: max(top, 1))
+    }
+
+    /// Horizontal bars in an SVG that scales with the page width.
+    static func bars(_ rows: [(label: String, value: Int64, text: String, cls: String)], scale: Int64) -> String {
+        let rowHeight = 26, labelWidth = 150, barWidth = 250, width = 480
+        let height = rows.count * rowHeight + 4
+        var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart\">"
+        for (i, row) in rows.enumerated() {
+            let y = i * rowHeight + 2
+            let w = Int((Double(row.value) / Double(scale) * Double(barWidth)).rounded())
+            svg += "<text x=\"0\" y=\"\(y + 17)\">\(escape(truncated(row.label, 22)))</text>"
+            svg += "<rect class=\"\(row.cls)\" x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(max(w, row.value > 0 ? 1 : 0))\" height=\"18\" rx=\"3\"><title>\(escape(row.label)): \(escape(row.text))</title></rect>"
+            svg += "<text x=\"\(labelWidth + max(w, 0) + 6)\" y=\"\(y + 17)\" class=\"num\">\(escape(row.text))</text>"
+        }
+        return svg + "</svg>"
+    }
+
+    /// The column widths the timeline picks from: the smallest that fits the
+    /// replies' span into at most 72 columns.
+    static let timelineSteps: [(seconds: TimeInterval, name: String)] = [
+        (60, "minute"), (300, "5 minutes"), (900, "15 minutes"), (3600, "hour"),
+        (3 * 3600, "3 hours"), (6 * 3600, "6 hours"), (86400, "day"), (7 * 86400, "week"),
+    ]
+
+    /// Replies per column of time, gaps filled with zero.
+    static func timelineChart(_ timeline: [ReportData.Bucket]) -> String {
+        guard let first = timeline.first?.minute, let last = timeline.last?.minute else {
+            return "<p class=\"muted\">No replies yet.</p>"
+        }
+        let span = last.timeIntervalSince(first)
+        let step = timelineSteps.first { span / $0.seconds < 72 } ?? (30 * 86400, "month")
+        let start = Date(timeIntervalSince1970: (first.timeIntervalSince1970 / step.seconds).rounded(.down) * step.seconds)
+        var counts: [Int: Int64] = [:]
+        for b in timeline {
+            counts[Int(b.minute.timeIntervalSince(start) / step.seconds), default: 0] += b.replies
+        }
+        let slots = max((counts.keys.max() ?? 0) + 1, 12)
+        let top = max(counts.values.max() ?? 1, 1)
+        let width = 720, height = 170, left = 44, plotTop = 10, plotBottom = 142
+        let slotWidth = Double(width - left) / Double(slots)
+        var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart timeline\">"
+        svg += "<text x=\"\(left - 6)\" y=\"\(plotTop + 10)\" text-anchor=\"end\" class=\"num\">\(top)</text>"
+        svg += "<text x=\"\(left - 6)\" y=\"\(plotBottom)\" text-anchor=\"end\" class=\"num\">0</text>"
+        svg += "<line x1=\"\(left)\" y1=\"\(plotBottom)\" x2=\"\(width)\" y2=\"\(plotBottom)\" class=\"axis\"/>"
+        for slot in 0..<slots {
+            let n = counts[slot] ?? 0
+            guard n > 0 else { continue }
+            let h = Double(plotBottom - plotTop) * Double(n) / Double(top)
+            let x = Double(left) + Double(slot) * slotWidth
+            let at = start.addingTimeInterval(Double(slot) * step.seconds)
+            svg += String(format: "<rect class=\"bar-good\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">",
+                          x + 1, Double(plotBottom) - h, max(slotWidth - 2, 1), h)
+            svg += "<title>\(escape(timestamp(at))): \(n)</title></rect>"
+        }
+        svg += "<text x=\"\(left)\" y=\"162\">\(escape(timestamp(start)))</text>"
+        svg += "<text x=\"\(width)\" y=\"162\" text-anchor=\"end\" class=\"num\">one column a \(step.name)</text>"
+        return svg + "</svg>"
+    }
+
+    static func feedbackTable(_ c: ReportData.Campaign) -> String {
+        guard c.feedbackTotal > 0 else { return "" }
+        var s = "<h3>What users typed</h3>\n"
+        let shown = c.feedback.count
+        let note = Int64(shown) < c.feedbackTotal ? "the \(shown) most recent of \(c.feedbackTotal)" : "all \(c.feedbackTotal)"
+        s += "<input type=\"search\" class=\"filter\" data-table=\"feedback-\(c.id)\" placeholder=\"Search \(escape(note)) answers\" aria-label=\"Search the answers\">\n"
+        s += "<table id=\"feedback-\(c.id)\"><thead><tr><th>When (UTC)</th><th>Locale</th><th>Answer</th></tr></thead><tbody>\n"
+        for f in c.feedback {
+            s += "<tr><td class=\"when\">\(escape(timestamp(f.occurredAt)))</td><td>\(escape(f.locale))</td><td>\(escape(f.text))</td></tr>\n"
+        }
+        s += "</tbody></table>\n"
+        return s
+    }
+
+    /// Escapes text for HTML element content and quoted attribute values.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for ch in text.unicodeScalars {
+            switch ch {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default:
+                // Control characters other than tab and newline have no place in a page.
+                if ch.value < 0x20 && ch != "\t" && ch != "\n" || ch.value == 0x7F {
+                    out += "\u{FFFD}"
+                } else {
+                    out.unicodeScalars.append(ch)
+                }
+            }
+        }
+        return out
+    }
+
+    static func truncated(_ text: String, _ limit: Int) -> String {
+        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd HH:mm"
+        return f.string(from: date)
+    }
+
+    static let css = """
+        body{font:15px/1.45 -apple-system,system-ui,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:60rem;padding:1rem;color:#1d1d1f;background:#fff}
+        h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin:0 0 .2rem}h3{font-size:1rem;margin:1rem 0 .4rem}
+        .muted{color:#6e6e73;margin:.2rem 0}.problem{color:#b3261e}
+        .campaign{border-top:1px solid #d2d2d7;padding:1rem 0}
+        .tag{font-size:.75rem;font-weight:500;background:#f2f2f7;border-radius:.6rem;padding:.1rem .5rem;vertical-align:middle}
+        .status-failed,.status-cancelled{background:#fde7e9}.status-completed{background:#e3f5e1}.status-running{background:#e5f0ff}
+        .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(17rem,1fr));gap:1rem}
+        figure{margin:.6rem 0}figcaption{font-weight:600;margin-bottom:.3rem}
+        .chart{width:100%;height:auto;font-size:12px}.chart text{fill:#1d1d1f}.chart .num{fill:#6e6e73}
+        .bar-total{fill:#8e8e93}.bar-good{fill:#0a84ff}.bar-other{fill:#ff9f0a}.axis{stroke:#d2d2d7}
+        .filter{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #d2d2d7;border-radius:.4rem}
+        table{border-collapse:collapse;width:100%;margin-top:.4rem}td,th{text-align:left;padding:.3rem .4rem;border-bottom:1px solid #f2f2f7;vertical-align:top}
+        td.when{white-space:nowrap;color:#6e6e73}
+        @media (max-width:30rem){body{padding:.6rem}td.when{white-space:normal}.timeline{font-size:22px}}
+        """
+
+    static let script = """
+        document.querySelectorAll('input.filter').forEach(function(box){
+          var rows=document.getElementById(box.dataset.table).tBodies[0].rows;
+          box.addEventListener('input',function(){
+            var q=box.value.toLowerCase();
+            for(var i=0;i<rows.length;i++){rows[i].style.display=rows[i].textContent.toLowerCase().indexOf(q)<0?'none':'';}
+          });
+        });
+        """
+}
