@@ -85,6 +85,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Logs a machine can parse (JSON lines) and, later, metrics.
+        .target(
+            name: "Observability",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
         // Reply intake and notification config over HTTP (Hummingbird).
         .target(
             name: "ReplyIntake",
@@ -109,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo",
+                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,6 +163,7 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "StoreTests",
             dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Observability
 import Runner
 import Store
 
@@ -12,7 +13,9 @@ struct Herald: AsyncParsableCommand {
         subcommands: [MigrateCommand.self, RunCommand.self, ServeCommand.self, IngestCommand.self, ReportCommand.self, KeysCommand.self, APNsSimCommand.self, DemoCommand.self])
 }
 
-/// Logs to standard error at LOG_LEVEL (default: info).
+/// Logs to standard error at LOG_LEVEL (default: info), as JSON lines or
+/// text (HERALD_LOG_FORMAT: json, text, or auto = JSON unless standard error
+/// is a terminal).
 func makeLogger(_ label: String = "herald") -> Logger {
     LoggingSystem.bootstrapOnce()
     var logger = Logger(label: label)
@@ -25,7 +28,19 @@ func makeLogger(_ label: String = "herald") -> Logger {
 }
 
 extension LoggingSystem {
-    private static let once: Void = { LoggingSystem.bootstrap(StreamLogHandler.standardError) }()
+    private static let once: Void = {
+        let format: LogFormat
+        do {
+            format = try LogFormat.from(environment: ProcessInfo.processInfo.environment)
+        } catch {
+            FileHandle.standardError.write(Data("herald: \(error); writing text logs\n".utf8))
+            format = .text
+        }
+        switch format {
+        case .json: LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        case .text: LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        }
+    }()
     static func bootstrapOnce() { _ = once }
 }
 
