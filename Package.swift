@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // What an iOS notification extension links: Foundation + Crypto only.
@@ -85,11 +87,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Logs a machine can parse (JSON lines) and, later, metrics.
+        // Logs a machine can parse (JSON lines); metrics in Prometheus's text format.
         .target(
             name: "Observability",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
@@ -163,7 +167,14 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(
+            name: "ObservabilityTests",
+            dependencies: [
+                "Observability", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         .testTarget(
             name: "StoreTests",
             dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
