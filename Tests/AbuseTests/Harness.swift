@@ -219,3 +219,16 @@ extension RawHTTP {
         return closed
     }
 }
+
+/// The APNs simulator (HTTP/2 + TLS on loopback) for the time of `body`.
+func withSimulator<T: Sendable>(_ body: (RunningAPNsSimulator) async throws -> T) async throws -> T {
+    let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
+    do {
+        let result = try await body(sim)
+        await sim.stop()
+        return result
+    } catch {
+        await sim.stop()
+        throw error
+    }
+}
