@@ -147,9 +147,12 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 return IntakeError.notFound(request.uri.path).response
             }
             if error.status == .contentTooLarge { return IntakeError.bodyTooLarge.response }
-            let status = error.status.code < 500 ? error.status : .internalServerError
-            return IntakeError(status: status, code: status.code < 500 ? "bad_request" : "internal_error",
-                               message: status.reasonPhrase.isEmpty ? "refused" : status.reasonPhrase).response
+            guard error.status.code < 500 else {
+                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "status": "\(error.status.code)"])
+                return IntakeError.internalError.response
+            }
+            let message = error.body ?? (error.status.reasonPhrase.isEmpty ? "refused" : error.status.reasonPhrase)
+            return IntakeError(status: error.status, code: "bad_request", message: message).response
         } catch {
             if isDatabaseUnavailable(error) {
                 logger.warning("database unavailable", metadata: ["path": "\(request.uri.path)"])
