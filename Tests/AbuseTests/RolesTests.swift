@@ -154,6 +154,26 @@ struct RolesTests {
         }
     }
 
+    @Test func theJobDryRunsAsItsRole() async throws {
+        try await TestDatabase.with { admin, database in
+            try await admin.exec(Fixtures.catalogue)
+            try await admin.exec(Fixtures.audience(count: 12))
+            try await admin.exec(Fixtures.campaign(name: "Rehearsal"))
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("dry-\(UUID()).jsonl").path
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            try await asMember(of: "herald_job", database: database, admin: admin) { client, config in
+                var configuration = try HeraldConfiguration(environment: [
+                    "DATABASE_URL": "postgres://unused@127.0.0.1/unused", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
+                ])
+                configuration.database = config
+                configuration.replySecret = abuseSecret
+                let summary = try await HeraldJob(configuration: configuration, logger: TestDatabase.logger).dryRun(client: client, out: out)
+                #expect(summary.figures.targeted == 12)
+            }
+            #expect(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").count == 12)
+        }
+    }
+
     @Test func migrationsApplyAsANonSuperuserOwner() async throws {
         try await TestDatabase.with(migrated: false) { admin, database in
             let owner = "t_owner_" + UUID().uuidString.prefix(8).lowercased()
