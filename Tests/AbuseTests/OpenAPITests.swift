@@ -94,8 +94,8 @@ struct OpenAPITests {
     @Test func everyAnswerIsDocumentedAndEveryDocumentedAnswerHappens() async throws {
         let limits: IntakeLimits = {
             var l = unlimited
-            l.perDelivery = .init(3, per: .seconds(60))
-            l.perAddress = .init(30, per: .seconds(60))
+            l.perDelivery = .init(3, per: .seconds(86_400))
+            l.perAddress = .init(30, per: .seconds(86_400))
             return l
         }()
         try await withIntakeDatabase { intake, _, _ in
