@@ -183,6 +183,7 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
         case missingVariable(String)
         case invalidValue(String)
         case keyFileUnreadable(path: String)
+        case keyFileTooOpen(path: String, mode: Int)
         case keyInvalid(path: String?)
         case caFileUnusable(path: String)
     }
@@ -191,6 +192,7 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     static func missingVariable(_ name: String) -> Self { Self(code: .missingVariable(name)) }
     static func invalidValue(_ name: String) -> Self { Self(code: .invalidValue(name)) }
     static func keyFileUnreadable(path: String) -> Self { Self(code: .keyFileUnreadable(path: path)) }
+    static func keyFileTooOpen(path: String, mode: Int) -> Self { Self(code: .keyFileTooOpen(path: path, mode: mode)) }
     static func keyInvalid(path: String?) -> Self { Self(code: .keyInvalid(path: path)) }
     static func caFileUnusable(path: String) -> Self { Self(code: .caFileUnusable(path: path)) }
 
@@ -199,6 +201,8 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
         case .missingVariable(let name): return "APNs configuration: \(name) is not set"
         case .invalidValue(let name): return "APNs configuration: \(name) has an invalid value"
         case .keyFileUnreadable(let path): return "APNs signing key: cannot read \(path)"
+        case .keyFileTooOpen(let path, let mode):
+            return "APNs signing key: \(path) may be read by other users (mode 0\(String(mode, radix: 8))); it signs for your whole team: chmod 600 \(path)"
         case .keyInvalid(let path?):
             return "APNs signing key: \(path) is not a PKCS#8 P-256 private key in PEM (.p8)"
         case .keyInvalid(nil): return "APNs signing key: not a PKCS#8 P-256 private key in PEM (.p8)"
@@ -209,7 +213,7 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     /// True for problems with the signing key (file or content).
     public var isKeyProblem: Bool {
         switch code {
-        case .keyFileUnreadable, .keyInvalid: return true
+        case .keyFileUnreadable, .keyFileTooOpen, .keyInvalid: return true
         default: return false
         }
     }

@@ -19,7 +19,13 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible {
     }
 
     /// Reads and parses a `.p8` file. The error names the path, never the content.
+    /// A file that users other than its owner may read or write is refused:
+    /// the key signs for the whole team, so it must be `chmod 600`.
     public init(pemPath: String) throws {
+        if let mode = (try? FileManager.default.attributesOfItem(atPath: pemPath))?[.posixPermissions] as? NSNumber,
+           mode.intValue & 0o077 != 0 {
+            throw APNsConfigurationError.keyFileTooOpen(path: pemPath, mode: mode.intValue & 0o777)
+        }
         guard let data = FileManager.default.contents(atPath: pemPath) else {
             throw APNsConfigurationError.keyFileUnreadable(path: pemPath)
         }

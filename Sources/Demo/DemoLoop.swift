@@ -76,7 +76,10 @@ public struct DemoLoop: Sendable {
                 let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger),
                                          tokens: ReplyTokens(secret: secret), logger: logger)
                 let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-                let app = IntakeServer.application(intake: intake, host: "127.0.0.1", port: 0, logger: logger) { port in
+                // The whole simulated fleet posts from 127.0.0.1: one address, hundreds of phones.
+                var limits = IntakeLimits()
+                limits.perAddress = .init(100_000, per: .seconds(1))
+                let app = IntakeServer.application(intake: intake, host: "127.0.0.1", port: 0, limits: limits, logger: logger) { port in
                     portSink.yield(port)
                 }
                 let services = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))

@@ -1,30 +1,44 @@
 import ExtensionKit
 import Foundation
 
-/// A refused reply (DESIGN, contract 4): an HTTP status, a stable code and a
-/// message for the app developer. The message never holds the token or text.
+/// A refused reply (DESIGN, contract 4): a stable code and a message for the
+/// app developer. The message never holds the token or the text. Which HTTP
+/// status a code is answered with is the HTTP module's business
+/// (`ReplyIntake`'s `IntakeError`), so `herald ingest` and the server share
+/// these without HTTP leaking into the domain.
 public struct ReplyError: Error, Hashable, CustomStringConvertible {
-    public let status: Int
+    /// The stable code of the contract (`malformed_json`, `bad_token`, …).
     public let code: String
     public let message: String
 
+    private init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+
     public var description: String { "\(code): \(message)" }
 
-    public static func malformed(_ message: String) -> Self { Self(status: 400, code: "malformed_json", message: message) }
-    public static let badToken = Self(status: 401, code: "bad_token", message: "the reply token does not belong to this delivery")
-    public static let unknownDelivery = Self(status: 404, code: "unknown_delivery", message: "no such delivery")
+    /// The body is not the JSON object of contract 4 (bad JSON, a missing or
+    /// unknown field, a wrong type, a control character in an identifier).
+    public static func malformed(_ message: String) -> Self { Self(code: "malformed_json", message: message) }
+    public static let badToken = Self(code: "bad_token", message: "the reply token does not belong to this delivery")
+    public static let unknownDelivery = Self(code: "unknown_delivery", message: "no such delivery")
     public static func actionNotAllowed(_ action: String, category: String?) -> Self {
-        Self(status: 422, code: "action_not_allowed",
-             message: "action \"\(action.prefix(64))\" is not an action of the campaign's category \(category.map { "\"\($0)\"" } ?? "(none)")")
+        Self(code: "action_not_allowed",
+             message: "action \(StrictJSON.quote(action, max: 64)) is not an action of the campaign's category \(category.map { StrictJSON.quote($0, max: 64) } ?? "(none)")")
     }
-    public static let textNotAllowed = Self(status: 422, code: "text_not_allowed",
-                                            message: "text is only accepted for a text-input action")
-    public static let textTooLong = Self(status: 422, code: "text_too_long",
-                                         message: "text is longer than \(ReplyRules.maxTextCharacters) characters")
-    public static let textInvalid = Self(status: 422, code: "text_invalid",
-                                         message: "text must not contain NUL characters")
-    public static let tooLarge = Self(status: 413, code: "body_too_large",
-                                      message: "the body is larger than \(ReplyRules.maxBodyBytes) bytes")
+    public static let textNotAllowed = Self(code: "text_not_allowed", message: "text is only accepted for a text-input action")
+    public static let textTooLong = Self(code: "text_too_long",
+                                         message: "text is longer than \(ReplyRules.maxTextCharacters) characters (Unicode code points, as the database counts them)")
+    public static let textInvalid = Self(code: "text_invalid", message: "text must not contain NUL characters")
+    public static let tooLarge = Self(code: "body_too_large", message: "the body is larger than \(ReplyRules.maxBodyBytes) bytes")
+    /// The database refused a reply that passed every check here (a rule of
+    /// the schema this code does not know); never a transient fault.
+    public static func refusedByDatabase(_ message: String) -> Self { Self(code: "reply_refused", message: message) }
+
+    /// Every code, for documentation and tests.
+    public static let allCodes = ["malformed_json", "bad_token", "unknown_delivery", "action_not_allowed",
+                                  "text_not_allowed", "text_too_long", "text_invalid", "body_too_large", "reply_refused"]
 }
 
 /// An action a category offers, as far as replies care.
@@ -60,24 +74,73 @@ public enum ReplyRules {
     public static let maxTextCharacters = 2000
     public static let maxBodyBytes = 16 * 1024
 
-    /// Parses one reply; a field of the wrong type, a missing field or bad
-    /// JSON is `400 malformed_json` naming the field.
+    /// Longest `action` accepted, in UTF-8 bytes (category action ids are short).
+    public static let maxActionBytes = 200
+    /// Longest `token` accepted before the token check (a real one is 22 characters).
+    public static let maxTokenBytes = 128
+
+    /// Parses one reply strictly (`StrictJSON`: no duplicate keys, no
+    /// trailing commas, valid UTF-8, bounded numbers and depth); a field of the
+    /// wrong type, a missing or unknown field, a control character in an
+    /// identifier or bad JSON is `malformed_json` naming the problem.
     public static func decode(_ bytes: some DataProtocol) throws(ReplyError) -> ReplyBody {
-        let data = Data(bytes)
-        guard data.count <= maxBodyBytes else { throw .tooLarge }
+        guard bytes.count <= maxBodyBytes else { throw .tooLarge }
+        let value: JSONValue
         do {
-            return try JSONDecoder().decode(ReplyBody.self, from: data)
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw .malformed("\"\(key.stringValue)\" is missing")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw .malformed("\"\(field)\" has the wrong type")
+            value = try StrictJSON.parse(Array(bytes), limits: .init(maxDepth: 4, maxNumberLength: 24))
+        } catch {
+            throw .malformed("the body is not valid JSON: \(error.description)")
+        }
+        guard case .object(let members) = value else { throw .malformed("the body is not a JSON object") }
+        let known: Set<String> = ["delivery", "token", "action", "text", "occurred_at", "reply_id"]
+        if let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
+            throw .malformed("unknown key \(StrictJSON.quote(unknown))")
+        }
+        for key in ["delivery", "token", "action", "occurred_at", "reply_id"] where members[key] == nil {
+            throw .malformed("\"\(key)\" is missing")
+        }
+        guard case .int = members["delivery"] else { throw .malformed("\"delivery\" must be an integer") }
+        for key in ["token", "action", "occurred_at", "reply_id"] {
+            guard case .string = members[key] else { throw .malformed("\"\(key)\" must be a string") }
+        }
+        switch members["text"] {
+        case nil, .null?, .string?: break
+        default: throw .malformed("\"text\" must be a string")
+        }
+        if let token = members["token"]?.stringValue {
+            guard token.utf8.count <= maxTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                throw .malformed("\"token\" must be printable ASCII of at most \(maxTokenBytes) characters")
+            }
+        }
+        if let action = members["action"]?.stringValue {
+            guard !action.isEmpty, action.utf8.count <= maxActionBytes else {
+                throw .malformed("\"action\" must be 1 to \(maxActionBytes) bytes")
+            }
+            guard !action.unicodeScalars.contains(where: isControl) else {
+                throw .malformed("\"action\" must not contain control characters")
+            }
+        }
+        for key in ["occurred_at", "reply_id"] {
+            if let s = members[key]?.stringValue, s.utf8.count > 64 || s.unicodeScalars.contains(where: isControl) {
+                throw .malformed("\"\(key)\" is not valid")
+            }
+        }
+        // The fields' own formats (RFC 3339 time, UUID) are ExtensionKit's
+        // reading, on bytes already proven strict above.
+        do {
+            return try JSONDecoder().decode(ReplyBody.self, from: Data(bytes))
         } catch let DecodingError.dataCorrupted(context) {
             let field = context.codingPath.map(\.stringValue).joined(separator: ".")
             throw .malformed(field.isEmpty ? "the body is not a JSON object" : "\"\(field)\" is not valid: \(context.debugDescription)")
         } catch {
-            throw .malformed("the body is not valid JSON")
+            throw .malformed("the body does not match the reply contract")
         }
+    }
+
+    /// Control characters (Unicode general category Cc, plus the line and
+    /// paragraph separators): never part of an identifier.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
     }
 
     /// The token check, before anything is looked up (constant time).
@@ -98,20 +161,12 @@ public enum ReplyRules {
         }
         if let text = body.text {
             guard takesText else { throw .textNotAllowed }
-            guard text.count <= maxTextCharacters else { throw .textTooLong }
             guard !text.utf8.contains(0) else { throw .textInvalid }
+            // Counted as PostgreSQL's char_length counts (code points), not as
+            // Swift's Character (grapheme clusters): "e" followed by 3,000
+            // combining marks is one Character but 3,001 code points.
+            guard text.unicodeScalars.count <= maxTextCharacters else { throw .textTooLong }
         }
-    }
-
-    /// The JSON error body: `{"error": code, "message": text}`.
-    public static func errorJSON(_ error: ReplyError) -> [UInt8] {
-        var w = JSONWriter(capacity: 160)
-        w.raw("{\"error\":")
-        w.string(error.code)
-        w.raw(",\"message\":")
-        w.string(error.message)
-        w.raw("}")
-        return w.bytes
     }
 }
 

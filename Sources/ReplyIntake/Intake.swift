@@ -24,9 +24,13 @@ public struct ReplyIntake: Sendable {
         self.logger = logger
     }
 
-    /// One reply from the network. Refusals are values; only a database
-    /// failure throws.
-    public func submit(_ bytes: some DataProtocol, source: String = "api") async throws -> Result<Stored, ReplyError> {
+    /// One reply from the network. Refusals are values; a database fault
+    /// throws, and so does `admit`, which sees the delivery once its token
+    /// checked out and before anything is looked up (the HTTP side's
+    /// per-delivery rate limit).
+    public func submit(
+        _ bytes: some DataProtocol, source: String = "api", admit: (Int64) throws -> Void = { _ in }
+    ) async throws -> Result<Stored, ReplyError> {
         let body: ReplyBody
         do throws(ReplyError) {
             body = try ReplyRules.decode(bytes)
@@ -34,6 +38,7 @@ public struct ReplyIntake: Sendable {
         } catch {
             return .failure(error)
         }
+        try admit(body.delivery)
         let target = try await store.targets([body.delivery])[body.delivery]
         var actions: [CategoryAction] = []
         if let category = target?.categoryID {
@@ -45,9 +50,14 @@ public struct ReplyIntake: Sendable {
             return .failure(error)
         }
         guard let target else { return .failure(.unknownDelivery) }
-        let stored = try await store.insert(
-            [AcceptedReply(replyID: body.replyID, target: target, action: body.action, text: body.text, occurredAt: body.occurredAt)],
-            source: source)
+        let stored: Set<UUID>
+        do {
+            stored = try await store.insert(
+                [AcceptedReply(replyID: body.replyID, target: target, action: body.action, text: body.text, occurredAt: body.occurredAt)],
+                source: source)
+        } catch let error where Self.isRefusal(error) {
+            return .failure(Self.refusal(error))
+        }
         if stored.isEmpty { return .success(.duplicate) }
         logger.debug("reply stored", metadata: ["delivery": "\(body.delivery)", "campaign": "\(target.campaignID)"])
         return .success(.stored)
@@ -72,14 +82,27 @@ public struct ReplyIntake: Sendable {
         var pending: [(line: Int, bytes: [UInt8])] = []
         var carry: [UInt8] = []
         var lineNumber = 0
+        // A line longer than a request body may be is refused without being
+        // kept in memory: its bytes are dropped up to its newline.
+        var overlong = false
+        let longest = ReplyRules.maxBodyBytes + 1
+        func finish(_ bytes: [UInt8]) {
+            lineNumber += 1
+            if overlong {
+                report.lines += 1
+                report.bad.append((lineNumber, .tooLarge))
+                overlong = false
+            } else {
+                pending.append((lineNumber, bytes))
+            }
+        }
         while true {
             let chunk = try handle.read(upToCount: 1 << 16) ?? Data()
             if chunk.isEmpty { break }
             carry.append(contentsOf: chunk)
             var start = 0
             while let nl = carry[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                lineNumber += 1
-                pending.append((lineNumber, Array(carry[start..<nl])))
+                finish(Array(carry[start..<nl]))
                 start = nl + 1
                 if pending.count >= batch {
                     try await ingestBatch(pending, into: &report)
@@ -87,10 +110,13 @@ public struct ReplyIntake: Sendable {
                 }
             }
             carry.removeFirst(start)
+            if carry.count > longest {
+                overlong = true
+                carry.removeAll(keepingCapacity: true)
+            }
         }
-        if !carry.isEmpty {
-            lineNumber += 1
-            pending.append((lineNumber, carry))
+        if !carry.isEmpty || overlong {
+            finish(carry)
         }
         try await ingestBatch(pending, into: &report)
         return report
@@ -112,7 +138,7 @@ public struct ReplyIntake: Sendable {
         guard !parsed.isEmpty else { return }
         let targets = try await store.targets(Array(Set(parsed.map(\.body.delivery))))
         let actions = try await store.categoryActions()
-        var accepted: [AcceptedReply] = []
+        var accepted: [(line: Int, reply: AcceptedReply)] = []
         for (line, body) in parsed {
             let target = targets[body.delivery]
             do throws(ReplyError) {
@@ -122,12 +148,39 @@ public struct ReplyIntake: Sendable {
                 continue
             }
             if let target {
-                accepted.append(AcceptedReply(replyID: body.replyID, target: target, action: body.action,
-                                              text: body.text, occurredAt: body.occurredAt))
+                accepted.append((line, AcceptedReply(replyID: body.replyID, target: target, action: body.action,
+                                                      text: body.text, occurredAt: body.occurredAt)))
             }
         }
-        let stored = try await store.insert(accepted, source: "ingest")
-        report.stored += stored.count
-        report.duplicates += accepted.count - stored.count
+        do {
+            let stored = try await store.insert(accepted.map(\.reply), source: "ingest")
+            report.stored += stored.count
+            report.duplicates += accepted.count - stored.count
+        } catch let error where Self.isRefusal(error) {
+            // One line the database refuses must not sink the others: store
+            // this batch line by line and report the refused ones.
+            for (line, reply) in accepted {
+                do {
+                    let stored = try await store.insert([reply], source: "ingest")
+                    report.stored += stored.count
+                    report.duplicates += 1 - stored.count
+                } catch let error where Self.isRefusal(error) {
+                    report.bad.append((line, Self.refusal(error)))
+                }
+            }
+        }
+    }
+
+    /// A statement the database refused for its data (SQLSTATE classes 22
+    /// data exception and 23 integrity constraint): the reply's fault, never
+    /// a transient one.
+    static func isRefusal(_ error: any Error) -> Bool {
+        guard let state = StoreError.sqlState(of: error) else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23")
+    }
+
+    static func refusal(_ error: any Error) -> ReplyError {
+        let reason = StoreError.constraint(of: error) ?? StoreError.describe(error)
+        return .refusedByDatabase("the database refused the reply: \(StrictJSON.quote(reason, max: 120))")
     }
 }

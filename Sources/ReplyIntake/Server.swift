@@ -1,30 +1,64 @@
 import Foundation
 import HeraldCore
+import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import PostgresNIO
 import Store
 
+/// The request context of the intake: Hummingbird's basics plus the peer's
+/// address, which the rate limits key on.
+public struct IntakeRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
 /// The HTTP side of the reply loop: `POST /v1/replies`,
-/// `GET /v1/notification-config` (with ETag) and `GET /healthz`.
+/// `GET /v1/notification-config` (with ETag), `GET /healthz` and
+/// `GET /v1/openapi.json` (the document of all of them, `openapi.json`).
 public enum IntakeServer {
-    public static func router(intake: ReplyIntake) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    /// The routes, behind the middleware every route gets: JSON errors
+    /// (404/405 included) and the per-address rate limit. Routes added to the
+    /// returned router later get the same middleware.
+    public static func router(
+        intake: ReplyIntake, limits: IntakeLimits = .init(), rateLimits: RateLimits? = nil
+    ) -> Router<IntakeRequestContext> {
+        let rates = rateLimits ?? RateLimits(limits)
+        let router = Router(context: IntakeRequestContext.self)
+        router.add(middleware: ErrorMiddleware(logger: intake.logger))
+        router.add(middleware: AddressRateLimitMiddleware(
+            limits: rates, addresses: ClientAddress(trustedProxies: limits.trustedProxies)))
+
         router.post("/v1/replies") { request, _ -> Response in
+            guard isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
             var request = request
             let bytes: ByteBuffer
             do {
                 bytes = try await request.collectBody(upTo: ReplyRules.maxBodyBytes)
+            } catch is NIOTooManyBytesError {
+                throw IntakeError.bodyTooLarge
             } catch {
-                return json(ReplyRules.errorJSON(.tooLarge), status: 413)
+                // The client broke the framing (a body shorter than its
+                // Content-Length, a bad chunk): its fault, not ours.
+                throw IntakeError.incompleteBody
             }
-            switch try await intake.submit(bytes.readableBytesView) {
+            let outcome = try await intake.submit(bytes.readableBytesView) { delivery throws(IntakeError) in
+                try rates.check(rates.perDelivery, key: "delivery:\(delivery)", what: "for this delivery")
+            }
+            switch outcome {
             case .success(.stored):
-                return json(Array(#"{"status":"stored"}"#.utf8), status: 202)
+                return json(Array(#"{"status":"stored"}"#.utf8), status: .accepted)
             case .success(.duplicate):
-                return json(Array(#"{"status":"duplicate"}"#.utf8), status: 200)
+                return json(Array(#"{"status":"duplicate"}"#.utf8), status: .ok)
             case .failure(let error):
-                return json(ReplyRules.errorJSON(error), status: error.status)
+                throw IntakeError(error)
             }
         }
         router.get("/v1/notification-config") { request, _ -> Response in
@@ -40,25 +74,118 @@ public enum IntakeServer {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
         router.get("/healthz") { _, _ -> Response in
-            json(Array(#"{"status":"ok"}"#.utf8), status: 200)
+            json(Array(#"{"status":"ok"}"#.utf8), status: .ok)
+        }
+        router.get("/v1/openapi.json") { _, _ -> Response in
+            json(OpenAPIDocument.bytes, status: .ok)
         }
         return router
     }
 
-    static func json(_ bytes: [UInt8], status: Int) -> Response {
-        Response(status: .init(code: status), headers: [.contentType: "application/json"],
+    /// `application/json`, alone or with `charset=utf-8` (any case).
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let parts = contentType.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard parts.first == "application/json" else { return false }
+        return parts.dropFirst().allSatisfy { $0 == "charset=utf-8" || $0 == "charset=\"utf-8\"" }
+    }
+
+    static func json(_ bytes: [UInt8], status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"],
                  body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    /// The application on `host:port`; `onRunning` learns the bound port (0 picks a free one).
+    /// The HTTP/1.1 server settings that bound each connection (`limits`).
+    public static func serverBuilder(limits: IntakeLimits) -> HTTPServerBuilder {
+        let header = limits.headerTimeout
+        let body = limits.bodyTimeout
+        return .http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionGuard(headerTimeout: header, bodyTimeout: body)],
+            idleTimeout: nil,
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes,
+                                            maxHeaderFieldCount: 100)))
+    }
+
+    /// The application on `host:port`; `onRunning` learns the bound port (0
+    /// picks a free one). It is a ServiceLifecycle `Service`: run it in the
+    /// command's `ServiceGroup`, which stops it gracefully on SIGTERM.
     public static func application(
-        intake: ReplyIntake, host: String, port: Int, logger: Logger,
+        intake: ReplyIntake, host: String, port: Int, limits: IntakeLimits = .init(), logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(intake: intake),
-            configuration: .init(address: .hostname(host, port: port), serverName: "herald"),
+            router: router(intake: intake, limits: limits),
+            server: serverBuilder(limits: limits),
+            configuration: .init(address: .hostname(host, port: port), serverName: "herald",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger)),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }
+}
+
+/// Every failure becomes the JSON error of the README's table: a refusal
+/// keeps its status; Hummingbird's "no route" becomes 404 `not_found`, or
+/// 405 `method_not_allowed` with `Allow` when the path exists with another
+/// method (the paths and methods are those of `openapi.json`); a database that
+/// cannot be reached is 503 `unavailable`; anything else is logged and 500.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as IntakeError {
+            return error.response
+        } catch is NIOTooManyBytesError {
+            return IntakeError.bodyTooLarge.response
+        } catch let error as HTTPError {
+            if error.status == .notFound {
+                let allowed = OpenAPIDocument.methods(forPath: request.uri.path)
+                if !allowed.isEmpty, !allowed.contains(request.method) {
+                    return IntakeError.methodNotAllowed(request.method, allowed: allowed).response
+                }
+                return IntakeError.notFound(request.uri.path).response
+            }
+            if error.status == .contentTooLarge { return IntakeError.bodyTooLarge.response }
+            guard error.status.code < 500 else {
+                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "status": "\(error.status.code)"])
+                return IntakeError.internalError.response
+            }
+            let message = error.body ?? (error.status.reasonPhrase.isEmpty ? "refused" : error.status.reasonPhrase)
+            return IntakeError(status: error.status, code: "bad_request", message: message).response
+        } catch {
+            if isDatabaseUnavailable(error) {
+                logger.warning("database unavailable", metadata: ["path": "\(request.uri.path)"])
+                return IntakeError.unavailable.response
+            }
+            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(StoreError.describe(error))"])
+            return IntakeError.internalError.response
+        }
+    }
+}
+
+/// 429 for a client address over `IntakeLimits.perAddress`, on every route.
+struct AddressRateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
+    let limits: RateLimits
+    let addresses: ClientAddress
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let address = addresses.resolve(peer: context.remoteAddress,
+                                        forwardedFor: request.headers[values: .xForwardedFor])
+        try limits.check(limits.perAddress, key: address, what: "from this address")
+        return try await next(request, context)
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}
+
+/// A fault of the connection to PostgreSQL (down, restarting, out of
+/// connections), as opposed to a statement it refused: transient, so 503.
+func isDatabaseUnavailable(_ error: any Error) -> Bool {
+    guard let psql = error as? PSQLError else { return false }
+    guard let state = psql.serverInfo?[.sqlState] else { return true }
+    // 08 connection exception, 53 insufficient resources, 57 operator intervention.
+    return state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57")
 }

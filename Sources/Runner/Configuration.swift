@@ -26,6 +26,19 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
             throw StoreError.configuration("DATABASE_URL is not set; start a local database with scripts/pg start")
         }
         database = try DatabaseConfiguration(url: url, maxConnections: try Self.int(env, "HERALD_DB_CONNECTIONS", default: 8, range: 2...100))
+        if let path = env["DATABASE_PASSWORD_FILE"], !path.isEmpty {
+            guard database.password == nil else {
+                throw StoreError.configuration("DATABASE_URL has a password and DATABASE_PASSWORD_FILE is set; give the password one way")
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StoreError.configuration("DATABASE_PASSWORD_FILE: cannot read \(path)")
+            }
+            // The file's text without its final newline (as `echo secret > file` writes it).
+            var text = String(decoding: data, as: UTF8.self)
+            while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
+            guard !text.isEmpty else { throw StoreError.configuration("DATABASE_PASSWORD_FILE: \(path) is empty") }
+            database.password = text
+        }
         sqlDirectory = try Self.findSQLDirectory(env["HERALD_SQL_DIR"])
         topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultTopic
         batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)

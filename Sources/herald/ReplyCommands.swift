@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import Logging
+import NIOCore
 import ReplyIntake
 import Runner
 import ServiceLifecycle
@@ -34,7 +35,8 @@ struct ServeCommand: AsyncParsableCommand {
             let tokens = ReplyTokens(secret: try requireReplySecret(config))
             let client = config.database.makeClient(logger: logger)
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)
-            let app = IntakeServer.application(intake: intake, host: host, port: port, logger: logger) { port in
+            let limits = try intakeLimits()
+            let app = IntakeServer.application(intake: intake, host: host, port: port, limits: limits, logger: logger) { port in
                 logger.notice("reply intake listening", metadata: ["address": "\(host):\(port)"])
             }
             let group = ServiceGroup(configuration: .init(
@@ -45,6 +47,39 @@ struct ServeCommand: AsyncParsableCommand {
             throw readable(error)
         }
     }
+}
+
+/// The intake's limits (README, "Security"): defaults, overridden from the
+/// environment. A bad value is refused naming its variable.
+func intakeLimits(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> IntakeLimits {
+    var limits = IntakeLimits()
+    func int(_ name: String, _ value: Int, _ range: ClosedRange<Int>) throws -> Int {
+        guard let text = env[name], !text.isEmpty else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw StoreError.configuration("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
+        }
+        return n
+    }
+    let perSecond = try int("HERALD_RATE_ADDRESS", limits.perAddress.count, 1...1_000_000)
+    let burst = try int("HERALD_RATE_ADDRESS_BURST", limits.perAddress.burst, 1...1_000_000)
+    limits.perAddress = .init(perSecond, per: .seconds(1), burst: burst)
+    limits.perDelivery = .init(try int("HERALD_RATE_DELIVERY", limits.perDelivery.count, 1...1_000_000), per: .seconds(60))
+    limits.perDevice = .init(try int("HERALD_RATE_DEVICE", limits.perDevice.count, 1...1_000_000), per: .seconds(60))
+    limits.maxConnections = try int("HERALD_HTTP_MAX_CONNECTIONS", limits.maxConnections, 1...1_000_000)
+    limits.headerTimeout = .seconds(try int("HERALD_HTTP_HEADER_TIMEOUT", 10, 1...3600))
+    limits.bodyTimeout = .seconds(try int("HERALD_HTTP_BODY_TIMEOUT", 30, 1...3600))
+    limits.maxHeaderBytes = try int("HERALD_HTTP_MAX_HEADER_BYTES", limits.maxHeaderBytes, 1024...1_048_576)
+    if let list = env["HERALD_TRUSTED_PROXIES"], !list.isEmpty {
+        var proxies: Set<String> = []
+        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+            guard (try? SocketAddress(ipAddress: item, port: 0)) != nil else {
+                throw StoreError.configuration("HERALD_TRUSTED_PROXIES must list IP addresses separated by commas; \"\(item)\" is not one")
+            }
+            proxies.insert(item)
+        }
+        limits.trustedProxies = proxies
+    }
+    return limits
 }
 
 struct IngestCommand: AsyncParsableCommand {

@@ -30,6 +30,7 @@ struct ConfigurationTests {
         let key = P256.Signing.PrivateKey()
         let keyPath = directory.appendingPathComponent("AuthKey.p8").path
         try key.pemRepresentation.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
 
         let configuration = try APNsConfiguration.fromEnvironment([
             "APNS_KEY_PATH": keyPath, "APNS_KEY_ID": "ABC123DEFG", "APNS_TEAM_ID": "TEAM123456",
@@ -52,6 +53,29 @@ struct ConfigurationTests {
                 "APNS_URL": "http://plain",
             ])
         }
+    }
+
+    @Test("a key file other users may read is refused, naming the path and the fix")
+    func keyFileOthersCanRead() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID().uuidString).p8").path
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        for mode in [0o644, 0o640, 0o604, 0o660] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+            #expect(throws: APNsConfigurationError.self) { try APNsSigningKey(pemPath: path) }
+            do {
+                _ = try APNsSigningKey(pemPath: path)
+            } catch let error as APNsConfigurationError {
+                #expect("\(error)".contains(path))
+                #expect("\(error)".contains("chmod 600"))
+                #expect(!"\(error)".contains("BEGIN"))
+                #expect(error.isKeyProblem)
+            }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        _ = try APNsSigningKey(pemPath: path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: path)
+        _ = try APNsSigningKey(pemPath: path)
     }
 
     @Test("a bad key file names the path and never echoes the content")

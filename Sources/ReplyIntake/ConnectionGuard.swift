@@ -1,0 +1,112 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// Sits in each connection's pipeline just after HTTP decoding and bounds how
+/// long a client may take: a complete request head within `headerTimeout`
+/// of the connection opening (or of the previous answer), and the rest of the
+/// request within `bodyTimeout` of its head. A client that sends its headers
+/// a byte a second, or opens a connection and says nothing, is disconnected.
+///
+/// It also answers a request the HTTP parser refused (a head over the size
+/// limit, bytes that are not HTTP) with the same JSON error body as every
+/// other refusal, then closes the connection.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let headerTimeout: TimeAmount
+    private let bodyTimeout: TimeAmount
+    private var timer: Scheduled<Void>?
+    /// Between the inbound head and the end of the answer.
+    private var busy = false
+
+    init(headerTimeout: Duration, bodyTimeout: Duration) {
+        self.headerTimeout = .nanoseconds(Int64(headerTimeout.components.seconds) * 1_000_000_000
+                                          + Int64(headerTimeout.components.attoseconds / 1_000_000_000))
+        self.bodyTimeout = .nanoseconds(Int64(bodyTimeout.components.seconds) * 1_000_000_000
+                                        + Int64(bodyTimeout.components.attoseconds / 1_000_000_000))
+    }
+
+    private func arm(_ context: ChannelHandlerContext, _ amount: TimeAmount) {
+        timer?.cancel()
+        let bound = context.eventLoop.assumeIsolated()
+        timer = bound.scheduleTask(in: amount) {
+            context.close(promise: nil)
+        }
+    }
+
+    private func disarm() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(context, headerTimeout) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context, headerTimeout)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        disarm()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            busy = true
+            arm(context, bodyTimeout)
+        case .body:
+            break
+        case .end:
+            // The request is in; the answer is the server's to bound.
+            disarm()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            busy = false
+            arm(context, headerTimeout)
+        }
+        context.write(data, promise: promise)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let parse = error as? HTTPParserError, !busy else {
+            context.fireErrorCaught(error)
+            return
+        }
+        disarm()
+        let refusal: IntakeError
+        switch parse {
+        case .headerOverflow:
+            refusal = IntakeError(status: .requestHeaderFieldsTooLarge, code: "headers_too_large",
+                                  message: "the request head is larger than the server accepts")
+        default:
+            refusal = IntakeError(status: .badRequest, code: "malformed_http", message: "the request is not valid HTTP/1.1")
+        }
+        let body = refusal.body
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json"
+        fields[.contentLength] = "\(body.count)"
+        fields[.connection] = "close"
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: refusal.status, headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}

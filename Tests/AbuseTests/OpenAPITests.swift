@@ -1,0 +1,209 @@
+import Foundation
+import HeraldCore
+import ReplyIntake
+import Testing
+import TestSupport
+
+/// A JSON Schema check of the subset the document uses: type, const, enum,
+/// required, properties, additionalProperties, items, minimum, maximum,
+/// minLength, maxLength, maxItems and local $ref.
+struct SchemaChecker {
+    let document: JSONValue
+
+    func resolve(_ node: JSONValue) -> JSONValue {
+        guard let ref = node["$ref"]?.stringValue, ref.hasPrefix("#/") else { return node }
+        var current: JSONValue = document
+        for part in ref.dropFirst(2).split(separator: "/") { current = current[String(part)] ?? .null }
+        return resolve(current)
+    }
+
+    func number(_ v: JSONValue?) -> Double? {
+        switch v {
+        case .int(let i)?: Double(i)
+        case .double(let d)?: d
+        default: nil
+        }
+    }
+
+    func typeName(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "boolean"
+        case .int: "integer"
+        case .double: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    /// Problems of `value` against `schema`, with their JSON paths.
+    func problems(_ value: JSONValue, _ schemaNode: JSONValue, at path: String = "$") -> [String] {
+        let schema = resolve(schemaNode)
+        var out: [String] = []
+        let actual = typeName(value)
+        if let type = schema["type"] {
+            var allowed: [String] = []
+            if case .array(let list) = type { allowed = list.compactMap(\.stringValue) } else if let t = type.stringValue { allowed = [t] }
+            if !(allowed.contains(actual) || (actual == "integer" && allowed.contains("number"))) {
+                return ["\(path): \(actual), expected \(allowed.joined(separator: "|"))"]
+            }
+        }
+        if let const = schema["const"], const != value { out.append("\(path): not \(const.jsonText)") }
+        if case .array(let options)? = schema["enum"], !options.contains(value) { out.append("\(path): \(value.jsonText) not in enum") }
+        if case .string(let s) = value {
+            if let min = number(schema["minLength"]), Double(s.count) < min { out.append("\(path): shorter than \(min)") }
+            if let max = number(schema["maxLength"]), Double(s.count) > max { out.append("\(path): longer than \(max)") }
+        }
+        if let n = number(value) {
+            if let min = number(schema["minimum"]), n < min { out.append("\(path): below \(min)") }
+            if let max = number(schema["maximum"]), n > max { out.append("\(path): above \(max)") }
+        }
+        if case .array(let array) = value {
+            if let max = number(schema["maxItems"]), Double(array.count) > max { out.append("\(path): more than \(max) items") }
+            if let items = schema["items"] {
+                for (i, item) in array.enumerated() { out += problems(item, items, at: "\(path)[\(i)]") }
+            }
+        }
+        if case .object(let object) = value {
+            if case .array(let required)? = schema["required"] {
+                for key in required.compactMap(\.stringValue) where object[key] == nil { out.append("\(path): missing \(key)") }
+            }
+            for (key, member) in object {
+                if let sub = schema["properties"]?[key] {
+                    out += problems(member, sub, at: "\(path).\(key)")
+                } else if case .object? = schema["additionalProperties"], let additional = schema["additionalProperties"] {
+                    out += problems(member, additional, at: "\(path).\(key)")
+                } else if schema["additionalProperties"] == .bool(false) {
+                    out.append("\(path): unexpected key \(key)")
+                }
+            }
+        }
+        return out
+    }
+}
+
+@Suite("The OpenAPI document matches the server")
+struct OpenAPITests {
+    struct Exchange: Sendable {
+        var method: String
+        var path: String
+        var request: [UInt8]
+    }
+
+    @Test func everyAnswerIsDocumentedAndEveryDocumentedAnswerHappens() async throws {
+        let limits: IntakeLimits = {
+            var l = unlimited
+            l.perDelivery = .init(3, per: .seconds(86_400))
+            l.perAddress = .init(30, per: .seconds(86_400))
+            return l
+        }()
+        try await withIntakeDatabase { intake, _, _ in
+            try await withServer(intake, limits: limits) { port in
+                // The served document is the one in the repository, and valid JSON.
+                let served = try #require(try await RawHTTP.exchange(port: port, RawHTTP.request(method: "GET", path: "/v1/openapi.json", headers: [])))
+                #expect(served.status == 200)
+                #expect(served.body == OpenAPIDocument.bytes)
+                let repository = try Data(contentsOf: TestDatabase.sqlDirectory.deletingLastPathComponent()
+                    .appendingPathComponent("Sources/ReplyIntake/openapi.json"))
+                #expect(Array(repository) == served.body)
+                let document = try StrictJSON.parse(served.body, limits: .init(maxDepth: 64))
+                #expect(document["openapi"] == .string("3.1.0"))
+                let checker = SchemaChecker(document: document)
+                guard case .object(let paths)? = document["paths"] else {
+                    Issue.record("no paths")
+                    return
+                }
+
+                let reply = { (d: Int64, a: String, t: String?) in HostileTable.object(HostileTable.fields(delivery: d, action: a, text: t)) }
+                let same = reply(1, "love_it", nil)
+                var exchanges: [(String, String, [UInt8])] = [
+                    ("POST", "/v1/replies", RawHTTP.request(body: same)),
+                    ("POST", "/v1/replies", RawHTTP.request(body: same)),
+                    ("POST", "/v1/replies", RawHTTP.request(body: Array("{".utf8))),
+                    ("POST", "/v1/replies", RawHTTP.request(body: HostileTable.object(HostileTable.fields(delivery: 1, action: "love_it", token: "x")))),
+                    ("POST", "/v1/replies", RawHTTP.request(body: reply(77, "love_it", nil))),
+                    ("POST", "/v1/replies", RawHTTP.request(body: Array(repeating: UInt8(ascii: " "), count: 20_000))),
+                    ("POST", "/v1/replies", RawHTTP.request(headers: [("Content-Type", "text/plain")], body: same)),
+                    ("POST", "/v1/replies", RawHTTP.request(body: reply(1, "reserve", nil))),
+                    ("POST", "/v1/replies", RawHTTP.request(body: same)),
+                    ("POST", "/v1/replies", RawHTTP.request(body: same)),  // the fourth to delivery 1: 429
+                    ("GET", "/v1/replies", RawHTTP.request(method: "GET", path: "/v1/replies", headers: [])),
+                    ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [])),
+                    ("DELETE", "/v1/notification-config", RawHTTP.request(method: "DELETE", path: "/v1/notification-config", headers: [])),
+                    ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [])),
+                    ("POST", "/healthz", RawHTTP.request(method: "POST", path: "/healthz", headers: [])),
+                    ("GET", "/v1/openapi.json", RawHTTP.request(method: "GET", path: "/v1/openapi.json", headers: [])),
+                    ("PUT", "/v1/openapi.json", RawHTTP.request(method: "PUT", path: "/v1/openapi.json", headers: [])),
+                    ("GET", "/nowhere", RawHTTP.request(method: "GET", path: "/nowhere", headers: [])),
+                    ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [("X-Big", String(repeating: "b", count: 20_000))])),
+                    ("GET", "/healthz", Array("NOT HTTP\r\n\r\n".utf8)),
+                ]
+                // 304 needs the ETag of a 200.
+                let first = try await RawHTTP.exchange(port: port, RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: []))
+                let etag = try #require(first?.headers["etag"])
+                exchanges.append(("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [("If-None-Match", etag)])))
+
+                // Then the address's allowance runs out: 429 on each read.
+                for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json"] {
+                    exchanges += Array(repeating: ("GET", path, RawHTTP.request(method: "GET", path: path, headers: [])), count: 12)
+                }
+
+                var seen: Set<String> = []
+                var problems: [String] = []
+                for (method, path, request) in exchanges {
+                    guard let response = try await RawHTTP.exchange(port: port, request) else {
+                        problems.append("\(method) \(path): no answer")
+                        continue
+                    }
+                    let status = "\(response.status)"
+                    let operation = paths[path]?[method.lowercased()]
+                    var documented = operation?["responses"]?[status]
+                    // Answers that belong to no operation: the document's shared responses.
+                    if documented == nil {
+                        let shared = ["404": "NotFound", "431": "HeadersTooLarge", "400": "Malformed", "405": "MethodNotAllowed"]
+                        if let name = shared[status], operation == nil || status == "431" || status == "400" {
+                            documented = .object(["$ref": .string("#/components/responses/\(name)")])
+                        }
+                    }
+                    guard let documented else {
+                        problems.append("\(method) \(path): \(status) is not documented")
+                        continue
+                    }
+                    seen.insert("\(method) \(path) \(status)")
+                    let response_ = checker.resolve(documented)
+                    if let schema = response_["content"]?["application/json"]?["schema"] {
+                        guard let json = try? StrictJSON.parse(response.body, limits: .init(maxDepth: 64)) else {
+                            problems.append("\(method) \(path) \(status): body is not JSON")
+                            continue
+                        }
+                        #expect(response.headers["content-type"] == "application/json")
+                        problems += checker.problems(json, schema).map { "\(method) \(path) \(status): \($0)" }
+                    } else if !response.body.isEmpty {
+                        problems.append("\(method) \(path) \(status): a body where the document has none")
+                    }
+                    guard case .object(let headers)? = response_["headers"] else { continue }
+                    for (header, _) in headers where response.headers[header.lowercased()] == nil {
+                        problems.append("\(method) \(path) \(status): no \(header) header")
+                    }
+                }
+                // Every documented answer was produced, except the database being down.
+                var missing: [String] = []
+                for (path, item) in paths {
+                    guard case .object(let operations) = item else { continue }
+                    for (method, operation) in operations {
+                        guard case .object(let responses)? = operation["responses"] else { continue }
+                        for status in responses.keys where status != "503" {
+                            if !seen.contains("\(method.uppercased()) \(path) \(status)"),
+                               !(status == "405" && seen.contains { $0.hasSuffix(" \(path) 405") }) {
+                                missing.append("\(method.uppercased()) \(path) \(status)")
+                            }
+                        }
+                    }
+                }
+                #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+                #expect(missing.isEmpty, "documented but never answered: \(missing.sorted().joined(separator: ", "))")
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+import ReplyIntake
+import Runner
+import Store
+import Testing
+import TestSupport
+
+/// Connects to `database` as a new login role that is a member of `group`
+/// (and nothing else), for the time of `body`.
+func asMember<T: Sendable>(
+    of group: String, database: DatabaseConfiguration, admin: PostgresClient,
+    _ body: @Sendable (PostgresClient, DatabaseConfiguration) async throws -> T
+) async throws -> T {
+    let name = "t_\(group.replacingOccurrences(of: "herald_", with: ""))_" + UUID().uuidString.prefix(8).lowercased()
+    try await admin.exec("CREATE ROLE \(name) LOGIN IN ROLE \(group)")
+    let config = {
+        var c = database
+        c.username = name
+        return c
+    }()
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await withPostgres(config, logger: TestDatabase.logger) { try await body($0, config) })
+    } catch {
+        result = .failure(error)
+    }
+    try await admin.exec("DROP ROLE \(name)")
+    return try result.get()
+}
+
+/// The statements of `sql` that the server refused for lack of privilege;
+/// any other outcome is an issue of the test.
+func refused(_ client: PostgresClient, _ statements: [String]) async -> [String] {
+    var out: [String] = []
+    for sql in statements {
+        do {
+            try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger)
+            Issue.record("allowed: \(sql)")
+        } catch {
+            let state = StoreError.sqlState(of: error)
+            if state == "42501" { out.append(sql) } else { Issue.record("\(sql): \(StoreError.describe(error))") }
+        }
+    }
+    return out
+}
+
+@Suite("Least-privilege roles (Sql/0006_roles.sql)")
+struct RolesTests {
+    @Test func theIntakeStoresRepliesButCannotChangeCampaignsOrReadDevices() async throws {
+        try await withIntakeDatabase { _, admin, database in
+            try await asMember(of: "herald_intake", database: database, admin: admin) { client, _ in
+                // What serve and ingest do works.
+                let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger), tokens: abuseTokens, logger: TestDatabase.logger)
+                let body = HostileTable.object(HostileTable.fields(delivery: 2, action: "comment", text: "as the intake"))
+                #expect(try await intake.submit(body) == .success(.stored))
+                #expect(try await intake.submit(body) == .success(.duplicate))
+                let config = try await intake.store.notificationConfig()
+                #expect(config.body.count > 100)
+
+                let statements = [
+                    "UPDATE campaigns SET status = 'paused'",
+                    "UPDATE campaigns SET content = '{}'",
+                    "INSERT INTO campaigns (name, kind, content) VALUES ('x', 'poster', '{}')",
+                    "DELETE FROM campaigns",
+                    "SELECT content FROM campaigns",
+                    "SELECT public_key FROM devices",
+                    "SELECT token FROM devices",
+                    "SELECT * FROM devices",
+                    "SELECT external_id FROM users",
+                    "SELECT text FROM replies",
+                    "UPDATE replies SET text = 'x'",
+                    "DELETE FROM replies",
+                    "TRUNCATE replies",
+                    "UPDATE deliveries SET status = 'failed'",
+                    "INSERT INTO actions (id, title) VALUES ('x', 'x')",
+                    "CREATE TABLE intake_owned (id int)",
+                    "DROP TABLE replies",
+                ]
+                #expect(await refused(client, statements) == statements)
+            }
+            #expect(try await admin.scalar("SELECT text FROM replies", as: String.self) == "as the intake")
+        }
+    }
+
+    @Test func theAnalystReadsTheViewsOnly() async throws {
+        try await withIntakeDatabase { intake, admin, database in
+            _ = try await intake.submit(HostileTable.object(HostileTable.fields(delivery: 2, action: "comment", text: "seen by analysts")))
+            try await asMember(of: "herald_analyst", database: database, admin: admin) { client, _ in
+                let text = try await client.scalar("SELECT text FROM analyst.feedback_text", as: String.self)
+                let campaigns = try await client.scalar("SELECT count(*) FROM analyst.campaign_funnel", as: Int64.self)
+                #expect(text == "seen by analysts")
+                #expect(campaigns == 2)
+                let statements = [
+                    "SELECT token FROM devices",
+                    "SELECT public_key FROM devices",
+                    "SELECT * FROM replies",
+                    "SELECT * FROM users",
+                    "SELECT * FROM campaigns",
+                    "INSERT INTO campaigns (name, kind, content) VALUES ('x', 'poster', '{}')",
+                    "UPDATE campaigns SET status = 'paused'",
+                    "DELETE FROM replies",
+                    "INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at) VALUES (gen_random_uuid(), 1, 1, 1, 1, 'x', now())",
+                    "CREATE TABLE analyst_owned (id int)",
+                    "CREATE TABLE analyst.analyst_owned (id int)",
+                    "DROP VIEW analyst.runs",
+                ]
+                #expect(await refused(client, statements) == statements)
+            }
+        }
+    }
+
+    @Test func theJobSendsButCannotCreateOrDropTablesAndArchivedCampaignsAreNeverSent() async throws {
+        try await TestDatabase.with { admin, database in
+            try await admin.exec(Fixtures.catalogue)
+            try await admin.exec(Fixtures.audience(count: 40))
+            try await admin.exec(Fixtures.campaign(name: "Live"))
+            try await admin.exec(Fixtures.campaign(name: "Shelved"))
+            try await admin.exec("UPDATE campaigns SET status = 'archived' WHERE name = 'Shelved'")
+            try await withSimulator { sim in
+                try await asMember(of: "herald_job", database: database, admin: admin) { client, config in
+                    var configuration = try HeraldConfiguration(environment: [
+                        "DATABASE_URL": "postgres://unused@127.0.0.1/unused", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
+                    ])
+                    configuration.database = config
+                    configuration.replySecret = abuseSecret
+                    let summary = try await HeraldJob(configuration: configuration, logger: TestDatabase.logger)
+                        .send(client: client, apns: sim.clientConfiguration)
+                    #expect(summary.figures.sent == 40)
+                    #expect(summary.campaigns.count == 1)
+
+                    let statements = [
+                        "CREATE TABLE job_owned (id int)",
+                        "DROP TABLE deliveries",
+                        "DROP TABLE campaigns",
+                        "ALTER TABLE campaigns ADD COLUMN x int",
+                        "TRUNCATE deliveries",
+                        "DELETE FROM campaigns",
+                        "DELETE FROM deliveries",
+                        "UPDATE campaigns SET content = '{}'",
+                        "INSERT INTO campaigns (name, kind, content) VALUES ('x', 'poster', '{}')",
+                        "SELECT * FROM replies",
+                        "INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at) VALUES (gen_random_uuid(), 1, 1, 1, 1, 'x', now())",
+                        "UPDATE devices SET token = 'x'",
+                        "CREATE FUNCTION job_owned() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+                    ]
+                    #expect(await refused(client, statements) == statements)
+                }
+            }
+            #expect(try await admin.scalar("SELECT count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id WHERE c.name = 'Shelved'", as: Int64.self) == 0)
+            #expect(try await admin.scalar("SELECT status FROM campaigns WHERE name = 'Shelved'", as: String.self) == "archived")
+        }
+    }
+
+    @Test func theJobDryRunsAsItsRole() async throws {
+        try await TestDatabase.with { admin, database in
+            try await admin.exec(Fixtures.catalogue)
+            try await admin.exec(Fixtures.audience(count: 12))
+            try await admin.exec(Fixtures.campaign(name: "Rehearsal"))
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("dry-\(UUID()).jsonl").path
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            try await asMember(of: "herald_job", database: database, admin: admin) { client, config in
+                var configuration = try HeraldConfiguration(environment: [
+                    "DATABASE_URL": "postgres://unused@127.0.0.1/unused", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
+                ])
+                configuration.database = config
+                configuration.replySecret = abuseSecret
+                let summary = try await HeraldJob(configuration: configuration, logger: TestDatabase.logger).dryRun(client: client, out: out)
+                #expect(summary.figures.targeted == 12)
+            }
+            #expect(try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").count == 12)
+        }
+    }
+
+    @Test func migrationsApplyAsANonSuperuserOwner() async throws {
+        try await TestDatabase.with(migrated: false) { admin, database in
+            let owner = "t_owner_" + UUID().uuidString.prefix(8).lowercased()
+            let name = "t_owned_" + UUID().uuidString.prefix(8).lowercased()
+            try await admin.exec("CREATE ROLE \(owner) LOGIN CREATEROLE NOSUPERUSER")
+            try await admin.exec("CREATE DATABASE \(name) OWNER \(owner) TEMPLATE template0")
+            var config = database.with(database: name)
+            config.username = owner
+            let outcome: Result<[String], any Error>
+            do {
+                outcome = .success(try await withPostgres(config, logger: TestDatabase.logger) { client in
+                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                })
+            } catch {
+                outcome = .failure(error)
+            }
+            try await admin.exec("DROP DATABASE \(name) WITH (FORCE)")
+            try await admin.exec("DROP ROLE \(owner)")
+            let applied = try outcome.get()
+            #expect(applied.contains("0006_roles.sql"))
+        }
+    }
+}
+
+@Suite("Campaigns with history are archived, not deleted")
+struct ArchiveTests {
+    @Test func deletingACampaignWithHistoryIsRefusedAndArchivingCancelsWhatIsQueued() async throws {
+        try await withIntakeDatabase { intake, db, _ in
+            #expect(try await intake.submit(HostileTable.object(HostileTable.fields(delivery: 2, action: "comment", text: "keep me"))) == .success(.stored))
+            do {
+                try await db.exec("DELETE FROM campaigns WHERE name = 'Feedback'")
+                Issue.record("a campaign with replies was deleted")
+            } catch {
+                let text = StoreError.describe(error)
+                #expect(text.contains("campaign \"Feedback\" has deliveries or replies and cannot be deleted; archive it instead"))
+                #expect(text.contains("UPDATE campaigns SET status = 'archived'"))
+            }
+            // Deleting the ledger row under a reply is refused too (no cascade).
+            await #expect(throws: (any Error).self) { try await db.exec("DELETE FROM deliveries WHERE id = 2") }
+            #expect(try await db.scalar("SELECT count(*) FROM replies", as: Int64.self) == 1)
+
+            // A draft without history may go.
+            try await db.exec("INSERT INTO campaigns (name, kind, content, media_url) VALUES ('Draft', 'poster', '{\"en\": {\"title\": \"t\", \"body\": \"b\"}}', 'https://x.example/p.gif')")
+            try await db.exec("DELETE FROM campaigns WHERE name = 'Draft'")
+
+            // Archiving cancels what is queued, and is final.
+            try await db.exec("UPDATE deliveries SET status = 'queued' WHERE id = 3")
+            try await db.exec("UPDATE campaigns SET status = 'archived' WHERE name = 'Poster'")
+            #expect(try await db.scalar("SELECT status || ' ' || last_error FROM deliveries WHERE id = 3", as: String.self) == "cancelled campaign archived")
+            do {
+                try await db.exec("UPDATE campaigns SET status = 'scheduled' WHERE name = 'Poster'")
+                Issue.record("an archived campaign was rescheduled")
+            } catch {
+                #expect(StoreError.describe(error).contains("is archived; an archived campaign is never sent again"))
+            }
+        }
+    }
+}
