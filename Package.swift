@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // What an iOS notification extension links: Foundation + Crypto only.
@@ -91,6 +92,8 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "Store",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -143,7 +146,12 @@ let package = Package(
         ),
         .testTarget(
             name: "DemoTests",
-            dependencies: ["Demo", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "Demo", "TestSupport", "Runner", "ReplyIntake", "ExtensionKit", "APNsSimulator",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "TestVectors"]),
         .testTarget(
@@ -172,6 +180,8 @@ let package = Package(
             dependencies: [
                 "ReplyIntake", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

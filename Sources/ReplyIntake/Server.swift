@@ -5,10 +5,11 @@ import Logging
 import NIOCore
 import Store
 
-/// The HTTP side of the reply loop: `POST /v1/replies`,
-/// `GET /v1/notification-config` (with ETag) and `GET /healthz`.
+/// The HTTP side of the reply loop: `POST /v1/replies`, `GET /healthz`, and
+/// the app's endpoints (`AppEndpoints`: device registration, the localized
+/// `GET /v1/notification-config`).
 public enum IntakeServer {
-    public static func router(intake: ReplyIntake) -> Router<BasicRequestContext> {
+    public static func router(intake: ReplyIntake, app: AppEndpoints? = nil) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.post("/v1/replies") { request, _ -> Response in
             var request = request
@@ -27,18 +28,7 @@ public enum IntakeServer {
                 return json(ReplyRules.errorJSON(error), status: error.status)
             }
         }
-        router.get("/v1/notification-config") { request, _ -> Response in
-            let (body, etag) = try await intake.store.notificationConfig()
-            var headers = HTTPFields()
-            headers[.eTag] = etag
-            headers[.cacheControl] = "no-cache"
-            if let match = request.headers[.ifNoneMatch],
-               match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
-                return Response(status: .notModified, headers: headers)
-            }
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
-        }
+        (app ?? AppEndpoints(client: intake.store.client, verifier: nil, logger: intake.logger)).add(to: router)
         router.get("/healthz") { _, _ -> Response in
             json(Array(#"{"status":"ok"}"#.utf8), status: 200)
         }
@@ -52,11 +42,11 @@ public enum IntakeServer {
 
     /// The application on `host:port`; `onRunning` learns the bound port (0 picks a free one).
     public static func application(
-        intake: ReplyIntake, host: String, port: Int, logger: Logger,
+        intake: ReplyIntake, app: AppEndpoints? = nil, host: String, port: Int, logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(intake: intake),
+            router: router(intake: intake, app: app),
             configuration: .init(address: .hostname(host, port: port), serverName: "herald"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)

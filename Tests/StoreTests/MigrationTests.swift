@@ -10,10 +10,10 @@ struct MigrationTests {
         try await TestDatabase.with(migrated: false) { client, _ in
             let migrator = Migrator(directory: TestDatabase.sqlDirectory)
             let first = try await migrator.migrate(client: client, logger: TestDatabase.logger)
-            #expect(first == ["0001_init.sql", "0002_analyst.sql"])
+            #expect(first == ["0001_init.sql", "0002_analyst.sql", "0005_app.sql"])
             let second = try await migrator.migrate(client: client, logger: TestDatabase.logger)
             #expect(second.isEmpty)
-            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 2)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 3)
             // The schema is there: the sample data loads on top.
             try await SQLScript.run(file: TestDatabase.sqlDirectory.appendingPathComponent("sample_data.sql"),
                                     on: client, logger: TestDatabase.logger)
@@ -49,7 +49,7 @@ struct MigrationTests {
                 .write(to: file, atomically: true, encoding: .utf8)
             await #expect(throws: StoreError.self) { try await migrator.migrate(client: client, logger: TestDatabase.logger) }
             #expect(try await client.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'extra_a'", as: Int64.self) == 0)
-            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 2)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 3)
         }
     }
 
