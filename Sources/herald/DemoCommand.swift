@@ -9,7 +9,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "The whole loop on DATABASE_URL's server: sample campaigns → APNs simulator → device replies → analyst views.",
-        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, runs the job, lets a fleet of simulated devices answer, and prints the analyst report.")
+        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, lets the devices of Sql/sample_devices.tsv register themselves through PUT /v1/devices/{token}, runs the job half an hour before the flash sale (config refresh pushes) and at its start, lets a fleet of simulated devices answer, and prints the analyst report.")
 
     @Option(help: "The database to (re)create for the demo.")
     var database = "herald_demo"
@@ -35,6 +35,8 @@ struct DemoCommand: AsyncParsableCommand {
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
 
             if dryRun {
+                let apps = try await DemoLoop(configuration: demoConfig, workDirectory: work, logger: logger).registerDevices()
+                print(apps)
                 let payloadsPath = work.appendingPathComponent("demo-payloads.jsonl").path
                 let job = HeraldJob(configuration: demoConfig, logger: logger)
                 let summary = try await withPostgres(demo, logger: logger) { client in
@@ -47,8 +49,13 @@ struct DemoCommand: AsyncParsableCommand {
             }
 
             let outcome = try await DemoLoop(configuration: demoConfig, workDirectory: work, logger: logger).execute()
-            print("\n== the batch run (APNs simulator on 127.0.0.1, HTTP/2 + TLS)")
-            print(outcome.run.report)
+            print("\n== the apps register their devices (PUT /v1/devices/{token}, JWT from the app's backend)")
+            print(outcome.apps)
+            for (i, run) in outcome.runs.enumerated() {
+                print(i == 0 ? "\n== the batch run, half an hour before the flash sale (APNs simulator on 127.0.0.1, HTTP/2 + TLS)"
+                             : "\n== the batch run at the flash sale's send_at")
+                print(run.report)
+            }
             print("\n== the devices (extension kit: open sealed fields, answer, POST /v1/replies)")
             print(outcome.fleet)
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")
