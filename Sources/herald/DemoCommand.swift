@@ -43,6 +43,7 @@ struct DemoCommand: AsyncParsableCommand {
                     try await job.dryRun(client: client, out: payloadsPath)
                 }
                 print(summary.report)
+                print("demo: the flash sale is due in 30 minutes, so this dry run shows the campaigns due now")
                 try DemoSetup.printExamples(payloadsPath)
                 print("demo: every payload is in \(payloadsPath)")
                 return
