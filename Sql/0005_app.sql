@@ -162,11 +162,8 @@ BEGIN
             END IF;
         END IF;
     END LOOP;
-    IF NOT (entry ? 'title' OR entry ? 'title-loc-key') THEN
-        RETURN 'needs a text "title" (or "title-loc-key")';
-    END IF;
-    IF NOT (entry ? 'body' OR entry ? 'loc-key') THEN
-        RETURN 'needs a text "body" (or "loc-key")';
+    IF NOT (entry ? 'title' OR entry ? 'title-loc-key') OR NOT (entry ? 'body' OR entry ? 'loc-key') THEN
+        RETURN 'needs a text "title" and "body" (or "title-loc-key" and "loc-key")';
     END IF;
     RETURN NULL;
 END $$;

@@ -1,6 +1,8 @@
 -- Herald sample data: the demo's audience and one campaign of each kind, due
--- as soon as it is loaded. It doubles as the marketer's worked example: every
--- statement here is what a marketer writes to schedule a campaign.
+-- half an hour after it is loaded (so that devices whose app has not
+-- registered the campaigns' categories get a config refresh push first). It
+-- doubles as the marketer's worked example: every statement here is what a
+-- marketer writes to schedule a campaign.
 --
 --   psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -1 -f Sql/sample_data.sql    (after the migrations)
 --
@@ -58,19 +60,19 @@ INSERT INTO segments (name, description, rule) VALUES
     ('app_2_plus', 'devices on app version 2.0 or later',
      '{"all": [{"attr": "app_version", "op": ">=", "value": "2.0"}]}');
 
--- A poster: the service extension downloads the GIF and attaches it.
+-- A poster in 30 minutes: the service extension downloads the GIF and attaches it.
 INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale,
-                       media_url, media_type, category_id, quiet_hours)
+                       media_url, media_type, category_id, send_at, quiet_hours)
 SELECT 'Autumn poster', 'poster', 'scheduled', s.id,
        '{"en":      {"title": "Autumn is here", "body": "Our new collection just landed."},
          "zh-Hans": {"title": "秋天来了", "body": "新品已上架。"},
          "ja":      {"title": "秋が来た", "body": "新コレクションが入荷しました。"},
          "fr":      {"title": "L''automne est là", "body": "Notre nouvelle collection vient d''arriver."}}',
-       'en', 'https://cdn.example.com/p/autumn.gif', 'gif', 'poster.v1', false
+       'en', 'https://cdn.example.com/p/autumn.gif', 'gif', 'poster.v1', now() + interval '30 minutes', false
 FROM segments s WHERE s.name = 'everyone';
 
 -- A flash sale in 30 minutes: buttons, an end time, time-sensitive, and a
--- coupon sealed to each device. Its audience's apps get the flash_sale.v1
+-- coupon sealed to each device. Its audience's apps need the flash_sale.v1
 -- category first: devices whose reported config lacks it receive a config
 -- refresh push up to an hour before send_at (HERALD_CONFIG_REFRESH_LEAD_MINUTES).
 INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id,
@@ -84,16 +86,16 @@ SELECT 'Two-hour flash sale', 'flash_sale', 'scheduled', s.id,
        '{"sku": "A-42"}', '{"coupon": "FLASH-7Q2K", "price": "¥99"}', false
 FROM segments s WHERE s.name = 'engaged_members';
 
--- A feedback prompt: the user types an answer into the notification. The
+-- A feedback prompt in 30 minutes: the user types an answer into the notification. The
 -- Spanish text is given as keys of the app's own Localizable.strings
 -- (title-loc-key, loc-key, loc-args) instead of literal text.
-INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id, quiet_hours)
+INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id, send_at, quiet_hours)
 SELECT 'How was your order?', 'feedback', 'scheduled', s.id,
        '{"en":      {"title": "How was your order?", "body": "Tell us in a few words."},
          "zh-Hans": {"title": "订单体验如何？", "body": "说两句吧。"},
          "de":      {"title": "Wie war Ihre Bestellung?", "body": "Sagen Sie es uns in wenigen Worten."},
          "es":      {"title-loc-key": "FEEDBACK_TITLE", "loc-key": "FEEDBACK_BODY", "loc-args": ["A-42"]}}',
-       'en', 'feedback.v1', false
+       'en', 'feedback.v1', now() + interval '30 minutes', false
 FROM segments s WHERE s.name = 'app_2_plus';
 
 INSERT INTO users (external_id, locale, time_zone, attributes, opted_out_at) VALUES

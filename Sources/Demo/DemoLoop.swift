@@ -32,8 +32,8 @@ public struct DemoLoop: Sendable {
     }
 
     public struct Outcome: Sendable {
-        /// The run half an hour before the flash sale (posters, feedback, config
-        /// refresh pushes), then the run at the flash sale's `send_at`.
+        /// The run half an hour before the campaigns (config refresh pushes),
+        /// then the run at their `send_at`.
         public var runs: [RunSummary]
         public var apps: AppFleetReport
         public var fleet: DeviceFleet.Report
@@ -88,8 +88,7 @@ public struct DemoLoop: Sendable {
                     try await apps.registerAll()
                     let job = HeraldJob(configuration: config, logger: logger)
 
-                    // Half an hour before the flash sale: the poster and the
-                    // feedback prompt go out, and every device whose config
+                    // Half an hour before the campaigns: every device whose config
                     // lacks a category of the next hour's campaigns gets a
                     // background push; those apps fetch the config.
                     let first = try await job.send(client: client, apns: apns)
@@ -97,11 +96,8 @@ public struct DemoLoop: Sendable {
                     var notifications = try await apps.handleRefreshes(accepted)
                     let seen = accepted.count
 
-                    // The flash sale's send_at comes (the demo moves it instead of waiting).
-                    try await client.query("""
-                        UPDATE campaigns SET send_at = now(), expires_at = now() + interval '2 hours'
-                        WHERE kind = 'flash_sale' AND status = 'scheduled'
-                        """, logger: logger)
+                    // The campaigns' send_at comes (the demo moves it instead of waiting).
+                    try await Self.bringScheduledCampaignsDue(client, logger: logger)
                     let second = try await job.send(client: client, apns: apns)
                     accepted = await simulator.accepted
                     notifications += try await apps.handleRefreshes(Array(accepted.dropFirst(seen)))
@@ -124,6 +120,14 @@ public struct DemoLoop: Sendable {
             await simulator.shutdown()
             throw error
         }
+    }
+
+    /// The demo's clock: scheduled campaigns become due now (their end moves with them).
+    public static func bringScheduledCampaignsDue(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.query("""
+            UPDATE campaigns SET send_at = now(), expires_at = expires_at - (send_at - now())
+            WHERE status = 'scheduled' AND send_at > now()
+            """, logger: logger)
     }
 
     /// The devices register themselves (for `herald demo --dry-run`, which

@@ -59,11 +59,9 @@ public struct LocalizedText: Sendable, Hashable {
             }
             return .key(k, args: list)
         }
-        guard let title = try part("title", "title-loc-key", "title-loc-args") else {
-            throw CampaignProblem("needs a text \"title\" (or \"title-loc-key\")")
-        }
-        guard let body = try part("body", "loc-key", "loc-args") else {
-            throw CampaignProblem("needs a text \"body\" (or \"loc-key\")")
+        guard let title = try part("title", "title-loc-key", "title-loc-args"),
+              let body = try part("body", "loc-key", "loc-args") else {
+            throw CampaignProblem("needs a text \"title\" and \"body\" (or \"title-loc-key\" and \"loc-key\")")
         }
         self.init(title: title, subtitle: try part("subtitle", "subtitle-loc-key", "subtitle-loc-args"), body: body)
     }

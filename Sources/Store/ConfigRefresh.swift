@@ -37,13 +37,15 @@ public struct ConfigRefreshStore: Sendable {
         self.logger = logger
     }
 
-    /// Scheduled campaigns with a category whose `send_at` is at most `lead` away (or past).
+    /// Scheduled campaigns with a category whose `send_at` is still ahead, at
+    /// most `lead` away. (A campaign already due is sent at once: a refresh
+    /// push could not reach the app before it.)
     public func upcoming(lead: TimeInterval) async throws -> [UpcomingCategoryCampaign] {
         let rows = try await client.query("""
             SELECT c.id, c.name, c.category_id, s.name, coalesce(s.rule, '{}'::jsonb)::text
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             WHERE c.status = 'scheduled' AND c.category_id IS NOT NULL
-              AND c.send_at <= now() + make_interval(secs => \(lead))
+              AND c.send_at > now() AND c.send_at <= now() + make_interval(secs => \(lead))
               AND (c.expires_at IS NULL OR c.expires_at > now())
             ORDER BY c.send_at, c.id
             """, logger: logger)

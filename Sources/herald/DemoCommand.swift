@@ -9,7 +9,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "The whole loop on DATABASE_URL's server: sample campaigns → APNs simulator → device replies → analyst views.",
-        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, lets the devices of Sql/sample_devices.tsv register themselves through PUT /v1/devices/{token}, runs the job half an hour before the flash sale (config refresh pushes) and at its start, lets a fleet of simulated devices answer, and prints the analyst report.")
+        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, lets the devices of Sql/sample_devices.tsv register themselves through PUT /v1/devices/{token}, runs the job half an hour before the campaigns (config refresh pushes) and at their send_at, lets a fleet of simulated devices answer, and prints the analyst report.")
 
     @Option(help: "The database to (re)create for the demo.")
     var database = "herald_demo"
@@ -39,24 +39,25 @@ struct DemoCommand: AsyncParsableCommand {
                 print(apps)
                 let payloadsPath = work.appendingPathComponent("demo-payloads.jsonl").path
                 let job = HeraldJob(configuration: demoConfig, logger: logger)
+                let quiet = logger
                 let summary = try await withPostgres(demo, logger: logger) { client in
-                    try await job.dryRun(client: client, out: payloadsPath)
+                    try await DemoLoop.bringScheduledCampaignsDue(client, logger: quiet)
+                    return try await job.dryRun(client: client, out: payloadsPath)
                 }
                 print(summary.report)
-                print("demo: the flash sale is due in 30 minutes, so this dry run shows the campaigns due now")
                 try DemoSetup.printExamples(payloadsPath)
                 print("demo: every payload is in \(payloadsPath)")
                 return
             }
 
             let outcome = try await DemoLoop(configuration: demoConfig, workDirectory: work, logger: logger).execute()
-            print("\n== the apps register their devices (PUT /v1/devices/{token}, JWT from the app's backend)")
-            print(outcome.apps)
             for (i, run) in outcome.runs.enumerated() {
-                print(i == 0 ? "\n== the batch run, half an hour before the flash sale (APNs simulator on 127.0.0.1, HTTP/2 + TLS)"
-                             : "\n== the batch run at the flash sale's send_at")
+                print(i == 0 ? "\n== the batch run half an hour before the campaigns (APNs simulator on 127.0.0.1, HTTP/2 + TLS)"
+                             : "\n== the batch run at their send_at (the demo moves send_at to now instead of waiting)")
                 print(run.report)
             }
+            print("\n== the apps (PUT /v1/devices/{token} with their backend's JWT; on a refresh push, GET /v1/notification-config)")
+            print(outcome.apps)
             print("\n== the devices (extension kit: open sealed fields, answer, POST /v1/replies)")
             print(outcome.fleet)
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")

@@ -91,12 +91,16 @@ struct AppLoopTests {
                 environment: "production", user: "zoe", locale: "zh-Hans-CN", timeZone: "Asia/Shanghai", appVersion: "3.0",
                 publicKey: key.publicKey.rawRepresentation.base64EncodedString(), keyID: "zoe-1")) == 201)
             try await db.exec(Fixtures.campaign(name: "Sale", kind: "flash_sale"))
-            try await db.exec(#"UPDATE campaigns SET sensitive = '{"coupon": "ZOE-42"}'"#)
+            try await db.exec(#"UPDATE campaigns SET sensitive = '{"coupon": "ZOE-42"}', send_at = now() + interval '10 minutes'"#)
 
+            // Ten minutes before: the device never reported a config, so it gets the refresh push.
+            let before = try await Self.run(db, sim)
+            #expect(before.figures.sent == 0)
+            #expect(before.configRefresh.sent == 1)
+            try await db.exec("UPDATE campaigns SET send_at = now()")
             let summary = try await Self.run(db, sim)
             #expect(summary.figures.sent == 1)
-            // The device never reported a config: the refresh push came first.
-            #expect(summary.configRefresh.sent == 1)
+            #expect(summary.configRefresh.sent == 0)
             let accepted = await sim.simulator.accepted
             #expect(accepted.map { $0.headers["apns-push-type"] } == ["background", "alert"])
             let refresh = try #require(HeraldConfigRefresh(json: Data(accepted[0].payload)))
@@ -188,6 +192,17 @@ struct AppLoopTests {
         }
     }
 
+    @Test func aCampaignAlreadyDueGetsNoRefreshPush() async throws {
+        try await Self.withLoop { db, issuer, http, sim in
+            #expect(try await Self.register(http, issuer, token: Self.token("D"), .init(environment: "production", user: "dee")) == 201)
+            try await db.exec(Fixtures.campaign(name: "Now", kind: "flash_sale"))
+            let summary = try await Self.run(db, sim)
+            #expect(summary.figures.sent == 1)
+            #expect(summary.configRefresh.campaigns == 0)
+            #expect(await sim.simulator.accepted.map { $0.headers["apns-push-type"] } == ["alert"])
+        }
+    }
+
     @Test func theSimulatorRefusesABackgroundPushAtPriority10() async throws {
         let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
         let client = try APNsClient(configuration: sim.clientConfiguration, logger: TestDatabase.logger)
@@ -223,7 +238,7 @@ struct AppLoopTests {
                 (#"{"title": "t", "loc-args": ["a"], "body": "b"}"#, #""loc-args" needs "loc-key""#),
                 (#"{"title": "t", "loc-key": "B", "loc-args": "a"}"#, #""loc-args" must be a list of texts"#),
                 (#"{"title": "t", "loc-key": ""}"#, #""loc-key" must be a non-empty text"#),
-                (#"{"title-loc-key": "T"}"#, #"needs a text "body" (or "loc-key")"#),
+                (#"{"title-loc-key": "T"}"#, #"needs a text "title" and "body" (or "title-loc-key" and "loc-key")"#),
                 (#"{"title": "t", "body": "b", "badge": 1}"#, #"has "badge""#),
             ]
             for (entry, expected) in refused {

@@ -49,7 +49,7 @@ struct MigrationTests {
                 .write(to: file, atomically: true, encoding: .utf8)
             await #expect(throws: StoreError.self) { try await migrator.migrate(client: client, logger: TestDatabase.logger) }
             #expect(try await client.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'extra_a'", as: Int64.self) == 0)
-            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 3)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 2)
         }
     }
 
