@@ -20,11 +20,13 @@ import TestSupport
 struct AppLoopTests {
     static let secret = ReplySecret.generate()
 
-    /// A run like `herald run`, with the config refresh lead of the default (an hour).
-    static func run(_ client: PostgresClient, _ sim: RunningAPNsSimulator) async throws -> RunSummary {
+    /// A run like `herald run`, with the config refresh lead of the default (an hour) unless told.
+    static func run(_ client: PostgresClient, _ sim: RunningAPNsSimulator, lead: TimeInterval? = nil) async throws -> RunSummary {
         let store = CampaignStore(client: client, logger: TestDatabase.logger)
         let apns = try APNsClient(configuration: sim.clientConfiguration, logger: TestDatabase.logger)
-        let run = CampaignRun(store: store, options: RunOptions(topic: sim.topic, batchSize: 50, concurrency: 20),
+        var options = RunOptions(topic: sim.topic, batchSize: 50, concurrency: 20)
+        if let lead { options.configRefreshLead = lead }
+        let run = CampaignRun(store: store, options: options,
                               personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)),
                               transport: apns, logger: TestDatabase.logger)
         return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
@@ -189,6 +191,30 @@ struct AppLoopTests {
             #expect(try await db.scalar("""
                 SELECT count(*) FROM analyst.config_refreshes WHERE status = 'sent'
                 """, as: Int64.self) == 5, "two config versions for French, three for English")
+        }
+    }
+
+    @Test func theLeadTimeDecidesWhenTheRefreshGoes() async throws {
+        try await Self.withLoop { db, issuer, http, sim in
+            #expect(try await Self.register(http, issuer, token: Self.token("E"), .init(environment: "production", user: "eve")) == 201)
+            try await db.exec(Fixtures.campaign(name: "Later", kind: "flash_sale"))
+            try await db.exec("UPDATE campaigns SET send_at = now() + interval '90 minutes', expires_at = now() + interval '3 hours'")
+            #expect(try await Self.run(db, sim).configRefresh.campaigns == 0, "90 minutes ahead is outside the default hour")
+            #expect(await sim.simulator.accepted.isEmpty)
+            let early = try await Self.run(db, sim, lead: 2 * 3600)
+            #expect(early.configRefresh.sent == 1)
+            #expect(await sim.simulator.accepted.count == 1)
+            let config = try HeraldConfiguration(environment: [
+                "DATABASE_URL": "postgres://u@127.0.0.1/d", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
+                "HERALD_CONFIG_REFRESH_LEAD_MINUTES": "120",
+            ])
+            #expect(config.configRefreshLeadMinutes == 120)
+            #expect(throws: StoreError.self) {
+                try HeraldConfiguration(environment: [
+                    "DATABASE_URL": "postgres://u@127.0.0.1/d", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
+                    "HERALD_CONFIG_REFRESH_LEAD_MINUTES": "soon",
+                ])
+            }
         }
     }
 

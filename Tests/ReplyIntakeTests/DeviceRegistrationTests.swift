@@ -277,4 +277,37 @@ struct DeviceRegistrationTests {
             }
         }
     }
+
+    @Test func theKeyComesFromTheEnvironment() async throws {
+        #expect(try await AppTokenVerifier.fromEnvironment([:]) == nil)
+        let es = try await AppTokenIssuer(algorithm: .es256)
+        // Inline, with its line breaks written as \n (as in an env file).
+        let inline = es.publicKeyPEM.replacingOccurrences(of: "\n", with: "\\n")
+        let fromInline = try #require(try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY": inline]))
+        #expect(fromInline.algorithm == .es256)
+        if case .failure(let e) = await fromInline.verify(authorization: "Bearer " + (try await es.token(user: "u"))) {
+            Issue.record("a good token was refused: \(e)")
+        }
+        // From a file, EdDSA.
+        let ed = try await AppTokenIssuer(algorithm: .eddsa)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("app-jwt-\(UUID()).pem").path
+        try ed.publicKeyPEM.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fromFile = try #require(try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY_FILE": path]))
+        #expect(fromFile.algorithm == .eddsa)
+        // A private key or garbage is refused, naming the variable and not echoing the text.
+        do {
+            _ = try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY": es.privateKeyPEM])
+            Issue.record("a private key was accepted as the public key")
+        } catch {
+            #expect(error.message.contains("HERALD_APP_JWT_PUBLIC_KEY"))
+            #expect(!error.message.contains("PRIVATE"))
+        }
+        do {
+            _ = try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY_FILE": "/nonexistent/key.pem"])
+            Issue.record("a missing file was accepted")
+        } catch {
+            #expect(error.message.contains("/nonexistent/key.pem"))
+        }
+    }
 }
