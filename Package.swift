@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // What an iOS notification extension links: Foundation + Crypto only.
@@ -111,6 +112,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -167,7 +169,12 @@ let package = Package(
         ),
         .testTarget(
             name: "DemoTests",
-            dependencies: ["Demo", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "Demo", "TestSupport", "Runner", "ReplyIntake", "ExtensionKit", "APNsSimulator",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "TestVectors"]),
         .testTarget(
@@ -204,6 +211,8 @@ let package = Package(
             dependencies: [
                 "ReplyIntake", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

@@ -377,6 +377,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if let priority = request.priority, priority != "10", priority != "5", priority != "1" {
             return .reject(400, "BadPriority")
         }
+        // Apple: background (content-available) pushes must use priority 5; the default 10 is refused.
+        if request.pushType == "background", request.priority != "5" { return .reject(400, "BadPriority") }
         if let expiration = request.expiration, Int64(expiration) == nil { return .reject(400, "BadExpirationDate") }
         if let collapseID = request.collapseID, collapseID.utf8.count > 64 { return .reject(400, "BadCollapseId") }
 

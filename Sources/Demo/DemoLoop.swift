@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Crypto
+import ExtensionKit
 import Foundation
 import HeraldCore
 import Hummingbird
@@ -31,7 +32,10 @@ public struct DemoLoop: Sendable {
     }
 
     public struct Outcome: Sendable {
-        public var run: RunSummary
+        /// The run half an hour before the campaigns (config refresh pushes),
+        /// then the run at their `send_at`.
+        public var runs: [RunSummary]
+        public var apps: AppFleetReport
         public var fleet: DeviceFleet.Report
         public var report: String
         public var acceptedLog: String
@@ -56,7 +60,9 @@ public struct DemoLoop: Sendable {
         let keyID = "DEMOKEY001"
         let teamID = "DEMOTEAM01"
         var unregistered: [String: Date] = [:]
-        for n in Self.unregisteredDevices { unregistered[DeviceFleet.sampleToken(n)] = Date(timeIntervalSinceNow: -86_400) }
+        // Their apps are uninstalled after they register: APNs' 410 carries a
+        // time after the registration (the demo compresses the hours into seconds).
+        for n in Self.unregisteredDevices { unregistered[DeviceFleet.sampleToken(n)] = Date(timeIntervalSinceNow: 600) }
         let simulator = try APNsSimulator(configuration: SimulatorConfiguration(
             tls: .generate(directory: apnsDirectory.path), teamID: teamID,
             signingKeys: [keyID: providerKey.publicKey], allowedTopics: [config.topic],
@@ -71,37 +77,41 @@ public struct DemoLoop: Sendable {
             retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(20), maxDelay: .milliseconds(500)))
 
         do {
+            // The app's backend: it signs the registration tokens Herald verifies.
+            let backend = try await AppTokenIssuer(algorithm: .es256)
+            let verifier = try await AppTokenVerifier(publicKeyPEM: backend.publicKeyPEM)
+            let sampleDevices = try SampleDevice.load(config.sqlDirectory.appendingPathComponent("sample_devices.tsv"))
             let outcome = try await withPostgres(config.database, logger: logger) { client in
-                // The reply intake, on a free port of its own.
-                let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger),
-                                         tokens: ReplyTokens(secret: secret), logger: logger)
-                let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-                // The whole simulated fleet posts from 127.0.0.1: one address, hundreds of phones.
-                var limits = IntakeLimits()
-                limits.perAddress = .init(100_000, per: .seconds(1))
-                let app = IntakeServer.application(intake: intake, host: "127.0.0.1", port: 0, limits: limits, logger: logger) { port in
-                    portSink.yield(port)
-                }
-                let services = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
-                return try await withThrowingTaskGroup(of: Outcome?.self) { group in
-                    group.addTask {
-                        try await services.run()
-                        return nil
-                    }
-                    var iterator = ports.makeAsyncIterator()
-                    guard let intakePort = await iterator.next(),
-                          let intakeURL = URL(string: "http://127.0.0.1:\(intakePort)") else { throw CancellationError() }
-                    let run = try await HeraldJob(configuration: config, logger: logger).send(client: client, apns: apns)
+                try await Self.withAppServer(client: client, secret: secret, verifier: verifier, logger: logger) { intakeURL in
+                    // The apps register their devices themselves.
+                    let apps = AppFleet(devices: sampleDevices, intake: intakeURL, issuer: backend, logger: logger)
+                    try await apps.registerAll()
+                    let job = HeraldJob(configuration: config, logger: logger)
+
+                    // Half an hour before the campaigns: every device whose config
+                    // lacks a category of the next hour's campaigns gets a
+                    // background push; those apps fetch the config.
+                    let first = try await job.send(client: client, apns: apns)
+                    var accepted = await simulator.accepted
+                    var notifications = try await apps.handleRefreshes(accepted)
+                    let seen = accepted.count
+
+                    // The campaigns' send_at comes (the demo moves it instead of waiting).
+                    try await Self.bringScheduledCampaignsDue(client, logger: logger)
+                    let second = try await job.send(client: client, apns: apns)
+                    accepted = await simulator.accepted
+                    notifications += try await apps.handleRefreshes(Array(accepted.dropFirst(seen)))
+
                     var devices = DeviceFleet.sampleDevices(logger: logger)
-                    for try await (token, locale) in try await client.query("""
-                        SELECT dv.token, u.locale FROM devices dv JOIN users u ON u.id = dv.user_id
-                        """, logger: logger).decode((String, String).self) {
-                        devices.locales[token] = locale
+                    for device in sampleDevices { devices.locales[device.token] = device.locale }
+                    var fleet = try await devices.answer(notifications, intake: intakeURL)
+                    for n in notifications {
+                        guard let category = (try? HeraldNotification(json: Data(n.payload)))?.category else { continue }
+                        if await apps.config(of: n.deviceToken)?.categories[category] == nil { fleet.withoutButtons += 1 }
                     }
-                    let fleet = try await devices.answer(await simulator.accepted, intake: intakeURL)
                     let report = try await AnalystReport(client: client, logger: logger).render()
-                    await services.triggerGracefulShutdown()
-                    return Outcome(run: run, fleet: fleet, report: report, acceptedLog: acceptedLog)
+                    return Outcome(runs: [first, second], apps: await apps.report, fleet: fleet, report: report,
+                                   acceptedLog: acceptedLog)
                 }
             }
             await simulator.shutdown()
@@ -109,6 +119,68 @@ public struct DemoLoop: Sendable {
         } catch {
             await simulator.shutdown()
             throw error
+        }
+    }
+
+    /// The demo's clock: scheduled campaigns become due now (their end moves with them).
+    public static func bringScheduledCampaignsDue(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.query("""
+            UPDATE campaigns SET send_at = now(), expires_at = expires_at - (send_at - now())
+            WHERE status = 'scheduled' AND send_at > now()
+            """, logger: logger)
+    }
+
+    /// The devices register themselves (for `herald demo --dry-run`, which
+    /// then prints what each would receive).
+    public func registerDevices() async throws -> AppFleetReport {
+        let logger = self.logger
+        let secret = configuration.replySecret ?? ReplySecret.generate()
+        let backend = try await AppTokenIssuer(algorithm: .es256)
+        let verifier = try await AppTokenVerifier(publicKeyPEM: backend.publicKeyPEM)
+        let sampleDevices = try SampleDevice.load(configuration.sqlDirectory.appendingPathComponent("sample_devices.tsv"))
+        return try await withPostgres(configuration.database, logger: logger) { client in
+            try await Self.withAppServer(client: client, secret: secret, verifier: verifier, logger: logger) { intakeURL in
+                let apps = AppFleet(devices: sampleDevices, intake: intakeURL, issuer: backend, logger: logger)
+                try await apps.registerAll()
+                return await apps.report
+            }
+        }
+    }
+
+    /// `herald serve`'s endpoints on a free loopback port while `body` runs.
+    static func withAppServer<T: Sendable>(
+        client: PostgresClient, secret: ReplySecret, verifier: AppTokenVerifier, logger: Logger,
+        _ body: @escaping @Sendable (URL) async throws -> T
+    ) async throws -> T {
+        let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger),
+                                 tokens: ReplyTokens(secret: secret), logger: logger)
+        let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        // The whole simulated fleet posts from 127.0.0.1: one address, hundreds of phones.
+        var limits = IntakeLimits()
+        limits.perAddress = .init(100_000, per: .seconds(1))
+        let app = IntakeServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits,
+                                           logger: logger) { port in
+            portSink.yield(port)
+        }
+        let services = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await services.run()
+                return nil
+            }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next(), let url = URL(string: "http://127.0.0.1:\(port)") else {
+                throw CancellationError()
+            }
+            do {
+                let result = try await body(url)
+                await services.triggerGracefulShutdown()
+                return result
+            } catch {
+                await services.triggerGracefulShutdown()
+                throw error
+            }
         }
     }
 }

@@ -50,11 +50,14 @@ public struct DeviceFleet: Sendable {
         public var stored = 0
         public var duplicates = 0
         public var refused: [Int: Int] = [:]
+        /// Notifications whose category the device had not registered (iOS would show no buttons).
+        public var withoutButtons = 0
 
         public var description: String {
             var s = "devices: \(notifications) notifications, \(sealedOpened) sealed envelopes opened"
             if sealedFailed > 0 { s += " (\(sealedFailed) failed to open)" }
             s += ", \(ignored) ignored by their users, \(posted) replies posted: \(stored) stored (202), \(duplicates) retries answered 200"
+            s += "; \(withoutButtons) shown without their buttons"
             if !refused.isEmpty { s += ", refused: \(refused.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "))" }
             return s
         }

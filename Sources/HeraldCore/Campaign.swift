@@ -11,16 +11,59 @@ public enum CampaignStatus: String, Sendable, Hashable {
     case draft, scheduled, running, paused, completed, cancelled, failed
 }
 
-/// The text a device shows, in one locale.
+/// The text a device shows, in one locale. Each part is literal text, or a
+/// key of the app's own Localizable.strings with its arguments
+/// (`title-loc-key`/`title-loc-args`, `subtitle-loc-key`/…, `loc-key`/`loc-args`).
 public struct LocalizedText: Sendable, Hashable {
-    public var title: String
-    public var subtitle: String?
-    public var body: String
+    public enum Part: Sendable, Hashable {
+        case text(String)
+        case key(String, args: [String])
+    }
+
+    public var title: Part
+    public var subtitle: Part?
+    public var body: Part
 
     public init(title: String, subtitle: String? = nil, body: String) {
+        self.title = .text(title)
+        self.subtitle = subtitle.map { .text($0) }
+        self.body = .text(body)
+    }
+
+    public init(title: Part, subtitle: Part? = nil, body: Part) {
         self.title = title
         self.subtitle = subtitle
         self.body = body
+    }
+
+    /// Reads one entry of a campaign's `content` (the rules of
+    /// `herald_campaign_content_problem` in Sql/0005_app.sql); the error names the problem.
+    public init(json entry: JSONValue) throws(CampaignProblem) {
+        guard case .object(let fields) = entry else {
+            throw CampaignProblem("must be an object with \"title\" and \"body\" (or \"title-loc-key\" and \"loc-key\")")
+        }
+        func part(_ text: String, _ key: String, _ args: String) throws(CampaignProblem) -> Part? {
+            if let value = fields[text] {
+                guard let s = value.stringValue else { throw CampaignProblem("\"\(text)\" must be text") }
+                return .text(s)
+            }
+            guard let value = fields[key] else { return nil }
+            guard let k = value.stringValue, !k.isEmpty else { throw CampaignProblem("\"\(key)\" must be a non-empty text") }
+            var list: [String] = []
+            if let a = fields[args] {
+                guard case .array(let items) = a else { throw CampaignProblem("\"\(args)\" must be a list of texts") }
+                for item in items {
+                    guard let s = item.stringValue else { throw CampaignProblem("\"\(args)\" must be a list of texts") }
+                    list.append(s)
+                }
+            }
+            return .key(k, args: list)
+        }
+        guard let title = try part("title", "title-loc-key", "title-loc-args"),
+              let body = try part("body", "loc-key", "loc-args") else {
+            throw CampaignProblem("needs a text \"title\" and \"body\" (or \"title-loc-key\" and \"loc-key\")")
+        }
+        self.init(title: title, subtitle: try part("subtitle", "subtitle-loc-key", "subtitle-loc-args"), body: body)
     }
 }
 
@@ -102,9 +145,20 @@ public struct Campaign: Sendable, Hashable {
     /// the exact tag, then the tag with trailing parts dropped (`zh-Hans-CN` →
     /// `zh-Hans` → `zh`), then any entry of the same language, then the default.
     public func contentLocale(for deviceLocale: String) -> String {
-        let wanted = Self.normalize(deviceLocale)
+        LocaleMatch.best(for: deviceLocale, among: content.keys, default: defaultLocale)
+    }
+}
+
+/// The fallback chain of localized text (campaign content, action titles).
+public enum LocaleMatch {
+    /// The key of `available` to show for `wanted`: the exact tag (case and
+    /// `_`/`-` ignored), then the tag with trailing parts dropped
+    /// (`zh-Hans-CN` → `zh-Hans` → `zh`), then any entry of the same language
+    /// (the first in sorted order), then `defaultKey`.
+    public static func best(for wanted: String, among available: some Collection<String>, default defaultKey: String) -> String {
+        let wanted = normalize(wanted)
         var byNormal: [String: String] = [:]
-        for key in content.keys { byNormal[Self.normalize(key)] = key }
+        for key in available { byNormal[normalize(key)] = key }
         var candidate = Substring(wanted)
         while !candidate.isEmpty {
             if let key = byNormal[String(candidate)] { return key }
@@ -113,13 +167,25 @@ public struct Campaign: Sendable, Hashable {
         }
         let language = wanted.split(separator: "-").first.map(String.init) ?? wanted
         if let key = byNormal.keys.sorted().first(where: { $0.split(separator: "-").first.map(String.init) == language }) {
-            return byNormal[key] ?? defaultLocale
+            return byNormal[key] ?? defaultKey
         }
-        return defaultLocale
+        return defaultKey
     }
 
-    static func normalize(_ tag: String) -> String {
+    public static func normalize(_ tag: String) -> String {
         tag.replacingOccurrences(of: "_", with: "-").lowercased()
+    }
+
+    /// A BCP 47 tag as apps report them (`en`, `fr-CA`, `zh-Hans`, `zh_Hant_TW`).
+    public static func isTag(_ tag: String) -> Bool {
+        let parts = tag.split(separator: "-", omittingEmptySubsequences: false).flatMap {
+            $0.split(separator: "_", omittingEmptySubsequences: false)
+        }
+        guard let first = parts.first, (2...3).contains(first.count),
+              first.unicodeScalars.allSatisfy({ $0.isASCII && CharacterSet.letters.contains($0) }) else { return false }
+        return parts.dropFirst().allSatisfy { p in
+            (1...8).contains(p.count) && p.unicodeScalars.allSatisfy { $0.isASCII && CharacterSet.alphanumerics.contains($0) }
+        }
     }
 }
 

@@ -77,14 +77,12 @@ public struct PayloadBuilder: Sendable {
 
     private static func renderAPS(campaign: Campaign, text: LocalizedText) -> [UInt8] {
         var w = JSONWriter(capacity: 256)
-        w.raw("{\"alert\":{\"title\":")
-        w.string(text.title)
+        w.raw("{\"alert\":{")
+        part(text.title, literal: "title", key: "title-loc-key", args: "title-loc-args", first: true, into: &w)
         if let subtitle = text.subtitle {
-            w.raw(",\"subtitle\":")
-            w.string(subtitle)
+            part(subtitle, literal: "subtitle", key: "subtitle-loc-key", args: "subtitle-loc-args", first: false, into: &w)
         }
-        w.raw(",\"body\":")
-        w.string(text.body)
+        part(text.body, literal: "body", key: "loc-key", args: "loc-args", first: false, into: &w)
         w.raw("}")
         if let sound = campaign.sound {
             w.raw(",\"sound\":")
@@ -109,6 +107,25 @@ public struct PayloadBuilder: Sendable {
         }
         w.raw("}")
         return w.bytes
+    }
+
+    /// One part of `aps.alert`: literal text, or a key of the app's strings and its arguments.
+    private static func part(_ part: LocalizedText.Part, literal: String, key: String, args: String, first: Bool,
+                             into w: inout JSONWriter) {
+        if !first { w.raw(",") }
+        switch part {
+        case .text(let s):
+            w.key(literal)
+            w.string(s)
+        case .key(let k, let list):
+            w.key(key)
+            w.string(k)
+            if !list.isEmpty {
+                w.raw(",")
+                w.key(args)
+                w.value(.array(list.map { .string($0) }))
+            }
+        }
     }
 
     /// The payload bytes for one device.

@@ -20,15 +20,16 @@ public struct IntakeRequestContext: RequestContext, RemoteAddressRequestContext 
     }
 }
 
-/// The HTTP side of the reply loop: `POST /v1/replies`,
-/// `GET /v1/notification-config` (with ETag), `GET /healthz` and
-/// `GET /v1/openapi.json` (the document of all of them, `openapi.json`).
+/// The HTTP side of the reply loop: `POST /v1/replies`, the app's endpoints
+/// (`AppEndpoints`: device registration, the localized
+/// `GET /v1/notification-config`), `GET /healthz` and `GET /v1/openapi.json`
+/// (the document of all of them, `openapi.json`).
 public enum IntakeServer {
     /// The routes, behind the middleware every route gets: JSON errors
     /// (404/405 included) and the per-address rate limit. Routes added to the
     /// returned router later get the same middleware.
     public static func router(
-        intake: ReplyIntake, limits: IntakeLimits = .init(), rateLimits: RateLimits? = nil
+        intake: ReplyIntake, app: AppEndpoints? = nil, limits: IntakeLimits = .init(), rateLimits: RateLimits? = nil
     ) -> Router<IntakeRequestContext> {
         let rates = rateLimits ?? RateLimits(limits)
         let router = Router(context: IntakeRequestContext.self)
@@ -61,18 +62,7 @@ public enum IntakeServer {
                 throw IntakeError(error)
             }
         }
-        router.get("/v1/notification-config") { request, _ -> Response in
-            let (body, etag) = try await intake.store.notificationConfig()
-            var headers = HTTPFields()
-            headers[.eTag] = etag
-            headers[.cacheControl] = "no-cache"
-            if let match = request.headers[.ifNoneMatch],
-               match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
-                return Response(status: .notModified, headers: headers)
-            }
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
-        }
+        (app ?? AppEndpoints(client: intake.store.client, verifier: nil, logger: intake.logger)).add(to: router, rates: rates)
         router.get("/healthz") { _, _ -> Response in
             json(Array(#"{"status":"ok"}"#.utf8), status: .ok)
         }
@@ -110,11 +100,11 @@ public enum IntakeServer {
     /// picks a free one). It is a ServiceLifecycle `Service`: run it in the
     /// command's `ServiceGroup`, which stops it gracefully on SIGTERM.
     public static func application(
-        intake: ReplyIntake, host: String, port: Int, limits: IntakeLimits = .init(), logger: Logger,
+        intake: ReplyIntake, app: AppEndpoints? = nil, host: String, port: Int, limits: IntakeLimits = .init(), logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
-            router: router(intake: intake, limits: limits),
+            router: router(intake: intake, app: app, limits: limits),
             server: serverBuilder(limits: limits),
             configuration: .init(address: .hostname(host, port: port), serverName: "herald",
                                  availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger)),

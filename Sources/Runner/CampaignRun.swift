@@ -18,6 +18,8 @@ public struct RunOptions: Sendable {
     /// Outcomes written to the ledger in one statement.
     public var recordBatch: Int
     public var host: String
+    /// How long before a campaign's `send_at` its audience gets the config refresh push (contract 7).
+    public var configRefreshLead: TimeInterval = 3600
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
                 recordBatch: Int = 500, host: String = ProcessInfo.processInfo.hostName) {
@@ -64,6 +66,7 @@ public struct RunSummary: Sendable {
     public var duration: Duration
     public var expired: Int
     public var recovered: Int
+    public var configRefresh = ConfigRefreshSummary()
 
     public var rate: Double {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -119,6 +122,7 @@ public struct CampaignRun: Sendable {
         var summaries: [CampaignSummary] = []
         var expired = 0
         var recovered = 0
+        var refresh = ConfigRefreshSummary()
         do {
             let body = { (figures: inout RunFigures, summaries: inout [CampaignSummary]) async throws in
                 if !options.dryRun {
@@ -126,6 +130,9 @@ public struct CampaignRun: Sendable {
                     expired = try await store.expireCampaigns()
                     figures.expired += expired
                     if recovered > 0 { logger.notice("requeued deliveries of stopped runs", metadata: ["deliveries": "\(recovered)"]) }
+                }
+                if !options.dryRun, let transport {
+                    refresh = try await ConfigRefresh(store: store, transport: transport, options: options, logger: logger).run(runID: runID)
                 }
                 for id in try await store.dueCampaignIDs() {
                     try Task.checkCancellation()
@@ -145,7 +152,7 @@ public struct CampaignRun: Sendable {
             throw error
         }
         return RunSummary(runID: runID, dryRun: options.dryRun, figures: figures, campaigns: summaries,
-                          duration: clock.now - started, expired: expired, recovered: recovered)
+                          duration: clock.now - started, expired: expired, recovered: recovered, configRefresh: refresh)
     }
 
     private func runCampaign(_ id: Int64, runID: Int64, figures: inout RunFigures, logger: Logger) async throws -> CampaignSummary {

@@ -13,6 +13,9 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var topic: String
     public var batchSize: Int
     public var concurrency: Int
+    /// `HERALD_CONFIG_REFRESH_LEAD_MINUTES`: how long before a campaign its
+    /// audience gets the config refresh push (default 60).
+    public var configRefreshLeadMinutes: Int
     /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
     /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
     public var replySecret: ReplySecret?
@@ -43,6 +46,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultTopic
         batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)
         concurrency = try Self.int(env, "HERALD_CONCURRENCY", default: 200, range: 1...10_000)
+        configRefreshLeadMinutes = try Self.int(env, "HERALD_CONFIG_REFRESH_LEAD_MINUTES", default: 60, range: 0...10_080)
         replySecret = try Self.replySecret(env)
         environment = env
     }

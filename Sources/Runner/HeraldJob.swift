@@ -17,8 +17,10 @@ public struct HeraldJob: Sendable {
     }
 
     func options(dryRun: Bool) -> RunOptions {
-        RunOptions(topic: configuration.topic, dryRun: dryRun, batchSize: configuration.batchSize,
-                   concurrency: configuration.concurrency)
+        var o = RunOptions(topic: configuration.topic, dryRun: dryRun, batchSize: configuration.batchSize,
+                           concurrency: configuration.concurrency)
+        o.configRefreshLead = TimeInterval(configuration.configRefreshLeadMinutes * 60)
+        return o
     }
 
     /// A dry run: payloads as JSON lines to `out` (standard output when nil).
@@ -122,6 +124,6 @@ extension RunSummary {
         total += String(format: " in %.2f s", seconds)
         if !dryRun && f.sent > 0 { total += String(format: " (%.0f notifications/s)", rate) }
         if recovered > 0 { total += "; requeued \(recovered) deliveries of stopped runs" }
-        return ([total] + lines).joined(separator: "\n")
+        return ([total] + [configRefresh.line].compactMap { $0 } + lines).joined(separator: "\n")
     }
 }

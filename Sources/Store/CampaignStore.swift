@@ -217,10 +217,11 @@ public struct CampaignStore: Sendable {
         }
         var out: [String: LocalizedText] = [:]
         for (locale, entry) in locales {
-            guard let title = entry["title"]?.stringValue, let body = entry["body"]?.stringValue else {
-                throw StoreError.database("content for locale \"\(locale)\" needs a text title and body")
+            do {
+                out[locale] = try LocalizedText(json: entry)
+            } catch {
+                throw StoreError.database("content for locale \"\(locale)\" \(error.message)")
             }
-            out[locale] = LocalizedText(title: title, subtitle: entry["subtitle"]?.stringValue, body: body)
         }
         return out
     }
@@ -318,7 +319,7 @@ public struct CampaignStore: Sendable {
     /// Queued deliveries after `afterID`, read only (the dry run).
     public func peekQueued(campaign: Int64, afterID: Int64, limit: Int) async throws -> [ClaimedDelivery] {
         let rows = try await client.query("""
-            SELECT d.id, d.device_id, dv.token, dv.environment, u.locale, dv.public_key, dv.key_id, d.apns_id
+            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id
             FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
             WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
             ORDER BY d.id LIMIT \(limit)
@@ -349,7 +350,7 @@ public struct CampaignStore: Sendable {
                     updated_at = now()
                 FROM picked, devices dv, users u
                 WHERE d.id = picked.id AND dv.id = d.device_id AND u.id = d.user_id
-                RETURNING d.id, d.device_id, dv.token, dv.environment, u.locale, dv.public_key, dv.key_id, d.apns_id, d.status
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status
             )
             SELECT id, device_id, token, environment, locale, public_key, key_id, apns_id
             FROM upd WHERE status = 'in_flight' ORDER BY id
@@ -398,6 +399,7 @@ public struct CampaignStore: Sendable {
                 UPDATE devices AS dv SET invalidated_at = to_timestamp(o.since), invalid_reason = o.reason
                 FROM unnest(\(devices)::bigint[], \(reasons)::text[], \(since)::float8[]) AS o(id, reason, since)
                 WHERE dv.id = o.id AND dv.invalidated_at IS NULL
+                  AND (dv.registered_at IS NULL OR dv.registered_at <= to_timestamp(o.since))
                 """, logger: logger)
         }
     }

@@ -9,7 +9,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "The whole loop on DATABASE_URL's server: sample campaigns → APNs simulator → device replies → analyst views.",
-        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, runs the job, lets a fleet of simulated devices answer, and prints the analyst report; writes it as an HTML page to .local/demo-report.html.")
+        discussion: "Recreates the demo database, loads Sql/sample_data.sql, starts the APNs simulator and the reply intake in-process, lets the devices of Sql/sample_devices.tsv register themselves through PUT /v1/devices/{token}, runs the job half an hour before the campaigns (config refresh pushes) and at their send_at, lets a fleet of simulated devices answer, and prints the analyst report; writes it as an HTML page to .local/demo-report.html.")
 
     @Option(help: "The database to (re)create for the demo.")
     var database = "herald_demo"
@@ -35,10 +35,14 @@ struct DemoCommand: AsyncParsableCommand {
             try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
 
             if dryRun {
+                let apps = try await DemoLoop(configuration: demoConfig, workDirectory: work, logger: logger).registerDevices()
+                print(apps)
                 let payloadsPath = work.appendingPathComponent("demo-payloads.jsonl").path
                 let job = HeraldJob(configuration: demoConfig, logger: logger)
+                let quiet = logger
                 let summary = try await withPostgres(demo, logger: logger) { client in
-                    try await job.dryRun(client: client, out: payloadsPath)
+                    try await DemoLoop.bringScheduledCampaignsDue(client, logger: quiet)
+                    return try await job.dryRun(client: client, out: payloadsPath)
                 }
                 print(summary.report)
                 try DemoSetup.printExamples(payloadsPath)
@@ -47,8 +51,13 @@ struct DemoCommand: AsyncParsableCommand {
             }
 
             let outcome = try await DemoLoop(configuration: demoConfig, workDirectory: work, logger: logger).execute()
-            print("\n== the batch run (APNs simulator on 127.0.0.1, HTTP/2 + TLS)")
-            print(outcome.run.report)
+            for (i, run) in outcome.runs.enumerated() {
+                print(i == 0 ? "\n== the batch run half an hour before the campaigns (APNs simulator on 127.0.0.1, HTTP/2 + TLS)"
+                             : "\n== the batch run at their send_at (the demo moves send_at to now instead of waiting)")
+                print(run.report)
+            }
+            print("\n== the apps (PUT /v1/devices/{token} with their backend's JWT; on a refresh push, GET /v1/notification-config)")
+            print(outcome.apps)
             print("\n== the devices (extension kit: open sealed fields, answer, POST /v1/replies)")
             print(outcome.fleet)
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")

@@ -20,7 +20,7 @@ func requireReplySecret(_ config: HeraldConfiguration) throws -> ReplySecret {
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve reply intake (POST /v1/replies), GET /v1/notification-config and GET /healthz.")
+        abstract: "Serve reply intake (POST /v1/replies), device registration (PUT/DELETE /v1/devices/{token}), GET /v1/notification-config and GET /healthz.")
 
     @Option(help: "Address to listen on.")
     var host = ProcessInfo.processInfo.environment["HERALD_HTTP_HOST"] ?? "127.0.0.1"
@@ -36,7 +36,10 @@ struct ServeCommand: AsyncParsableCommand {
             let client = config.database.makeClient(logger: logger)
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)
             let limits = try intakeLimits()
-            let app = IntakeServer.application(intake: intake, host: host, port: port, limits: limits, logger: logger) { port in
+            let verifier = try await AppTokenVerifier.fromEnvironment(config.environment)
+            if verifier == nil { logger.notice("HERALD_APP_JWT_PUBLIC_KEY is not set: device registration answers 503") }
+            let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
+            let app = IntakeServer.application(intake: intake, app: endpoints, host: host, port: port, limits: limits, logger: logger) { port in
                 logger.notice("reply intake listening", metadata: ["address": "\(host):\(port)"])
             }
             let group = ServiceGroup(configuration: .init(

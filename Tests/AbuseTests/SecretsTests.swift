@@ -55,7 +55,7 @@ struct SecretsTests {
             defer { try? FileManager.default.removeItem(at: work) }
             let outcome = try await DemoLoop(configuration: config, workDirectory: work, logger: logger).execute()
             #expect(outcome.fleet.stored > 100)
-            #expect(outcome.run.figures.sent > 600)
+            #expect(outcome.runs.map(\.figures.sent).reduce(0, +) > 600)
         }
 
         let output = lines.withLockedValue { $0 }.joined(separator: "\n")

@@ -20,10 +20,11 @@ struct WholeLoopTests {
             defer { try? FileManager.default.removeItem(at: work) }
             let outcome = try await DemoLoop(configuration: config, workDirectory: work, logger: TestDatabase.logger).execute()
 
-            // The run: every queued delivery went out, except the three devices APNs refused.
-            #expect(outcome.run.figures.failed == 0)
-            #expect(outcome.run.figures.invalid == 3)
-            #expect(outcome.run.campaigns.allSatisfy { $0.completed })
+            // The runs: every queued delivery went out, except the three devices APNs refused.
+            #expect(outcome.runs.map(\.figures.failed) == [0, 0])
+            #expect(outcome.runs.reduce(0) { $0 + $1.figures.invalid + $1.configRefresh.invalid } == 3)
+            #expect(outcome.runs[1].campaigns.filter(\.completed).count == 3)
+            #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status <> 'completed'", as: Int64.self) == 0)
             let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
             #expect(invalid == 3)
 
@@ -48,7 +49,34 @@ struct WholeLoopTests {
             #expect((typed ?? 0) > 50)
             let accepted = try String(contentsOfFile: outcome.acceptedLog, encoding: .utf8).split(separator: "\n").count
             let sent = try await client.scalar("SELECT sum(sent)::bigint FROM analyst.campaign_funnel", as: Int64.self)
-            #expect(Int64(accepted) == sent)
+            let refreshes = try await client.scalar("SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self)
+            #expect(Int64(accepted) == (sent ?? 0) + (refreshes ?? 0))
+
+            // The devices registered themselves through the API, got the config
+            // refresh before the flash sale (none at the sale itself), and every
+            // notification found its category registered (its buttons shown).
+            #expect(outcome.apps.registered == 342)
+            #expect(outcome.apps.loggedOut == 8)
+            #expect(outcome.apps.refused.isEmpty)
+            #expect(outcome.apps.withConfigAtRegistration > 0)
+            #expect(outcome.runs[0].configRefresh.sent > 0)
+            #expect(outcome.runs[0].configRefresh.sent == outcome.apps.refreshPushes)
+            #expect(outcome.runs[1].configRefresh.queued == 0)
+            #expect(outcome.apps.configFetched == outcome.apps.withConfigAtRegistration + outcome.apps.refreshPushes)
+            #expect(outcome.apps.reRegistered == outcome.apps.refreshPushes)
+            #expect(outcome.fleet.withoutButtons == 0)
+            #expect(outcome.apps.reserveTitles["fr"] == "Réserver")
+            #expect(outcome.apps.reserveTitles["zh-Hans"] == "立即预订")
+            #expect(outcome.runs[0].campaigns.isEmpty, "nothing is due half an hour before")
+            #expect(Set(outcome.runs[1].campaigns.compactMap(\.kind)) == [.poster, .flashSale, .feedback])
+
+            // They answered in their own language.
+            let chinese = try await client.scalar("""
+                SELECT count(*) FROM analyst.feedback_text WHERE locale = 'zh-Hans' AND text !~ '[一-龥]'
+                """, as: Int64.self)
+            #expect(chinese == 0)
+            let french = try await client.scalar("SELECT count(*) FROM analyst.feedback_text WHERE locale = 'fr'", as: Int64.self)
+            #expect((french ?? 0) > 0)
             #expect(outcome.report.contains("How was your order?"))
         }
     }

@@ -1,0 +1,206 @@
+import APNsSimulator
+import Crypto
+import ExtensionKit
+import Foundation
+import Logging
+import ReplyIntake
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One of the demo's devices as its app knows itself (Sql/sample_devices.tsv).
+public struct SampleDevice: Sendable, Hashable {
+    public var n: Int
+    public var user: String
+    public var token: String
+    public var environment: String
+    public var locale: String
+    public var timeZone: String
+    public var appVersion: String
+    public var keyID: String?
+    /// The app logs out after registering.
+    public var logsOut: Bool
+
+    /// The device's own X25519 key (when it registers one): SHA-256("herald demo device n").
+    public var privateKey: Curve25519.KeyAgreement.PrivateKey? {
+        guard keyID != nil else { return nil }
+        return try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: Data(SHA256.hash(data: Data("herald demo device \(n)".utf8))))
+    }
+
+    /// Reads the tab-separated file (lines starting with # are comments; the first other line names the columns).
+    public static func load(_ url: URL) throws -> [SampleDevice] {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        var out: [SampleDevice] = []
+        var header: [String]?
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let cells = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard let names = header else {
+                header = cells
+                continue
+            }
+            var row: [String: String] = [:]
+            for (name, cell) in zip(names, cells) { row[name] = cell }
+            guard let n = row["n"].flatMap(Int.init), let user = row["user"], let token = row["token"] else { continue }
+            out.append(SampleDevice(
+                n: n, user: user, token: token, environment: row["environment"] ?? "production",
+                locale: row["locale"] ?? "en", timeZone: row["time_zone"] ?? "UTC", appVersion: row["app_version"] ?? "1.0",
+                keyID: row["key_id"].flatMap { $0.isEmpty ? nil : $0 }, logsOut: row["unregistered"] == "1"))
+        }
+        return out
+    }
+}
+
+/// What the apps did with Herald's app endpoints.
+public struct AppFleetReport: Sendable, CustomStringConvertible {
+    public var registered = 0
+    public var loggedOut = 0
+    public var withConfigAtRegistration = 0
+    public var refreshPushes = 0
+    public var configFetched = 0
+    public var reRegistered = 0
+    public var refused: [Int: Int] = [:]
+    /// Locale → the title of the flash sale's `reserve` button as that locale's devices registered it.
+    public var reserveTitles: [String: String] = [:]
+
+    public var description: String {
+        var s = "apps: \(registered) devices registered through PUT /v1/devices/{token} (\(withConfigAtRegistration) with a config already), \(loggedOut) logged out (DELETE)"
+        if refreshPushes > 0 {
+            s += "; \(refreshPushes) config refresh pushes received → \(configFetched) configs fetched, \(reRegistered) devices re-registered with the new ETag"
+        }
+        if !refused.isEmpty { s += "; refused: \(refused.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "))" }
+        if !reserveTitles.isEmpty {
+            s += "\n  the flash sale's button as each language registered it: "
+                + reserveTitles.sorted { $0.key < $1.key }.map { "\($0.key) \"\($0.value)\"" }.joined(separator: ", ")
+        }
+        return s
+    }
+}
+
+/// The apps of the demo's devices: they register themselves, fetch the
+/// notification config in their own language, and act on config refresh pushes.
+public actor AppFleet {
+    public let devices: [String: SampleDevice]
+    private let app: AppRequestBuilder
+    private let issuer: AppTokenIssuer
+    private let logger: Logger
+    /// Token → the config the app registered with UNUserNotificationCenter.
+    private var configs: [String: NotificationConfigDocument] = [:]
+    public private(set) var report = AppFleetReport()
+
+    public init(devices: [SampleDevice], intake: URL, issuer: AppTokenIssuer, logger: Logger) {
+        self.devices = Dictionary(devices.map { ($0.token, $0) }, uniquingKeysWith: { a, _ in a })
+        self.app = AppRequestBuilder(baseURL: intake)
+        self.issuer = issuer
+        self.logger = logger
+    }
+
+    /// The config a device has registered, if any.
+    public func config(of token: String) -> NotificationConfigDocument? { configs[token] }
+
+    /// Every device registers (a third of them fetched the config at launch
+    /// and report its ETag); those that log out then unregister.
+    public func registerAll(concurrency: Int = 16) async throws {
+        let list = devices.values.sorted { $0.n < $1.n }
+        try await forEach(list, concurrency: concurrency) { device in
+            var etag: String?
+            if device.n % 3 == 0 {
+                etag = try await self.fetchConfig(device, registered: nil)
+            }
+            try await self.register(device, etag: etag)
+            if device.logsOut {
+                let request = self.app.unregister(deviceTokenHex: device.token, bearer: try await self.issuer.token(user: device.user))
+                let (status, _, _) = try await Self.send(request)
+                await self.count(status, expected: 204) { $0.loggedOut += 1 }
+            }
+        }
+    }
+
+    /// The apps' part of a batch of accepted pushes: each config refresh push
+    /// makes its app fetch the config in its language and report the new ETag.
+    /// Returns the campaign notifications (what the fleet answers).
+    public func handleRefreshes(_ accepted: [AcceptedNotification], concurrency: Int = 16) async throws -> [AcceptedNotification] {
+        var refreshes: [(SampleDevice, HeraldConfigRefresh)] = []
+        var rest: [AcceptedNotification] = []
+        for n in accepted {
+            if let refresh = HeraldConfigRefresh(json: Data(n.payload)) {
+                if let device = devices[n.deviceToken] { refreshes.append((device, refresh)) }
+            } else {
+                rest.append(n)
+            }
+        }
+        report.refreshPushes += refreshes.count
+        try await forEach(refreshes, concurrency: concurrency) { device, refresh in
+            let registered = await self.configs[device.token]?.etag
+            guard refresh.isNewer(than: registered) else { return }
+            if let etag = try await self.fetchConfig(device, registered: registered) {
+                try await self.register(device, etag: etag, refresh: true)
+            }
+        }
+        return rest
+    }
+
+    /// `GET /v1/notification-config` in the device's language; the ETag of
+    /// what the app registered.
+    private func fetchConfig(_ device: SampleDevice, registered: String?) async throws -> String? {
+        let (status, body, etag) = try await Self.send(app.notificationConfig(locale: device.locale, registeredETag: registered))
+        guard status == 200 else {
+            count(status, expected: 304) { _ in }
+            return registered
+        }
+        let document = try NotificationConfigDocument(json: body, etag: etag)
+        configs[device.token] = document
+        report.configFetched += 1
+        if let title = document.actions["reserve"]?.title { report.reserveTitles[device.locale] = title }
+        return etag
+    }
+
+    private func register(_ device: SampleDevice, etag: String?, refresh: Bool = false) async throws {
+        let registration = AppRequestBuilder.Registration(
+            environment: device.environment, user: device.user, locale: device.locale, timeZone: device.timeZone,
+            appVersion: device.appVersion,
+            publicKey: device.privateKey?.publicKey.rawRepresentation.base64EncodedString(), keyID: device.keyID,
+            configETag: etag)
+        let request = app.register(deviceTokenHex: device.token, registration, bearer: try await issuer.token(user: device.user))
+        let (status, _, _) = try await Self.send(request)
+        count(status, expected: refresh ? 200 : 201) { r in
+            if refresh { r.reRegistered += 1 } else {
+                r.registered += 1
+                if etag != nil { r.withConfigAtRegistration += 1 }
+            }
+        }
+    }
+
+    private func count(_ status: Int, expected: Int, _ update: (inout AppFleetReport) -> Void) {
+        if status == expected || (200...299).contains(status) {
+            update(&report)
+        } else {
+            report.refused[status, default: 0] += 1
+        }
+    }
+
+    private func forEach<T: Sendable>(_ items: [T], concurrency: Int,
+                                      _ body: @escaping @Sendable (T) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var running = 0
+            for item in items {
+                if running >= concurrency {
+                    try await group.next()
+                    running -= 1
+                }
+                group.addTask { try await body(item) }
+                running += 1
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    static func send(_ request: ReplyHTTPRequest) async throws -> (Int, Data, String?) {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if !request.body.isEmpty { urlRequest.httpBody = request.body }
+        let (data, response) = try await URLSession.shared.data(for: urlRequest)
+        let http = response as? HTTPURLResponse
+        return (http?.statusCode ?? 0, data, http?.value(forHTTPHeaderField: "ETag"))
+    }
+}

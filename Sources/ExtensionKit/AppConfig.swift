@@ -1,0 +1,214 @@
+import Foundation
+
+/// Herald's config refresh push (DESIGN, contract 7): a background push
+/// (`content-available: 1`, no alert) that tells the app a campaign is about
+/// to use a category whose current definition the app has not registered.
+///
+/// In `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`:
+///
+/// ```swift
+/// if let refresh = HeraldConfigRefresh(userInfo: userInfo),
+///    refresh.isNewer(than: store.registeredConfigETag) {
+///     let request = AppRequestBuilder(baseURL: herald)
+///         .notificationConfig(locale: Locale.preferredLanguages.first, registeredETag: store.registeredConfigETag)
+///     // GET it; on 200 register its categories with UNUserNotificationCenter
+///     // (NotificationConfigDocument), keep the ETag and report it on the next
+///     // PUT /v1/devices/{token} as "config_etag".
+/// }
+/// ```
+public struct HeraldConfigRefresh: Sendable, Hashable {
+    /// The ETag of the config the app should have (`herald.config`), as the
+    /// `ETag` header of `GET /v1/notification-config` gives it.
+    public var etag: String
+
+    public init(etag: String) {
+        self.etag = etag
+    }
+
+    /// nil when the payload is not a Herald config refresh (an ordinary campaign
+    /// notification, another provider's push).
+    public init?(json: Data) {
+        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { return nil }
+        self.init(object: object)
+    }
+
+    /// From the `userInfo` of a remote notification.
+    public init?(userInfo: [AnyHashable: Any]) {
+        var object: [String: Any] = [:]
+        for (key, value) in userInfo {
+            guard let key = key as? String else { continue }
+            object[key] = value
+        }
+        self.init(object: object)
+    }
+
+    private init?(object: [String: Any]) {
+        guard let aps = object["aps"] as? [String: Any],
+              (aps["content-available"] as? NSNumber)?.intValue == 1,
+              aps["alert"] == nil,
+              let herald = object["herald"] as? [String: Any],
+              let etag = herald["config"] as? String, !etag.isEmpty
+        else { return nil }
+        self.etag = etag
+    }
+
+    /// Whether the app must fetch the config: it has registered none, or another one.
+    public func isNewer(than registeredETag: String?) -> Bool {
+        guard let registeredETag else { return true }
+        return Self.strip(registeredETag) != Self.strip(etag)
+    }
+
+    private static func strip(_ tag: String) -> String {
+        var t = Substring(tag.trimmingCharacters(in: .whitespaces))
+        if t.hasPrefix("W/") { t = t.dropFirst(2) }
+        return t.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+}
+
+/// The categories and actions of `GET /v1/notification-config` (contract 5),
+/// in the locale the app asked for: what the app registers with
+/// `UNUserNotificationCenter.setNotificationCategories` (one
+/// `UNNotificationCategory` per entry, one `UNNotificationAction` or
+/// `UNTextInputNotificationAction` per action).
+public struct NotificationConfigDocument: Sendable, Hashable {
+    public struct Action: Sendable, Hashable {
+        public var identifier: String
+        public var title: String
+        /// UNNotificationActionOptions bits: 1 authenticationRequired, 2 destructive, 4 foreground.
+        public var options: Int
+        /// For a text-input action (`UNTextInputNotificationAction`): its button title and placeholder.
+        public var textButtonTitle: String?
+        public var textPlaceholder: String?
+    }
+
+    public struct Category: Sendable, Hashable {
+        public var identifier: String
+        /// Action identifiers in display order.
+        public var actions: [String]
+        /// UNNotificationCategoryOptions bits: 1 customDismissAction.
+        public var options: Int
+    }
+
+    public var categories: [String: Category]
+    public var actions: [String: Action]
+    /// The response's `ETag`, to report as `config_etag` once registered.
+    public var etag: String?
+
+    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(json: Data, etag: String?) throws(ParseError) {
+        guard let root = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any],
+              let config = root["NotificationConfig"] as? [String: Any],
+              let cats = config["UNNotificationCategory"] as? [String: [String: Any]],
+              let acts = config["UNNotificationAction"] as? [String: [String: Any]]
+        else { throw ParseError(description: "not a NotificationConfig document") }
+        var actions: [String: Action] = [:]
+        for (id, a) in acts {
+            guard let title = a["title"] as? String else { throw ParseError(description: "action \(id) has no title") }
+            let input = a["textInput"] as? [String: Any]
+            actions[id] = Action(identifier: id, title: title, options: (a["options"] as? NSNumber)?.intValue ?? 0,
+                                 textButtonTitle: input?["buttonTitle"] as? String,
+                                 textPlaceholder: input?["placeholder"] as? String)
+        }
+        var categories: [String: Category] = [:]
+        for (id, c) in cats {
+            categories[id] = Category(identifier: id, actions: c["actions"] as? [String] ?? [],
+                                      options: (c["options"] as? NSNumber)?.intValue ?? 0)
+        }
+        self.categories = categories
+        self.actions = actions
+        self.etag = etag
+    }
+}
+
+/// The app's own requests to Herald: registering the device (contract 6)
+/// and fetching the notification config (contract 5).
+public struct AppRequestBuilder: Sendable {
+    public let baseURL: URL
+
+    public init(baseURL: URL) {
+        self.baseURL = baseURL
+    }
+
+    /// What the app registers with `PUT /v1/devices/{token}`.
+    public struct Registration: Sendable, Hashable {
+        public var environment: String
+        public var user: String
+        public var locale: String?
+        public var timeZone: String?
+        public var appVersion: String?
+        /// Base64 of the raw X25519 public key (`DeviceKeyPair.publicKeyBase64`), and its id.
+        public var publicKey: String?
+        public var keyID: String?
+        /// Text-valued attributes merged into the user's.
+        public var attributes: [String: String]?
+        /// false: the user turned campaigns off; true: back on; nil: unchanged.
+        public var marketing: Bool?
+        /// The ETag of the notification config the app has registered.
+        public var configETag: String?
+
+        public init(environment: String, user: String, locale: String? = nil, timeZone: String? = nil,
+                    appVersion: String? = nil, publicKey: String? = nil, keyID: String? = nil,
+                    attributes: [String: String]? = nil, marketing: Bool? = nil, configETag: String? = nil) {
+            self.environment = environment
+            self.user = user
+            self.locale = locale
+            self.timeZone = timeZone
+            self.appVersion = appVersion
+            self.publicKey = publicKey
+            self.keyID = keyID
+            self.attributes = attributes
+            self.marketing = marketing
+            self.configETag = configETag
+        }
+    }
+
+    /// `PUT /v1/devices/{token}`; `deviceToken` is the APNs token as
+    /// `didRegisterForRemoteNotificationsWithDeviceToken` gives it, and
+    /// `bearer` the JWT the app's backend issued for this user.
+    public func register(deviceToken: Data, _ registration: Registration, bearer: String) -> ReplyHTTPRequest {
+        register(deviceTokenHex: deviceToken.map { String(format: "%02x", $0) }.joined(), registration, bearer: bearer)
+    }
+
+    public func register(deviceTokenHex: String, _ r: Registration, bearer: String) -> ReplyHTTPRequest {
+        var object: [String: Any] = ["environment": r.environment, "user": r.user]
+        if let v = r.locale { object["locale"] = v }
+        if let v = r.timeZone { object["time_zone"] = v }
+        if let v = r.appVersion { object["app_version"] = v }
+        if let v = r.publicKey { object["public_key"] = v }
+        if let v = r.keyID { object["key_id"] = v }
+        if let v = r.attributes { object["attributes"] = v }
+        if let v = r.marketing { object["marketing"] = v }
+        if let v = r.configETag { object["config_etag"] = v }
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return ReplyHTTPRequest(url: devicesURL(deviceTokenHex), method: "PUT",
+                                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(bearer)")],
+                                body: body)
+    }
+
+    /// `DELETE /v1/devices/{token}` (logout).
+    public func unregister(deviceTokenHex: String, bearer: String) -> ReplyHTTPRequest {
+        ReplyHTTPRequest(url: devicesURL(deviceTokenHex), method: "DELETE",
+                         headers: [("Authorization", "Bearer \(bearer)")], body: Data())
+    }
+
+    /// `GET /v1/notification-config?locale=…` with `If-None-Match` when the
+    /// app has a config: 304 means the registered one is current.
+    public func notificationConfig(locale: String?, registeredETag: String?) -> ReplyHTTPRequest {
+        var url = baseURL.appendingPathComponent("v1").appendingPathComponent("notification-config")
+        if let locale, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            components.queryItems = [URLQueryItem(name: "locale", value: locale)]
+            url = components.url ?? url
+        }
+        var headers: [(name: String, value: String)] = [("Accept", "application/json")]
+        if let locale { headers.append(("Accept-Language", locale)) }
+        if let registeredETag { headers.append(("If-None-Match", registeredETag)) }
+        return ReplyHTTPRequest(url: url, method: "GET", headers: headers, body: Data())
+    }
+
+    private func devicesURL(_ hex: String) -> URL {
+        baseURL.appendingPathComponent("v1").appendingPathComponent("devices").appendingPathComponent(hex.lowercased())
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import JWTKit
+
+/// The claims of the token the app's backend issues for a device
+/// registration (DESIGN, contract 6): `sub` is the app's user id, `aud` is
+/// `herald`, and the token lives at most an hour.
+public struct AppRegistrationClaims: JWTPayload, Equatable {
+    public var sub: SubjectClaim
+    public var aud: AudienceClaim
+    public var iat: IssuedAtClaim
+    public var exp: ExpirationClaim
+
+    public init(user: String, issuedAt: Date = Date(), lifetime: TimeInterval = 15 * 60) {
+        sub = SubjectClaim(value: user)
+        aud = AudienceClaim(value: [AppTokenVerifier.audience])
+        let whole = Date(timeIntervalSince1970: issuedAt.timeIntervalSince1970.rounded(.down))
+        iat = IssuedAtClaim(value: whole)
+        exp = ExpirationClaim(value: whole.addingTimeInterval(lifetime))
+    }
+
+    /// The time rules are checked by ``AppTokenVerifier`` with its clock.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// Why an app token was refused; the message never holds the token.
+public struct AppTokenError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+/// Verifies app registration tokens with the public key configured by
+/// `HERALD_APP_JWT_PUBLIC_KEY` / `HERALD_APP_JWT_PUBLIC_KEY_FILE` (PEM; an
+/// ES256 P-256 key or an EdDSA Ed25519 key).
+public struct AppTokenVerifier: Sendable {
+    public static let audience = "herald"
+    /// `exp` may be at most this long after `iat`.
+    public static let maxLifetime: TimeInterval = 3600
+    /// Clock difference tolerated between the app's backend and Herald.
+    public static let clockSkew: TimeInterval = 60
+
+    public enum Algorithm: String, Sendable { case es256 = "ES256", eddsa = "EdDSA" }
+
+    private let keys: JWTKeyCollection
+    public let algorithm: Algorithm
+    private let clock: @Sendable () -> Date
+
+    /// Reads a PEM public key: P-256 (ES256) or Ed25519 (EdDSA).
+    public init(publicKeyPEM pem: String, clock: @escaping @Sendable () -> Date = Date.init) async throws(AppTokenError) {
+        let keys = JWTKeyCollection()
+        if let key = try? ES256PublicKey(pem: pem) {
+            await keys.add(ecdsa: key)
+            algorithm = .es256
+        } else if let key = try? EdDSA.PublicKey(pem: pem) {
+            await keys.add(eddsa: key)
+            algorithm = .eddsa
+        } else {
+            throw AppTokenError(message: "the app JWT public key is not a PEM P-256 (ES256) or Ed25519 (EdDSA) public key")
+        }
+        self.keys = keys
+        self.clock = clock
+    }
+
+    /// The key from the environment, or nil when none is configured (then
+    /// device registration answers 503).
+    public static func fromEnvironment(_ env: [String: String]) async throws(AppTokenError) -> AppTokenVerifier? {
+        var pem = env["HERALD_APP_JWT_PUBLIC_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        var source = "HERALD_APP_JWT_PUBLIC_KEY"
+        if pem == nil, let path = env["HERALD_APP_JWT_PUBLIC_KEY_FILE"], !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw AppTokenError(message: "HERALD_APP_JWT_PUBLIC_KEY_FILE: cannot read \(path)")
+            }
+            pem = String(decoding: data, as: UTF8.self)
+            source = "HERALD_APP_JWT_PUBLIC_KEY_FILE (\(path))"
+        }
+        guard let pem else { return nil }
+        // A PEM passed through an environment file often has its line breaks written as \n.
+        let text = pem.replacingOccurrences(of: "\\n", with: "\n")
+        do {
+            return try await AppTokenVerifier(publicKeyPEM: text)
+        } catch {
+            throw AppTokenError(message: "\(source): \(error.message)")
+        }
+    }
+
+    /// Checks `Authorization: Bearer <JWT>`: signature, `aud`, `iat`, `exp`
+    /// (with the clock skew) and a lifetime of at most an hour.
+    public func verify(authorization: String?) async -> Result<AppRegistrationClaims, AppTokenError> {
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            return .failure(AppTokenError(message: "an Authorization: Bearer <JWT> header issued by the app's backend is required"))
+        }
+        let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        let claims: AppRegistrationClaims
+        do {
+            claims = try await keys.verify(token, as: AppRegistrationClaims.self)
+        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+            return .failure(AppTokenError(message: "the token's signature does not verify with the configured key"))
+        } catch let error as JWTError where error.errorType == .malformedToken {
+            return .failure(AppTokenError(message: "the bearer token is not a JWT"))
+        } catch is DecodingError {
+            return .failure(AppTokenError(message: "the token needs the claims sub, aud, iat and exp"))
+        } catch {
+            return .failure(AppTokenError(message: "the token does not verify with the configured \(algorithm.rawValue) key"))
+        }
+        let now = clock()
+        guard claims.aud.value.contains(Self.audience) else {
+            return .failure(AppTokenError(message: "the token's aud must be \"\(Self.audience)\""))
+        }
+        guard claims.exp.value.timeIntervalSince(now) > -Self.clockSkew else {
+            return .failure(AppTokenError(message: "the token has expired"))
+        }
+        guard claims.iat.value.timeIntervalSince(now) <= Self.clockSkew else {
+            return .failure(AppTokenError(message: "the token's iat is in the future"))
+        }
+        guard claims.exp.value.timeIntervalSince(claims.iat.value) <= Self.maxLifetime else {
+            return .failure(AppTokenError(message: "the token's exp must be at most an hour after its iat"))
+        }
+        guard !claims.sub.value.isEmpty else {
+            return .failure(AppTokenError(message: "the token's sub (the app's user id) is empty"))
+        }
+        return .success(claims)
+    }
+}
+
+/// What the app's backend does: signs registration tokens with its private
+/// key. Herald itself only verifies; this is for `herald keys app-jwt`, the
+/// demo (which plays the app's backend) and tests.
+public struct AppTokenIssuer: Sendable {
+    private let keys: JWTKeyCollection
+    public let algorithm: AppTokenVerifier.Algorithm
+    /// The public key, PEM: what `HERALD_APP_JWT_PUBLIC_KEY` is set to.
+    public let publicKeyPEM: String
+    /// The private key, PEM: stays with the app's backend.
+    public let privateKeyPEM: String
+
+    /// A new key pair.
+    public init(algorithm: AppTokenVerifier.Algorithm = .es256) async throws {
+        switch algorithm {
+        case .es256:
+            let key = ES256PrivateKey()
+            try await self.init(privateKeyPEM: key.pemRepresentation)
+        case .eddsa:
+            let key = try EdDSA.PrivateKey()
+            try await self.init(privateKeyPEM: key.pemRepresentation)
+        }
+    }
+
+    /// The backend's existing private key (PEM, P-256 or Ed25519).
+    public init(privateKeyPEM pem: String) async throws(AppTokenError) {
+        let keys = JWTKeyCollection()
+        if let key = try? ES256PrivateKey(pem: pem) {
+            await keys.add(ecdsa: key)
+            algorithm = .es256
+            publicKeyPEM = key.publicKey.pemRepresentation
+        } else if let key = try? EdDSA.PrivateKey(pem: pem) {
+            await keys.add(eddsa: key)
+            algorithm = .eddsa
+            publicKeyPEM = key.publicKey.pemRepresentation
+        } else {
+            throw AppTokenError(message: "the key is not a PEM P-256 (ES256) or Ed25519 (EdDSA) private key")
+        }
+        privateKeyPEM = pem
+        self.keys = keys
+    }
+
+    /// A token for `user`; the claims may be changed to make refused tokens in tests.
+    public func token(_ claims: AppRegistrationClaims) async throws -> String {
+        try await keys.sign(claims)
+    }
+
+    public func token(user: String, issuedAt: Date = Date(), lifetime: TimeInterval = 15 * 60) async throws -> String {
+        try await token(AppRegistrationClaims(user: user, issuedAt: issuedAt, lifetime: lifetime))
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+/// A campaign that will soon use a category: its audience may need the
+/// current notification config first (DESIGN, contract 7).
+public struct UpcomingCategoryCampaign: Sendable, Hashable {
+    public var campaignID: Int64
+    public var name: String
+    public var categoryID: String
+    public var segmentName: String?
+    public var segmentRule: JSONValue
+}
+
+/// A claimed config refresh push.
+public struct ClaimedRefresh: Sendable, Hashable {
+    public var deliveryID: Int64
+    public var deviceID: Int64
+    public var deviceToken: String
+    public var environment: String
+    public var etag: String
+    public var apnsID: UUID
+    /// Epoch seconds after which APNs may drop the push (the campaign is over by then).
+    public var expiration: Int?
+}
+
+/// The ledger statements of config refresh pushes: planned per campaign with
+/// one set-based statement, claimed like any delivery (`FOR UPDATE SKIP
+/// LOCKED`), recorded with `CampaignStore.record`.
+public struct ConfigRefreshStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Scheduled campaigns with a category whose `send_at` is still ahead, at
+    /// most `lead` away. (A campaign already due is sent at once: a refresh
+    /// push could not reach the app before it.)
+    public func upcoming(lead: TimeInterval) async throws -> [UpcomingCategoryCampaign] {
+        let rows = try await client.query("""
+            SELECT c.id, c.name, c.category_id, s.name, coalesce(s.rule, '{}'::jsonb)::text
+            FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
+            WHERE c.status = 'scheduled' AND c.category_id IS NOT NULL
+              AND c.send_at > now() AND c.send_at <= now() + make_interval(secs => \(lead))
+              AND (c.expires_at IS NULL OR c.expires_at > now())
+            ORDER BY c.send_at, c.id
+            """, logger: logger)
+        var out: [UpcomingCategoryCampaign] = []
+        for try await (id, name, category, segment, rule) in rows.decode((Int64, String, String, String?, String).self) {
+            let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))) ?? .object([:])
+            out.append(UpcomingCategoryCampaign(campaignID: id, name: name, categoryID: category, segmentName: segment, segmentRule: json))
+        }
+        return out
+    }
+
+    /// The locales (the device's own, else its user's) of the audience's devices.
+    public func audienceLocales(segment: CompiledSegment) async throws -> [String] {
+        var binds = PostgresBindings(capacity: segment.binds.count)
+        Self.append(segment.binds, to: &binds)
+        let query = PostgresQuery(unsafeSQL: """
+            SELECT DISTINCT coalesce(dv.locale, u.locale)
+            FROM devices dv JOIN users u ON u.id = dv.user_id
+            WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL AND (\(segment.sql))
+            """, binds: binds)
+        var out: [String] = []
+        for try await locale in try await client.query(query, logger: logger).decode(String.self) { out.append(locale) }
+        return out
+    }
+
+    /// Queues one refresh push per audience device that does not have the
+    /// category's current definition (its reported config lacks it, or it
+    /// never reported one), at most once per device and config version.
+    /// `current` maps each audience locale to its current document's ETag and
+    /// the hash of the category in that document.
+    /// The segment must have been compiled with its first placeholder at
+    /// `ConfigRefreshStore.segmentFirstPlaceholder`. Returns the rows queued now.
+    public func plan(campaign: Int64, category: String, current: [String: (etag: String, categoryHash: String)],
+                     segment: CompiledSegment) async throws -> Int {
+        guard !current.isEmpty else { return 0 }
+        let locales = Array(current.keys)
+        let tags = locales.map { current[$0]?.etag ?? "" }
+        let hashes = locales.map { current[$0]?.categoryHash ?? "" }
+        var binds = PostgresBindings(capacity: 5 + segment.binds.count)
+        binds.append(campaign)
+        binds.append(category)
+        binds.append(locales)
+        binds.append(tags)
+        binds.append(hashes)
+        Self.append(segment.binds, to: &binds)
+        let query = PostgresQuery(unsafeSQL: """
+            WITH ins AS (
+                INSERT INTO deliveries (kind, config_etag, prompted_by, device_id, user_id, status)
+                SELECT 'config_refresh', m.etag, $1, dv.id, u.id, 'queued'
+                FROM devices dv
+                JOIN users u ON u.id = dv.user_id
+                JOIN unnest($3::text[], $4::text[], $5::text[]) AS m(locale, etag, hash)
+                     ON m.locale = coalesce(dv.locale, u.locale)
+                WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM config_documents cd
+                                  WHERE cd.etag = dv.config_etag AND cd.categories ->> $2 = m.hash)
+                  AND (\(segment.sql))
+                ON CONFLICT (device_id, config_etag) WHERE kind = 'config_refresh' DO NOTHING
+                RETURNING 1
+            )
+            SELECT count(*)::bigint FROM ins
+            """, binds: binds)
+        for try await n in try await client.query(query, logger: logger).decode(Int64.self) { return Int(n) }
+        return 0
+    }
+
+    /// `$1`…`$5` of `plan` are its own; the segment's binds follow.
+    public static let segmentFirstPlaceholder = 6
+
+    /// Claims up to `limit` queued refresh pushes for `run`. Rows whose device
+    /// was invalidated meanwhile are skipped.
+    public func claim(run: Int64, limit: Int) async throws -> [ClaimedRefresh] {
+        let rows = try await client.query("""
+            WITH picked AS (
+                SELECT d.id FROM deliveries d
+                WHERE d.kind = 'config_refresh' AND d.status = 'queued' AND d.not_before <= now()
+                ORDER BY d.id LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            ), upd AS (
+                UPDATE deliveries d SET
+                    status = CASE WHEN dv.invalidated_at IS NOT NULL THEN 'skipped' ELSE 'in_flight' END,
+                    last_error = CASE WHEN dv.invalidated_at IS NOT NULL
+                                      THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
+                                      ELSE d.last_error END,
+                    claimed_by = \(run),
+                    apns_id = coalesce(d.apns_id, gen_random_uuid()),
+                    updated_at = now()
+                FROM picked, devices dv
+                WHERE d.id = picked.id AND dv.id = d.device_id
+                RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by
+            )
+            SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id,
+                   extract(epoch FROM coalesce(c.expires_at, c.send_at + interval '1 day'))::bigint
+            FROM upd LEFT JOIN campaigns c ON c.id = upd.prompted_by
+            WHERE upd.status = 'in_flight' ORDER BY upd.id
+            """, logger: logger)
+        var out: [ClaimedRefresh] = []
+        for try await (id, device, token, env, etag, apnsID, expiration) in rows.decode(
+            (Int64, Int64, String, String, String, UUID, Int64?).self) {
+            out.append(ClaimedRefresh(deliveryID: id, deviceID: device, deviceToken: token, environment: env, etag: etag,
+                                      apnsID: apnsID, expiration: expiration.map { Int($0) }))
+        }
+        return out
+    }
+
+    static func append(_ segmentBinds: [SQLBind], to binds: inout PostgresBindings) {
+        for b in segmentBinds {
+            switch b {
+            case .text(let s): binds.append(s)
+            case .texts(let a): binds.append(a)
+            case .int(let i): binds.append(i)
+            case .double(let d): binds.append(d)
+            case .bool(let v): binds.append(v)
+            case .json(let j): binds.append(j)
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+/// What an app registers for one device token (DESIGN, contract 6), already
+/// checked. Optional fields left nil keep what the device had.
+public struct DeviceRegistration: Sendable, Hashable {
+    public var token: String
+    public var environment: String
+    /// The app's external user id (`users.external_id`).
+    public var user: String
+    public var locale: String?
+    public var timeZone: String?
+    public var appVersion: String?
+    /// Base64 of the raw X25519 key, with its key id; both or neither.
+    public var publicKey: String?
+    public var keyID: String?
+    /// Merged into the user's attributes.
+    public var attributes: [String: JSONValue]?
+    /// false: the user opted out of campaigns; true: opted back in; nil: unchanged.
+    public var marketing: Bool?
+    public var configETag: String?
+
+    public init(token: String, environment: String, user: String, locale: String? = nil, timeZone: String? = nil,
+                appVersion: String? = nil, publicKey: String? = nil, keyID: String? = nil,
+                attributes: [String: JSONValue]? = nil, marketing: Bool? = nil, configETag: String? = nil) {
+        self.token = token
+        self.environment = environment
+        self.user = user
+        self.locale = locale
+        self.timeZone = timeZone
+        self.appVersion = appVersion
+        self.publicKey = publicKey
+        self.keyID = keyID
+        self.attributes = attributes
+        self.marketing = marketing
+        self.configETag = configETag
+    }
+}
+
+/// Device registration in PostgreSQL: users are created on first sight, a
+/// token moves to the user who registers it last, and a token APNs declared
+/// invalid at T comes back only with a registration issued after T.
+public struct DeviceStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public enum Registered: Sendable, Hashable {
+        /// Stored; `created` when the token was new. `movedFrom` names the
+        /// previous owner's external id when the token changed hands.
+        case stored(deviceID: Int64, created: Bool, movedFrom: String?)
+        /// The token was declared invalid at `since`, after this registration
+        /// was issued: nothing changed.
+        case invalidatedAfter(since: Date)
+    }
+
+    /// Stores a registration issued (by the app's backend) at `issuedAt`, in
+    /// one transaction.
+    public func register(_ r: DeviceRegistration, issuedAt: Date) async throws -> Registered {
+        let logger = self.logger
+        let attributes = r.attributes.map { JSONValue.object($0).jsonText }
+        let issued = issuedAt.timeIntervalSince1970
+        return try await client.withTransaction(logger: logger) { conn in
+            // The device as it is, locked against a concurrent registration.
+            var existing: (id: Int64, owner: String, invalidatedAt: Date?)?
+            for try await (id, owner, invalidated) in try await conn.query("""
+                SELECT dv.id, u.external_id, dv.invalidated_at
+                FROM devices dv JOIN users u ON u.id = dv.user_id
+                WHERE dv.token = \(r.token) FOR UPDATE OF dv
+                """, logger: logger).decode((Int64, String, Date?).self) {
+                existing = (id, owner, invalidated)
+            }
+            // Apple's rule: a token invalid since T is valid again only when
+            // registered after T (to the second: JWT times have no fraction).
+            if let since = existing?.invalidatedAt, issuedAt.timeIntervalSince1970 < since.timeIntervalSince1970.rounded(.down) {
+                return .invalidatedAfter(since: since)
+            }
+            var userID: Int64 = 0
+            for try await id in try await conn.query("""
+                INSERT INTO users (external_id, locale, time_zone, attributes, opted_out_at)
+                VALUES (\(r.user), coalesce(\(r.locale)::text, 'en'), coalesce(\(r.timeZone)::text, 'UTC'),
+                        coalesce(\(attributes)::jsonb, '{}'), CASE WHEN \(r.marketing)::bool = false THEN now() END)
+                ON CONFLICT (external_id) DO UPDATE SET
+                    time_zone = coalesce(\(r.timeZone)::text, users.time_zone),
+                    attributes = users.attributes || coalesce(\(attributes)::jsonb, '{}'),
+                    opted_out_at = CASE WHEN \(r.marketing)::bool IS NULL THEN users.opted_out_at
+                                        WHEN \(r.marketing)::bool THEN NULL
+                                        ELSE coalesce(users.opted_out_at, now()) END
+                RETURNING id
+                """, logger: logger).decode(Int64.self) {
+                userID = id
+            }
+            let hasKey = r.publicKey != nil
+            var deviceID: Int64 = 0
+            var created = false
+            for try await (id, inserted) in try await conn.query("""
+                INSERT INTO devices (user_id, token, environment, public_key, key_id, app_version, locale,
+                                     config_etag, config_reported_at, last_seen_at, registered_at)
+                VALUES (\(userID), \(r.token), \(r.environment), \(r.publicKey), \(r.keyID), \(r.appVersion), \(r.locale),
+                        \(r.configETag), CASE WHEN \(r.configETag)::text IS NOT NULL THEN now() END, now(),
+                        least(to_timestamp(\(issued)), now()))
+                ON CONFLICT (token) DO UPDATE SET
+                    user_id = EXCLUDED.user_id,
+                    environment = EXCLUDED.environment,
+                    public_key = CASE WHEN \(hasKey) THEN EXCLUDED.public_key ELSE devices.public_key END,
+                    key_id = CASE WHEN \(hasKey) THEN EXCLUDED.key_id ELSE devices.key_id END,
+                    app_version = coalesce(EXCLUDED.app_version, devices.app_version),
+                    locale = coalesce(EXCLUDED.locale, devices.locale),
+                    config_etag = coalesce(EXCLUDED.config_etag, devices.config_etag),
+                    config_reported_at = coalesce(EXCLUDED.config_reported_at, devices.config_reported_at),
+                    last_seen_at = now(),
+                    registered_at = EXCLUDED.registered_at,
+                    invalidated_at = NULL,
+                    invalid_reason = NULL
+                RETURNING id, (xmax = 0)
+                """, logger: logger).decode((Int64, Bool).self) {
+                deviceID = id
+                created = inserted
+            }
+            var movedFrom: String?
+            if let existing, existing.owner != r.user {
+                movedFrom = existing.owner
+                // What was queued for the previous user must not reach the new one.
+                try await conn.query("""
+                    UPDATE deliveries SET status = 'skipped', last_error = 'device moved to another user', updated_at = now()
+                    WHERE device_id = \(deviceID) AND user_id <> \(userID) AND status = 'queued'
+                    """, logger: logger)
+            }
+            return .stored(deviceID: deviceID, created: created, movedFrom: movedFrom)
+        }
+    }
+
+    public enum Unregistered: Sendable, Hashable {
+        case unregistered
+        case unknownDevice
+        /// The token is registered to another user.
+        case otherUser
+    }
+
+    /// Logout: the device is no longer targeted (its ledger and replies stay)
+    /// until it registers again.
+    public func unregister(token: String, user: String) async throws -> Unregistered {
+        let rows = try await client.query("""
+            WITH dv AS (
+                SELECT dv.id, u.external_id FROM devices dv JOIN users u ON u.id = dv.user_id
+                WHERE dv.token = \(token)
+            ), upd AS (
+                UPDATE devices SET invalidated_at = coalesce(devices.invalidated_at, now()),
+                                   invalid_reason = coalesce(devices.invalid_reason, 'unregistered by the app')
+                FROM dv WHERE devices.id = dv.id AND dv.external_id = \(user)
+                RETURNING devices.id
+            )
+            SELECT dv.external_id = \(user) FROM dv
+            """, logger: logger)
+        for try await mine in rows.decode(Bool.self) {
+            return mine ? .unregistered : .otherUser
+        }
+        return .unknownDevice
+    }
+}
