@@ -367,19 +367,30 @@ extension FaultSuite {
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
+        let pid = process.processIdentifier
         let clock = ContinuousClock()
         let end = clock.now + .seconds(240)
-        while process.isRunning {
-            if clock.now > end {
-                process.terminate()
+        // Reaped here: Foundation's own watch of a child that starts
+        // daemons (pg_ctl) does not always see it exit.
+        var code: Int32?
+        while code == nil {
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            } else if reaped == -1, !process.isRunning {
+                code = process.terminationStatus
+            } else if clock.now > end {
+                kill(pid, SIGKILL)
                 throw Timeout(what: command.joined(separator: " "))
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
             }
-            try await Task.sleep(for: .milliseconds(50))
         }
         try? handle.close()
         let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(at: out)
-        return (process.terminationStatus, text)
+        return (code ?? -1, text)
     }
 
     @Test func postgresRestartedMidRunFailsNoCampaign() async throws {
