@@ -270,7 +270,7 @@ public struct CampaignRun: Sendable {
                 _ = try await DatabaseRetry.withDeadline(options.renewEvery, what: "renew leases") {
                     try await store.renewLeases(run: run, lease: options.lease)
                 }
-                leases.renewed(at: asked)
+                leases.renewed(asked: asked, seen: clock.now)
             } catch {
                 if Task.isCancelled { return }
                 logger.warning("could not renew the run's leases", metadata: ["error": "\(StoreError.describe(error))"])

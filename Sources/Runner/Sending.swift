@@ -153,10 +153,13 @@ extension CampaignRun {
         pending.reserveCapacity(options.recordEvery)
         var lastFlush = clock.now
         var end: SessionEnd?
+        // Claims of this session are sent only while no lease lapsed since it began.
+        let epoch = leases.epoch
 
         try await withThrowingTaskGroup(of: Event.self) { group in
             var inFlight = 0
             var ticking = false
+            var sendsCancelled = false
             var fatal: String?
 
             func flush() async throws {
@@ -173,7 +176,7 @@ extension CampaignRun {
             }
             /// Waits for one answer, or `recordInterval`; writes the outcomes due.
             func waitOne() async throws {
-                if !ticking {
+                if !ticking, !sendsCancelled {
                     ticking = true
                     let interval = options.recordInterval
                     group.addTask {
@@ -202,7 +205,8 @@ extension CampaignRun {
             sending: while true {
                 if let fatal { end = .fatal(fatal); break }
                 if options.stop.isRequested { end = .stopped; break }
-                if !leases.maySend(at: clock.now) { end = .fenced; break }
+                let lease = leases.check(at: clock.now)
+                if !lease.maySend || lease.epoch != epoch { end = .fenced; break }
                 if inFlight >= options.concurrency {
                     try await waitOne()
                     continue
@@ -283,6 +287,13 @@ extension CampaignRun {
                     logger.warning("grace period over; ending what is still in flight", metadata: ["in_flight": "\(inFlight)"])
                     await transport.shutdown()
                 }
+            }
+            if case .fenced? = end, leases.epoch != epoch {
+                // A lease lapsed (the process was frozen, the database away):
+                // what is in flight may belong to another run now. No retry
+                // of it may go out; written requests are waited for.
+                sendsCancelled = true
+                group.cancelAll()
             }
             while inFlight > 0 { try await waitOne() }
             group.cancelAll()

@@ -105,7 +105,8 @@ public struct CampaignStore: Sendable {
 
     /// Writes the run's figures and gives back whatever it still holds in
     /// flight (nothing, normally): queued again, or cancelled when its
-    /// campaign was cancelled. Returns how many deliveries were given back.
+    /// campaign was cancelled. A run another run declared gone (its leases
+    /// expired) keeps that verdict. Returns how many deliveries were given back.
     @discardableResult
     public func finishRun(_ id: Int64, figures f: RunFigures, end: RunEnd, error: String?) async throws -> Int {
         let rows = try await client.query("""
@@ -122,7 +123,7 @@ public struct CampaignStore: Sendable {
                     campaigns = \(f.campaigns), targeted = \(f.targeted), sent = \(f.sent), invalid = \(f.invalid),
                     failed = \(f.failed), retried = \(f.retried), skipped = \(f.skipped), expired = \(f.expired),
                     requeued = \(f.requeued) + (SELECT count(*) FROM back)
-                WHERE id = \(id)
+                WHERE id = \(id) AND status = 'running'
                 RETURNING id
             )
             SELECT (SELECT count(*) FROM back)::bigint, (SELECT count(*) FROM run)::bigint

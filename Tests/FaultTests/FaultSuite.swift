@@ -442,3 +442,62 @@ extension FaultSuite {
         }
     }
 }
+
+// MARK: A hung run
+
+extension FaultSuite {
+    /// A run frozen mid-send (SIGSTOP) keeps its leases until they expire;
+    /// then another run takes its work over, and the frozen one, woken up,
+    /// sends nothing more and writes nothing over the new owner's outcomes.
+    @Test func aFrozenRunIsTakenOverAfterItsLeaseAndSendsNothingWhenItWakes() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 3000
+                let concurrency = 20
+                let campaign = try await Self.campaign(client, devices: devices, name: "Frozen", collapseID: "frozen")
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                // One notification takes at most 2 × (1 s + 5 s backoff) + 10 s connect: a 30 s lease.
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "\(concurrency)", "APNS_TIMEOUT_SECONDS": "1", "APNS_MAX_ATTEMPTS": "2",
+                    "HERALD_LEASE_SECONDS": "30",
+                ])
+                var runs = 1
+                let frozen = try Child(name: "frozen", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 500 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 500 }
+                frozen.signal(SIGSTOP)
+                // Its leases are live: another run leaves its deliveries alone.
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                let held = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'")
+                #expect(held > 0)
+                #expect(try await Self.status(client, campaign) == "running")
+                // Once they expire, the next run takes them over and finishes.
+                try await waitUntil("the frozen run's leases expire", limit: .seconds(60)) {
+                    try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND lease_expires_at > now()") == 0
+                }
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                #expect(try await Self.status(client, campaign) == "completed")
+                try await Task.sleep(for: .milliseconds(500))
+                let beforeWake = sim.acceptedCount()
+                let sentBeforeWake = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'")
+                frozen.signal(SIGCONT)
+                let code = try await frozen.wait(limit: .seconds(60))
+                #expect(code == 0 || code == 75, "the woken run exited \(code)\n\(frozen.tail())")
+                try await Task.sleep(for: .milliseconds(500))
+                // Woken, it sent nothing and changed nothing.
+                #expect(sim.acceptedCount() == beforeWake)
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'") == sentBeforeWake)
+                try await sim.stop()
+                var f = try await compare("frozen run", client: client, simulator: sim, campaign: campaign, collapseID: "frozen")
+                f.runs = runs
+                print(f)
+                #expect(f.lost == 0)
+                #expect(f.leftover == 0)
+                #expect(f.delivered == devices)
+                #expect(f.sentInLedger == devices)
+                #expect(f.repeated <= Self.repeatBound(concurrency: concurrency))
+                #expect(f.repeatsWithOtherAPNsID == 0)
+            }
+        }
+    }
+}
