@@ -4,6 +4,8 @@
 --
 -- Applied by `herald migrate`, or by hand:
 --   psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -1 -f Sql/0003_leases_audit.sql
+-- (`herald migrate` adopts it then, by this test:)
+-- applied-if: SELECT to_regclass('public.campaign_status_changes') IS NOT NULL
 
 -- A claimed (in_flight) delivery belongs to run `claimed_by` until
 -- `lease_expires_at`; the live run renews its leases, another run takes a
