@@ -87,6 +87,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "Store", "APNs",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -202,6 +203,16 @@ let package = Package(
             name: "RunnerTests",
             dependencies: [
                 "Runner", "TestSupport", "APNs", "APNsSimulator",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The delivery promise under real faults: `herald run` and `herald apns-sim`
+        // as child processes, killed, stopped and restarted (needs the built herald).
+        .testTarget(
+            name: "FaultTests",
+            dependencies: [
+                "Store", "TestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

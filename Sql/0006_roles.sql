@@ -60,6 +60,32 @@ GRANT INSERT (reply_id, delivery_id, campaign_id, device_id, user_id, action, te
 GRANT SELECT (reply_id) ON replies TO herald_intake;
 GRANT USAGE ON SEQUENCE replies_id_seq TO herald_intake;
 
+-- What 0003 (leases, the status audit) and 0005 (the app's side) added.
+-- The job snapshots (snapshot_at) and records the config documents that its
+-- refresh pushes announce.
+GRANT UPDATE (snapshot_at) ON campaigns TO herald_job;
+GRANT SELECT, INSERT ON config_documents TO herald_job;
+-- The intake registers devices (contract 6) and serves the notification
+-- config. It may write a device's key but never read one, and it reads users
+-- and devices only by the columns registration needs.
+GRANT SELECT (id, external_id, locale, time_zone, attributes, opted_out_at),
+      INSERT (external_id, locale, time_zone, attributes, opted_out_at),
+      UPDATE (time_zone, attributes, opted_out_at)
+    ON users TO herald_intake;
+GRANT USAGE ON SEQUENCE users_id_seq TO herald_intake;
+GRANT SELECT (id, user_id, token, environment, key_id, app_version, locale, config_etag, config_reported_at,
+              last_seen_at, registered_at, invalidated_at, invalid_reason),
+      INSERT (user_id, token, environment, public_key, key_id, app_version, locale, config_etag, config_reported_at,
+              last_seen_at, registered_at),
+      UPDATE (user_id, environment, public_key, key_id, app_version, locale, config_etag, config_reported_at,
+              last_seen_at, registered_at, invalidated_at, invalid_reason)
+    ON devices TO herald_intake;
+GRANT USAGE ON SEQUENCE devices_id_seq TO herald_intake;
+GRANT SELECT, INSERT ON config_documents TO herald_intake;
+-- Status changes are audited by a trigger that writes as the table's owner:
+-- no role needs (or gets) the right to write the audit itself.
+ALTER FUNCTION herald_campaign_status_audit() SECURITY DEFINER SET search_path = public, pg_temp;
+
 -- herald_analyst: the views only (0002 granted them; again for views added since).
 GRANT USAGE ON SCHEMA analyst TO herald_analyst;
 GRANT SELECT ON ALL TABLES IN SCHEMA analyst TO herald_analyst;

@@ -4,6 +4,13 @@ import HeraldCore
 import Logging
 import PostgresNIO
 import Store
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// How a batch run behaves.
 public struct RunOptions: Sendable {
@@ -15,21 +22,76 @@ public struct RunOptions: Sendable {
     public var batchSize: Int
     /// Notifications in flight at once.
     public var concurrency: Int
-    /// Outcomes written to the ledger in one statement.
-    public var recordBatch: Int
+    /// Outcomes are written to the ledger at least every `recordEvery`
+    /// notifications…
+    public var recordEvery: Int
+    /// …and at least every `recordInterval`.
+    public var recordInterval: Duration
     public var host: String
     /// How long before a campaign's `send_at` its audience gets the config refresh push (contract 7).
     public var configRefreshLead: TimeInterval = 3600
+    /// How long a claimed delivery belongs to this run without a renewal.
+    public var lease: Duration
+    /// The longest one notification can take in the APNs client, all its
+    /// attempts and backoffs included: a send starts only when it will end
+    /// before the run's leases can expire.
+    public var sendSpan: Duration
+    /// How long APNs may stay unreachable (the circuit breaker open) before
+    /// the run stops with work left for the next one.
+    public var outageBudget: Duration
+    /// Consecutive transport failures (no connection, timeouts) to one APNs
+    /// host that open its circuit breaker.
+    public var breakerThreshold: Int
+    /// How long one database call is retried through a restart, failover,
+    /// deadlock or statement timeout before the run stops.
+    public var databaseBudget: Duration
+    /// How long a stopping run lets in-flight notifications finish.
+    public var stopGrace: Duration
+    /// A run waits for deliveries whose retry backoff ends within this time
+    /// instead of leaving them to the next run.
+    public var retryWait: Duration
+    /// Asked to stop (SIGTERM, SIGINT): stop claiming, finish, record.
+    public var stop: StopSignal
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
-                recordBatch: Int = 500, host: String = ProcessInfo.processInfo.hostName) {
+                recordEvery: Int = 100, recordInterval: Duration = .milliseconds(250),
+                host: String = ProcessInfo.processInfo.hostName,
+                lease: Duration = .seconds(300), sendSpan: Duration = .seconds(185),
+                outageBudget: Duration = .seconds(300), breakerThreshold: Int = 3,
+                databaseBudget: Duration = .seconds(120), stopGrace: Duration = .seconds(20),
+                retryWait: Duration = .seconds(60), stop: StopSignal = StopSignal()) {
         self.topic = topic
         self.dryRun = dryRun
         self.batchSize = batchSize
         self.concurrency = concurrency
-        self.recordBatch = recordBatch
+        self.recordEvery = recordEvery
+        self.recordInterval = recordInterval
         self.host = host
+        self.lease = lease
+        self.sendSpan = sendSpan
+        self.outageBudget = outageBudget
+        self.breakerThreshold = breakerThreshold
+        self.databaseBudget = databaseBudget
+        self.stopGrace = stopGrace
+        self.retryWait = retryWait
+        self.stop = stop
     }
+
+    /// How often a run renews its leases.
+    public var renewEvery: Duration { lease / 10 }
+
+    /// The most notifications APNs can have accepted that the ledger does
+    /// not show yet, at any moment: what a kill -9 can make the next run
+    /// send again (README, "How a run behaves").
+    public var repeatBound: Int { concurrency + recordEvery }
+}
+
+/// Why a run ended early, with work left for the next one (exit status 75).
+public enum RunInterruption: Sendable, Hashable {
+    /// SIGTERM or SIGINT.
+    case stopped
+    /// APNs or the database stayed unreachable beyond its budget.
+    case outage(String)
 }
 
 /// Where a dry run writes its JSON lines.
@@ -53,6 +115,8 @@ public struct CampaignSummary: Sendable, Hashable {
     public var invalid = 0
     public var failed = 0
     public var skipped = 0
+    /// Given back to the queue (transient answers, unsent claims).
+    public var requeued = 0
     public var printed = 0
     public var completed = false
     public var failure: String?
@@ -67,6 +131,8 @@ public struct RunSummary: Sendable {
     public var expired: Int
     public var recovered: Int
     public var configRefresh = ConfigRefreshSummary()
+    /// Set when the run ended early with work left (exit status 75).
+    public var interruption: RunInterruption?
 
     public var rate: Double {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -111,65 +177,142 @@ public struct CampaignRun: Sendable {
         self.logger = logger
     }
 
+    /// Database calls through transient faults, within the run's budget.
+    var db: DatabaseRetry {
+        DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
+                      logger: logger)
+    }
+
     public func execute() async throws -> RunSummary {
         let clock = ContinuousClock()
         let started = clock.now
-        let runID = try await store.beginRun(host: options.host, pid: ProcessInfo.processInfo.processIdentifier,
-                                             dryRun: options.dryRun)
+        let store = self.store
+        let options = self.options
+        let pid = ProcessInfo.processInfo.processIdentifier
+        let runID = try await db("begin the run") {
+            try await store.beginRun(host: options.host, pid: pid, dryRun: options.dryRun)
+        }
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"
-        var figures = RunFigures()
+        let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
+        var state = RunState(runID: runID, leases: leases, breakers: APNsBreakers(threshold: options.breakerThreshold))
         var summaries: [CampaignSummary] = []
         var expired = 0
         var recovered = 0
         var refresh = ConfigRefreshSummary()
         do {
-            let body = { (figures: inout RunFigures, summaries: inout [CampaignSummary]) async throws in
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 if !options.dryRun {
-                    recovered = try await store.recoverAbandoned(currentRun: runID)
-                    expired = try await store.expireCampaigns()
-                    figures.expired += expired
+                    let logger = logger
+                    group.addTask { await Self.renewLeases(store: store, run: runID, options: options, leases: leases, logger: logger) }
+                }
+                defer { group.cancelAll() }
+                if !options.dryRun {
+                    let others = try await db("find live runs") { try await store.otherLiveRuns(than: runID) }
+                    let gone = others.filter { Self.isGone(host: $0.host, pid: $0.pid, localHost: options.host, ownPID: pid) }.map(\.id)
+                    recovered = try await db("recover abandoned deliveries") {
+                        try await store.recoverAbandoned(currentRun: runID, deadRuns: gone, lease: options.lease)
+                    }
+                    expired = try await db("expire campaigns") { try await store.expireCampaigns() }
+                    state.figures.expired += expired
                     if recovered > 0 { logger.notice("requeued deliveries of stopped runs", metadata: ["deliveries": "\(recovered)"]) }
                 }
                 if !options.dryRun, let transport {
                     refresh = try await ConfigRefresh(store: store, transport: transport, options: options, logger: logger).run(runID: runID)
                 }
-                for id in try await store.dueCampaignIDs() {
-                    try Task.checkCancellation()
-                    summaries.append(try await runCampaign(id, runID: runID, figures: &figures, logger: logger))
+                for id in try await db("find due campaigns", { try await store.dueCampaignIDs() }) {
+                    if options.stop.isRequested {
+                        state.interruption = .stopped
+                        break
+                    }
+                    summaries.append(try await runCampaign(id, state: &state, logger: logger))
+                    if state.interruption != nil { break }
                 }
             }
-            if options.dryRun {
-                try await body(&figures, &summaries)
-            } else {
-                try await store.whileAlive(run: runID) { try await body(&figures, &summaries) }
-            }
-            figures.campaigns = summaries.count
-            try await store.finishRun(runID, figures: figures, error: nil)
+        } catch let outage as DatabaseUnavailable {
+            logger.error("run stopped: database unavailable", metadata: ["error": "\(outage)"])
+            state.interruption = .outage(outage.description)
         } catch {
-            figures.campaigns = summaries.count
-            try? await store.finishRun(runID, figures: figures, error: StoreError.describe(error))
+            state.figures.campaigns = summaries.count
+            let figures = state.figures
+            _ = try? await db("finish the run") {
+                try await store.finishRun(runID, figures: figures, end: .failed, error: StoreError.describe(error))
+            }
             throw error
         }
-        return RunSummary(runID: runID, dryRun: options.dryRun, figures: figures, campaigns: summaries,
-                          duration: clock.now - started, expired: expired, recovered: recovered, configRefresh: refresh)
+        state.figures.campaigns = summaries.count
+        let figures = state.figures
+        let end: CampaignStore.RunEnd = state.interruption == nil ? .succeeded : .stopped
+        let note: String? = switch state.interruption {
+        case nil: nil
+        case .stopped?: "stopped by a signal; the next run continues"
+        case .outage(let why)?: why + "; the next run continues"
+        }
+        if !options.dryRun {
+            do {
+                let back = try await db("finish the run") {
+                    try await store.finishRun(runID, figures: figures, end: end, error: note)
+                }
+                state.figures.requeued += back
+            } catch {
+                logger.error("could not record the run's end", metadata: ["error": "\(StoreError.describe(error))"])
+                if state.interruption == nil { state.interruption = .outage(StoreError.describe(error)) }
+            }
+        } else {
+            _ = try? await db("finish the run") { try await store.finishRun(runID, figures: figures, end: end, error: note) }
+        }
+        return RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
+                          duration: clock.now - started, expired: expired, recovered: recovered,
+                          configRefresh: refresh, interruption: state.interruption)
     }
 
-    private func runCampaign(_ id: Int64, runID: Int64, figures: inout RunFigures, logger: Logger) async throws -> CampaignSummary {
+    /// Renews the run's leases every `renewEvery` until cancelled; each
+    /// renewal that succeeds moves the lease deadline.
+    static func renewLeases(store: CampaignStore, run: Int64, options: RunOptions, leases: LeaseClock, logger: Logger) async {
+        let clock = ContinuousClock()
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: options.renewEvery) } catch { return }
+            let asked = clock.now
+            do {
+                _ = try await DatabaseRetry.withDeadline(options.renewEvery, what: "renew leases") {
+                    try await store.renewLeases(run: run, lease: options.lease)
+                }
+                leases.renewed(asked: asked, seen: clock.now)
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("could not renew the run's leases", metadata: ["error": "\(StoreError.describe(error))"])
+            }
+        }
+    }
+
+    /// A run of this host whose process no longer exists is gone (and never
+    /// this process under an old run id).
+    static func isGone(host: String, pid: Int32, localHost: String, ownPID: Int32) -> Bool {
+        guard host == localHost else { return false }
+        if pid == ownPID { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    private func runCampaign(_ id: Int64, state: inout RunState, logger: Logger) async throws -> CampaignSummary {
         var logger = logger
         logger[metadataKey: "campaign"] = "\(id)"
         var summary = CampaignSummary(id: id, name: "")
+        let store = self.store
+        let dryRun = options.dryRun
         do {
-            let due = try await store.loadCampaign(id)
+            let due = try await db("load campaign") { try await store.loadCampaign(id) }
             summary.name = due.campaign.name
             summary.kind = due.campaign.kind
             let prepared = try PreparedCampaign(
                 campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule,
                 firstPlaceholder: Self.segmentFirstPlaceholder)
-            let snap = try await store.snapshot(due, segment: prepared.segment, start: !options.dryRun)
+            let segment = prepared.segment
+            let snap = try await db("snapshot the audience") {
+                try await store.snapshot(due, segment: segment, start: !dryRun)
+            }
             summary.snapshot = snap
-            figures.targeted += snap.inserted
-            figures.skipped += snap.skipped
+            state.figures.targeted += snap.inserted
+            state.figures.skipped += snap.skipped
             if snap.inserted > 0 {
                 logger.info("audience snapshot", metadata: [
                     "devices": "\(snap.inserted)", "queued": "\(snap.queued)",
@@ -177,38 +320,46 @@ public struct CampaignRun: Sendable {
                 ])
             }
             if options.dryRun {
-                try await printPayloads(prepared, summary: &summary, figures: &figures)
+                try await printPayloads(prepared, summary: &summary, figures: &state.figures)
             } else {
-                try await send(prepared, runID: runID, summary: &summary, figures: &figures, logger: logger)
+                try await send(prepared, summary: &summary, state: &state, logger: logger)
             }
         } catch let problem as CampaignProblem {
             try await fail(&summary, reason: problem.message, logger: logger)
         } catch let error as StoreError {
             try await fail(&summary, reason: error.message, logger: logger)
-        } catch where Self.isCampaignData(error) {
+        } catch where DatabaseFault.isCampaignData(error) {
             try await fail(&summary, reason: StoreError.describe(error), logger: logger)
         }
         return summary
     }
 
-    /// A statement the server refused because of this campaign's data, or a
-    /// column that could not be read, concerns this campaign only; a lost
-    /// connection concerns the whole run.
+    /// Only what a campaign's own data causes fails it (a constraint, an
+    /// unreadable rule or column); a lost connection, a restart, a deadlock
+    /// or a timeout concerns the run, and is retried.
     static func isCampaignData(_ error: any Error) -> Bool {
-        StoreError.sqlState(of: error) != nil || error is PostgresDecodingError || error is DecodingError
+        DatabaseFault.isCampaignData(error)
     }
 
     private func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {
         summary.failure = reason
         logger.error("campaign failed", metadata: ["reason": "\(reason)"])
-        try await store.failCampaign(summary.id, reason: reason)
+        let store = self.store
+        let id = summary.id
+        try await db("fail the campaign") { try await store.failCampaign(id, reason: reason) }
     }
 
     private func printPayloads(_ prepared: PreparedCampaign, summary: inout CampaignSummary, figures: inout RunFigures) async throws {
         guard let sink else { return }
         var after: Int64 = 0
+        let store = self.store
+        let campaignID = prepared.campaign.id
+        let limit = options.batchSize
         while true {
-            let batch = try await store.peekQueued(campaign: prepared.campaign.id, afterID: after, limit: options.batchSize)
+            let from = after
+            let batch = try await db("read queued deliveries") {
+                try await store.peekQueued(campaign: campaignID, afterID: from, limit: limit)
+            }
             guard let last = batch.last else { break }
             after = last.target.deliveryID
             for delivery in batch {

@@ -15,12 +15,14 @@ public struct ConfigRefreshSummary: Sendable, Hashable {
     public var failed = 0
     public var skipped = 0
     public var retried = 0
+    /// Given back to the queue (transient answers, a stop): sent by a later pass or run.
+    public var requeued = 0
 
     public init() {}
 
     public var line: String? {
         guard campaigns > 0 || sent + invalid + failed + skipped > 0 else { return nil }
-        return "  config refresh (background pushes, priority 5) for \(campaigns) upcoming campaigns: queued \(queued), sent \(sent), invalid \(invalid), failed \(failed), skipped \(skipped)"
+        return "  config refresh (background pushes, priority 5) for \(campaigns) upcoming campaigns: queued \(queued), sent \(sent), invalid \(invalid), failed \(failed), skipped \(skipped), requeued \(requeued)"
     }
 }
 
@@ -106,29 +108,12 @@ struct ConfigRefresh: Sendable {
         return summary
     }
 
-    /// APNs' answer as a ledger outcome, as for campaign deliveries.
-    static func outcome(_ result: APNsResult, deliveryID: Int64, deviceID: Int64) -> CampaignRun.Sent {
-        switch result.outcome {
-        case .sent:
-            return .init(outcome: DeliveryOutcome(deliveryID: deliveryID, deviceID: deviceID, status: .sent,
-                                                  attempts: result.attempts))
-        case .deviceInvalid(let reason, let timestamp):
-            return .init(outcome: DeliveryOutcome(deliveryID: deliveryID, deviceID: deviceID, status: .invalid,
-                                                  error: reason.rawValue, attempts: result.attempts, invalidSince: timestamp))
-        case .failed(let status, let reason):
-            let text = status.map { "\($0) \(reason.rawValue)" } ?? reason.rawValue
-            return .init(outcome: DeliveryOutcome(deliveryID: deliveryID, deviceID: deviceID, status: .failed,
-                                                  error: text, attempts: result.attempts),
-                         fatal: reason.isFatalForRun ? text : nil)
-        }
-    }
-
     /// Claims and sends queued refresh pushes (this run's and any left by
     /// earlier runs) with at most `concurrency` in flight.
     private func send(runID: Int64, summary: inout ConfigRefreshSummary) async throws {
         var fatal: String?
         while fatal == nil {
-            let batch = try await refreshes.claim(run: runID, limit: options.batchSize)
+            let batch = try await refreshes.claim(run: runID, limit: options.batchSize, lease: options.lease)
             if batch.isEmpty { break }
             var outcomes: [DeliveryOutcome] = []
             outcomes.reserveCapacity(batch.count)
@@ -153,8 +138,10 @@ struct ConfigRefresh: Sendable {
                         payload: Self.payload(etag: refresh.etag))
                     let transport = self.transport
                     let ids = (refresh.deliveryID, refresh.deviceID)
+                    let host = notification.environment == .sandbox ? "sandbox" : "production"
                     group.addTask {
-                        Self.outcome(await transport.send(notification), deliveryID: ids.0, deviceID: ids.1)
+                        // Transient answers go back to the queue with a backoff, as for campaign deliveries.
+                        CampaignRun.sent(await transport.send(notification), deliveryID: ids.0, deviceID: ids.1, host: host)
                     }
                     inFlight += 1
                 }
@@ -170,10 +157,10 @@ struct ConfigRefresh: Sendable {
                 case .invalid: summary.invalid += 1
                 case .failed: summary.failed += 1
                 case .skipped: summary.skipped += 1
-                case .queued: break
+                case .queued, .retry: summary.requeued += 1
                 }
             }
-            try await store.record(outcomes)
+            try await store.record(outcomes, run: runID)
         }
         if let fatal {
             throw RunAborted(reason: "APNs refused the provider (\(fatal)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")

@@ -16,6 +16,20 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     /// `HERALD_CONFIG_REFRESH_LEAD_MINUTES`: how long before a campaign its
     /// audience gets the config refresh push (default 60).
     public var configRefreshLeadMinutes: Int
+    /// `HERALD_RECORD_EVERY`, `HERALD_RECORD_INTERVAL_MS`: outcomes written at
+    /// least every N notifications and every T milliseconds.
+    public var recordEvery: Int
+    public var recordInterval: Duration
+    /// `HERALD_LEASE_SECONDS`: how long a claim belongs to a run without renewal.
+    public var lease: Duration
+    /// `HERALD_OUTAGE_BUDGET_SECONDS`: how long APNs may be unreachable before the run stops (75).
+    public var outageBudget: Duration
+    /// `HERALD_DB_OUTAGE_SECONDS`: how long the database may be unreachable before the run stops (75).
+    public var databaseBudget: Duration
+    /// `HERALD_STOP_GRACE_SECONDS`: how long a stopping run lets in-flight notifications finish.
+    public var stopGrace: Duration
+    /// `HERALD_RETRY_WAIT_SECONDS`: retries due within this time are waited for in the same run.
+    public var retryWait: Duration
     /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
     /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
     public var replySecret: ReplySecret?
@@ -47,6 +61,13 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)
         concurrency = try Self.int(env, "HERALD_CONCURRENCY", default: 200, range: 1...10_000)
         configRefreshLeadMinutes = try Self.int(env, "HERALD_CONFIG_REFRESH_LEAD_MINUTES", default: 60, range: 0...10_080)
+        recordEvery = try Self.int(env, "HERALD_RECORD_EVERY", default: 100, range: 1...100_000)
+        recordInterval = .milliseconds(try Self.int(env, "HERALD_RECORD_INTERVAL_MS", default: 250, range: 10...60_000))
+        lease = .seconds(try Self.int(env, "HERALD_LEASE_SECONDS", default: 300, range: 5...86_400))
+        outageBudget = .seconds(try Self.int(env, "HERALD_OUTAGE_BUDGET_SECONDS", default: 300, range: 0...86_400))
+        databaseBudget = .seconds(try Self.int(env, "HERALD_DB_OUTAGE_SECONDS", default: 120, range: 1...86_400))
+        stopGrace = .seconds(try Self.int(env, "HERALD_STOP_GRACE_SECONDS", default: 20, range: 0...3_600))
+        retryWait = .seconds(try Self.int(env, "HERALD_RETRY_WAIT_SECONDS", default: 60, range: 0...3_600))
         replySecret = try Self.replySecret(env)
         environment = env
     }
@@ -78,7 +99,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "database=\(database) sql=\(sqlDirectory.path) topic=\(topic) batch=\(batchSize) concurrency=\(concurrency)"
+        "database=\(database) sql=\(sqlDirectory.path) topic=\(topic) batch=\(batchSize) concurrency=\(concurrency) record-every=\(recordEvery) lease=\(lease)"
     }
 
     static func int(_ env: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {

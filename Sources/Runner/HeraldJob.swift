@@ -16,35 +16,51 @@ public struct HeraldJob: Sendable {
         self.logger = logger
     }
 
-    func options(dryRun: Bool) -> RunOptions {
-        var o = RunOptions(topic: configuration.topic, dryRun: dryRun, batchSize: configuration.batchSize,
-                           concurrency: configuration.concurrency)
-        o.configRefreshLead = TimeInterval(configuration.configRefreshLeadMinutes * 60)
-        return o
+    func options(dryRun: Bool, stop: StopSignal, apns: APNsConfiguration? = nil) throws -> RunOptions {
+        let c = configuration
+        var options = RunOptions(topic: c.topic, dryRun: dryRun, batchSize: c.batchSize, concurrency: c.concurrency,
+                                 recordEvery: c.recordEvery, recordInterval: c.recordInterval, lease: c.lease,
+                                 outageBudget: c.outageBudget, databaseBudget: c.databaseBudget,
+                                 stopGrace: c.stopGrace, retryWait: c.retryWait, stop: stop)
+        options.configRefreshLead = TimeInterval(c.configRefreshLeadMinutes * 60)
+        if let apns {
+            // The longest one notification can take in the client: every
+            // attempt to its deadline, every backoff at its longest, a connect.
+            options.sendSpan = (apns.requestTimeout + apns.retry.maxDelay) * apns.retry.maxAttempts + apns.connectTimeout
+            // A send starts only when it ends before the leases can expire,
+            // with two renewals of room.
+            guard options.lease >= options.sendSpan + options.renewEvery * 2 else {
+                let need = (options.sendSpan + options.renewEvery * 2).components.seconds + 1
+                throw StoreError.configuration(
+                    "HERALD_LEASE_SECONDS (\(c.lease.components.seconds)) must be at least \(need): longer than one notification can take (APNS_MAX_ATTEMPTS × (APNS_TIMEOUT_SECONDS + backoff) + connect) plus two renewals")
+            }
+        }
+        return options
     }
 
     /// A dry run: payloads as JSON lines to `out` (standard output when nil).
-    public func dryRun(client: PostgresClient, out: String?) async throws -> RunSummary {
+    public func dryRun(client: PostgresClient, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let store = CampaignStore(client: client, logger: logger)
         let sink = try out.map { try LineFile(path: $0) } ?? LineFile.standardOutput()
-        let run = CampaignRun(store: store, options: options(dryRun: true), personalizer: try personalizer(),
+        let run = CampaignRun(store: store, options: try options(dryRun: true, stop: stop), personalizer: try personalizer(),
                               sink: sink, logger: logger)
         let summary = try await run.execute()
         try await sink.finish()
         return summary
     }
 
-    public func run(client: PostgresClient, dryRun: Bool, out: String?) async throws -> RunSummary {
-        if dryRun { return try await self.dryRun(client: client, out: out) }
-        return try await send(client: client, apns: try configuration.apnsConfiguration())
+    public func run(client: PostgresClient, dryRun: Bool, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
+        if dryRun { return try await self.dryRun(client: client, out: out, stop: stop) }
+        return try await send(client: client, apns: try configuration.apnsConfiguration(), stop: stop)
     }
 
     /// A real run: every due campaign through APNs. The APNs client lives
     /// exactly as long as the run.
-    public func send(client: PostgresClient, apns: APNsConfiguration) async throws -> RunSummary {
+    public func send(client: PostgresClient, apns: APNsConfiguration, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let personalizer = try personalizer()
+        let options = try options(dryRun: false, stop: stop, apns: apns)
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
-        let run = CampaignRun(store: CampaignStore(client: client, logger: logger), options: options(dryRun: false),
+        let run = CampaignRun(store: CampaignStore(client: client, logger: logger), options: options,
                               personalizer: personalizer, transport: apnsClient, logger: logger)
         return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
             group.addTask {
@@ -100,6 +116,10 @@ public struct ReplyLoopPersonalizer: DeliveryPersonalizer {
 
 extension RunSummary {
     /// The run's figures for a person: one line per campaign, then the totals.
+    /// The process's exit status: 0 done (or nothing due), 75 stopped
+    /// early with work left for the next run (EX_TEMPFAIL).
+    public var exitStatus: Int32 { interruption == nil ? 0 : 75 }
+
     public var report: String {
         var lines: [String] = []
         let mode = dryRun ? "dry run" : "run"
@@ -111,7 +131,7 @@ extension RunSummary {
             if dryRun {
                 parts.append("\(c.printed) payloads printed")
             } else {
-                parts.append("sent \(c.sent), invalid \(c.invalid), failed \(c.failed), skipped \(c.skipped)")
+                parts.append("sent \(c.sent), invalid \(c.invalid), failed \(c.failed), skipped \(c.skipped), requeued \(c.requeued)")
             }
             if c.completed { parts.append("completed") }
             if let f = c.failure { parts = ["FAILED: \(f)"] }
@@ -124,6 +144,11 @@ extension RunSummary {
         total += String(format: " in %.2f s", seconds)
         if !dryRun && f.sent > 0 { total += String(format: " (%.0f notifications/s)", rate) }
         if recovered > 0 { total += "; requeued \(recovered) deliveries of stopped runs" }
+        switch interruption {
+        case nil: break
+        case .stopped?: total += "; STOPPED by a signal, \(f.requeued) deliveries back in the queue for the next run"
+        case .outage(let why)?: total += "; STOPPED: \(why)"
+        }
         return ([total] + [configRefresh.line].compactMap { $0 } + lines).joined(separator: "\n")
     }
 }

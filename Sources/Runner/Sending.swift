@@ -7,131 +7,360 @@ import Store
 /// What sends a notification: the APNs client, or a test double.
 public protocol PushTransport: Sendable {
     func send(_ notification: APNsNotification) async -> APNsResult
+    /// Ends what is in flight at once (a stop whose grace period is over).
+    func shutdown() async
 }
 
 extension APNsClient: PushTransport {}
 
 /// A run stops at once when APNs refuses the provider itself (a wrong key,
-/// team or topic): every later request would be refused the same way.
+/// team or topic): every later request would be refused the same way. A
+/// person must fix the configuration (exit status 1).
 public struct RunAborted: Error, CustomStringConvertible {
     public let reason: String
     public var description: String { reason }
 }
 
 extension CampaignRun {
+    /// Why a campaign's sending ended in this run.
+    enum CampaignEnd {
+        case done, paused, cancelled, expired, stopped
+        case outage(String)
+    }
+
+    /// Why one sending session (one task group) ended. Every session ends
+    /// with nothing in flight, its unsent claims given back and every
+    /// outcome recorded.
+    enum SessionEnd {
+        /// Nothing claimable now.
+        case drained
+        case paused, cancelled, expired, stopped
+        /// A host's circuit breaker is open.
+        case breakerOpen(String)
+        /// The leases could not be renewed in time: no send may start.
+        case fenced
+        /// APNs refused the provider itself.
+        case fatal(String)
+    }
+
     /// Claims, sends and records the campaign's queued deliveries until none
-    /// is left, with at most `concurrency` notifications in flight.
-    func send(_ prepared: PreparedCampaign, runID: Int64, summary: inout CampaignSummary,
-              figures: inout RunFigures, logger: Logger) async throws {
-        guard let transport else { return }
-        let campaign = prepared.campaign
-        var pending: [DeliveryOutcome] = []
-        pending.reserveCapacity(options.recordBatch)
-        var fatal: String?
-
-        // One task group for the whole campaign: the next batch is claimed
-        // while the last one's notifications are still in flight.
-        try await withThrowingTaskGroup(of: Sent.self) { group in
-            var inFlight = 0
-            func collect(_ outcome: DeliveryOutcome) async throws {
-                pending.append(outcome)
-                summary.count(outcome, into: &figures)
-                if pending.count >= options.recordBatch {
-                    try await store.record(pending)
-                    pending.removeAll(keepingCapacity: true)
-                }
+    /// is left, with at most `concurrency` notifications in flight; waits
+    /// out APNs outages (circuit breaker) and lease renewals within their
+    /// budgets, and short retry backoffs.
+    func send(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
+              logger: Logger) async throws {
+        let end = try await sendCampaign(prepared, summary: &summary, state: &state, logger: logger)
+        switch end {
+        case .done:
+            let store = self.store
+            let id = prepared.campaign.id
+            if try await db("complete the campaign", { try await store.completeIfDone(id) }) {
+                summary.completed = true
+                logger.info("campaign completed")
             }
-            func finishOne() async throws {
-                if let done = try await group.next() {
-                    inFlight -= 1
-                    fatal = fatal ?? done.fatal
-                    try await collect(done.outcome)
-                }
-            }
-
-            claiming: while fatal == nil {
-                // A marketer's pause or cancel is honoured between batches.
-                switch try await store.campaignStatus(campaign.id) {
-                case .paused?:
-                    logger.notice("campaign paused; its queued deliveries wait")
-                    break claiming
-                case .cancelled?:
-                    try await store.cancelQueued(campaign.id)
-                    logger.notice("campaign cancelled; its queued deliveries were cancelled")
-                    break claiming
-                case .failed?, .completed?, .draft?, nil:
-                    break claiming
-                case .running?, .scheduled?:
-                    break
-                }
-                if let end = campaign.expiresAt, end <= Date() { break claiming }
-
-                let batch = try await store.claim(campaign: campaign.id, run: runID, limit: options.batchSize)
-                if batch.isEmpty { break }
-
-                for delivery in batch {
-                    while fatal == nil, inFlight >= options.concurrency { try await finishOne() }
-                    if fatal != nil {
-                        // Back to the queue, untouched: nothing was sent for it.
-                        try await collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID,
-                                                          deviceID: delivery.deviceID, status: .queued, attempts: 0))
-                        continue
-                    }
-                    switch personalizer.extras(for: prepared, target: delivery.target) {
-                    case .failure(let problem):
-                        try await collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
-                                                          status: .skipped, error: problem.message, attempts: 0))
-                    case .success(let extras):
-                        let payload = prepared.builder.payload(for: delivery.target, replyToken: extras.replyToken,
-                                                               sealed: extras.sealed)
-                        let headers = prepared.builder.headers(for: delivery.target, topic: options.topic)
-                        let notification = APNsNotification(
-                            deviceToken: delivery.target.deviceToken,
-                            environment: delivery.target.environment == "sandbox" ? .sandbox : .production,
-                            pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
-                            collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic,
-                            payload: payload)
-                        group.addTask {
-                            let result = await transport.send(notification)
-                            return Self.outcome(result, delivery: delivery)
-                        }
-                        inFlight += 1
-                    }
-                }
-            }
-            while inFlight > 0 { try await finishOne() }
-        }
-        try await store.record(pending)
-        if let fatal {
-            throw RunAborted(reason: "APNs refused the provider (\(fatal)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
-        }
-        if try await store.completeIfDone(campaign.id) {
-            summary.completed = true
-            logger.info("campaign completed")
+        case .paused:
+            logger.notice("campaign paused; its queued deliveries wait")
+        case .cancelled:
+            logger.notice("campaign cancelled; its queued deliveries were cancelled")
+        case .expired:
+            logger.notice("campaign expired")
+        case .stopped:
+            state.interruption = .stopped
+        case .outage(let why):
+            logger.error("run stopped by an outage", metadata: ["reason": "\(why)"])
+            state.interruption = .outage(why)
         }
     }
 
-    /// One finished send: its ledger outcome and, when APNs refused the
+    private func sendCampaign(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
+                              logger: Logger) async throws -> CampaignEnd {
+        let clock = ContinuousClock()
+        let store = self.store
+        let campaignID = prepared.campaign.id
+        while true {
+            let ended = try await session(prepared, summary: &summary, state: &state, logger: logger)
+            switch ended {
+            case .fatal(let text):
+                throw RunAborted(reason: "APNs refused the provider (\(text)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
+            case .paused: return .paused
+            case .cancelled: return .cancelled
+            case .expired: return .expired
+            case .stopped: return .stopped
+            case .drained:
+                // Deliveries back from transient answers wait out their
+                // backoff; a short one is waited for here.
+                guard let wait = try await db("find the next due delivery", { try await store.nextDue(campaign: campaignID) }),
+                      wait <= options.retryWait else { return .done }
+                if wait > .zero {
+                    logger.debug("waiting for retries", metadata: ["seconds": "\(wait.components.seconds)"])
+                }
+                guard await pause(for: wait + .milliseconds(20)) else { return .stopped }
+            case .breakerOpen(let host):
+                let breaker = state.breakers[host]
+                let now = clock.now
+                if let since = breaker.outageSince, now - since >= options.outageBudget {
+                    return .outage("APNs (\(host)) unreachable for \(Int((now - since).components.seconds)) s: \(breaker.lastError ?? "no connection")")
+                }
+                logger.warning("APNs unreachable; waiting before a probe", metadata: [
+                    "host": "\(host)", "error": "\(breaker.lastError ?? "")",
+                ])
+                guard await pause(until: breaker.reopenAt ?? now) else { return .stopped }
+            case .fenced:
+                // Renewals failed (the database is away): wait for one, within the database budget.
+                let since = clock.now
+                logger.warning("leases could not be renewed; sending waits for the database")
+                while !state.leases.maySend(at: clock.now) {
+                    if clock.now - since >= options.databaseBudget {
+                        return .outage("the database was unavailable for more than \(options.databaseBudget.components.seconds) s: the run's leases could not be renewed")
+                    }
+                    guard await pause(for: .milliseconds(250)) else { return .stopped }
+                }
+            }
+        }
+    }
+
+    /// Sleeps, waking early when the run is asked to stop; false then.
+    func pause(for duration: Duration) async -> Bool {
+        await pause(until: ContinuousClock().now + duration)
+    }
+
+    func pause(until instant: ContinuousClock.Instant) async -> Bool {
+        let clock = ContinuousClock()
+        while clock.now < instant {
+            if options.stop.isRequested { return false }
+            let step = min(instant - clock.now, .milliseconds(100))
+            do { try await Task.sleep(for: step) } catch { return false }
+        }
+        return !options.stop.isRequested
+    }
+
+    enum Event: Sendable {
+        case sent(Sent)
+        case tick
+    }
+
+    /// One sending session: claim, send, record, in one task group.
+    private func session(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
+                         logger: Logger) async throws -> SessionEnd {
+        guard let transport else { return .drained }
+        let clock = ContinuousClock()
+        let store = self.store
+        let options = self.options
+        let campaign = prepared.campaign
+        let runID = state.runID
+        let leases = state.leases
+        var pending: [DeliveryOutcome] = []
+        pending.reserveCapacity(options.recordEvery)
+        var lastFlush = clock.now
+        var end: SessionEnd?
+        // Claims of this session are sent only while no lease lapsed since it began.
+        let epoch = leases.epoch
+
+        try await withThrowingTaskGroup(of: Event.self) { group in
+            var inFlight = 0
+            var ticking = false
+            var sendsCancelled = false
+            var fatal: String?
+
+            func flush() async throws {
+                guard !pending.isEmpty else { return }
+                let batch = pending
+                pending.removeAll(keepingCapacity: true)
+                try await db("record outcomes") { try await store.record(batch, run: runID) }
+                lastFlush = clock.now
+            }
+            func collect(_ outcome: DeliveryOutcome) async throws {
+                pending.append(outcome)
+                summary.count(outcome, into: &state.figures)
+                if pending.count >= options.recordEvery { try await flush() }
+            }
+            /// Waits for one answer, or `recordInterval`; writes the outcomes due.
+            func waitOne() async throws {
+                if !ticking, !sendsCancelled {
+                    ticking = true
+                    let interval = options.recordInterval
+                    group.addTask {
+                        try? await Task.sleep(for: interval)
+                        return .tick
+                    }
+                }
+                if let event = try await group.next() {
+                    switch event {
+                    case .tick:
+                        ticking = false
+                    case .sent(let done):
+                        inFlight -= 1
+                        state.breakers[done.host].record(transportFailure: done.transportFailure, error: done.outcome.error,
+                                                         at: clock.now)
+                        if fatal == nil { fatal = done.fatal }
+                        try await collect(done.outcome)
+                    }
+                }
+                if clock.now - lastFlush >= options.recordInterval { try await flush() }
+            }
+
+            var claimed: [ClaimedDelivery] = []
+            var next = 0
+            var giveBackDelay = 0.0
+            sending: while true {
+                if let fatal { end = .fatal(fatal); break }
+                if options.stop.isRequested { end = .stopped; break }
+                let lease = leases.check(at: clock.now)
+                if !lease.maySend || lease.epoch != epoch { end = .fenced; break }
+                if inFlight >= options.concurrency {
+                    try await waitOne()
+                    continue
+                }
+                if next == claimed.count {
+                    // A marketer's pause or cancel is honoured before each claim.
+                    switch try await db("read the campaign's status", { try await store.campaignStatus(campaign.id) }) {
+                    case .paused?: end = .paused
+                    case .cancelled?: end = .cancelled
+                    case .failed?, .completed?, .draft?, nil: end = .drained
+                    case .running?, .scheduled?: break
+                    }
+                    if end != nil { break }
+                    if let expiry = campaign.expiresAt, expiry <= Date() { end = .expired; break }
+                    let limit = options.batchSize
+                    claimed = try await db("claim deliveries") {
+                        try await store.claim(campaign: campaign.id, run: runID, limit: limit, lease: options.lease)
+                    }
+                    next = 0
+                    if claimed.isEmpty { end = .drained; break }
+                    continue
+                }
+
+                let delivery = claimed[next]
+                let host = delivery.target.environment == "sandbox" ? APNsEnvironment.sandbox.host : APNsEnvironment.production.host
+                let notification: APNsNotification
+                switch personalizer.extras(for: prepared, target: delivery.target) {
+                case .failure(let problem):
+                    next += 1
+                    try await collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
+                                                      status: .skipped, error: problem.message, attempts: 0))
+                    continue
+                case .success(let extras):
+                    let payload = prepared.builder.payload(for: delivery.target, replyToken: extras.replyToken,
+                                                           sealed: extras.sealed)
+                    let headers = prepared.builder.headers(for: delivery.target, topic: options.topic)
+                    notification = APNsNotification(
+                        deviceToken: delivery.target.deviceToken,
+                        environment: delivery.target.environment == "sandbox" ? .sandbox : .production,
+                        pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
+                        collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic,
+                        payload: payload)
+                }
+                switch state.breakers[host].gate(at: clock.now, probeInFlight: false) {
+                case .closed, .probe:
+                    break
+                case .waitForProbe:
+                    if inFlight == 0 {
+                        state.breakers[host].probing = false
+                    } else {
+                        try await waitOne()
+                    }
+                    continue
+                case .open(let until):
+                    end = .breakerOpen(host)
+                    giveBackDelay = max(0, Double((until - clock.now).components.seconds))
+                    break sending
+                }
+                next += 1
+                group.addTask {
+                    let result = await transport.send(notification)
+                    return .sent(Self.sent(result, delivery: delivery, host: host))
+                }
+                inFlight += 1
+            }
+
+            // Claims not sent go back to the queue as they were.
+            for delivery in claimed[next...] {
+                pending.append(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
+                                               status: .queued, attempts: 0, delay: giveBackDelay))
+                state.figures.requeued += 1
+                summary.requeued += 1
+            }
+            if case .stopped? = end, let asked = options.stop.requestedAt {
+                // In flight: let them finish within the grace period, then end them.
+                while inFlight > 0, clock.now < asked + options.stopGrace { try await waitOne() }
+                if inFlight > 0 {
+                    logger.warning("grace period over; ending what is still in flight", metadata: ["in_flight": "\(inFlight)"])
+                    await transport.shutdown()
+                }
+            }
+            if case .fenced? = end, leases.epoch != epoch {
+                // A lease lapsed (the process was frozen, the database away):
+                // what is in flight may belong to another run now. No retry
+                // of it may go out; written requests are waited for.
+                sendsCancelled = true
+                group.cancelAll()
+            }
+            while inFlight > 0 { try await waitOne() }
+            group.cancelAll()
+            try await flush()
+        }
+        return end ?? .drained
+    }
+
+    /// One finished send: its ledger outcome, whether it was a transport
+    /// failure (for the host's circuit breaker) and, when APNs refused the
     /// provider itself, why the run must stop.
     struct Sent: Sendable {
         var outcome: DeliveryOutcome
+        var host: String
+        var transportFailure = false
         var fatal: String?
     }
 
-    static func outcome(_ result: APNsResult, delivery: ClaimedDelivery) -> Sent {
-        let id = delivery.target.deliveryID
+    /// Apple's per-notification refusals are final (`failed`, `invalid`);
+    /// everything transient (429, 500, 503, timeouts, lost or refused
+    /// connections, TLS failures) goes back to the queue with a backoff; a
+    /// refusal of the provider itself stops the run and leaves the delivery queued.
+    static func sent(_ result: APNsResult, delivery: ClaimedDelivery, host: String) -> Sent {
+        sent(result, deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID, host: host)
+    }
+
+    /// The same for any ledger row (campaign deliveries and config refresh pushes).
+    static func sent(_ result: APNsResult, deliveryID id: Int64, deviceID device: Int64, host: String) -> Sent {
         switch result.outcome {
         case .sent:
-            return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: delivery.deviceID, status: .sent,
-                                                 attempts: result.attempts))
+            return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: device, status: .sent, attempts: result.attempts),
+                        host: host)
         case .deviceInvalid(let reason, let timestamp):
-            return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: delivery.deviceID, status: .invalid,
-                                                 error: reason.rawValue, attempts: result.attempts, invalidSince: timestamp))
+            return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: device, status: .invalid, error: reason.rawValue,
+                                                 attempts: result.attempts, invalidSince: timestamp), host: host)
         case .failed(let status, let reason):
             let text = status.map { "\($0) \(reason.rawValue)" } ?? reason.rawValue
-            let outcome = DeliveryOutcome(deliveryID: id, deviceID: delivery.deviceID, status: .failed,
-                                          error: text, attempts: result.attempts)
-            return Sent(outcome: outcome, fatal: reason.isFatalForRun ? text : nil)
+            if reason.isFatalForRun {
+                return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: device, status: .queued, error: text,
+                                                     attempts: result.attempts), host: host, fatal: text)
+            }
+            if reason == .clientShutdown {
+                // Ended by our own stop: its fate is unknown, so it is sent again later.
+                return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: device, status: .queued,
+                                                     error: "stopped before APNs answered", attempts: result.attempts),
+                            host: host)
+            }
+            if isTransient(status: status, reason: reason) {
+                let transport = status == nil
+                return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: device, status: .retry, error: text,
+                                                     attempts: result.attempts, delay: status == 429 ? 2 : 1),
+                            host: host, transportFailure: transport)
+            }
+            return Sent(outcome: DeliveryOutcome(deliveryID: id, deviceID: device, status: .failed, error: text,
+                                                 attempts: result.attempts), host: host)
+        }
+    }
+
+    /// Answers that say "not now" rather than "never".
+    static func isTransient(status: Int?, reason: APNsReason) -> Bool {
+        if let status, [429, 500, 502, 503, 504].contains(status) { return true }
+        switch reason {
+        case .connectionFailed, .timeout, .idleTimeout, .tooManyRequests, .internalServerError, .serviceUnavailable,
+             .shutdown, .expiredProviderToken, .tooManyProviderTokenUpdates:
+            return true
+        default:
+            return false
         }
     }
 }
@@ -144,7 +373,7 @@ extension CampaignSummary {
         case .invalid: invalid += 1; figures.invalid += 1
         case .failed: failed += 1; figures.failed += 1
         case .skipped: skipped += 1; figures.skipped += 1
-        case .queued: break
+        case .queued, .retry: requeued += 1; figures.requeued += 1
         }
     }
 }

@@ -19,7 +19,12 @@ public struct ClaimedDelivery: Sendable, Hashable {
 /// What became of one delivery, to be written with others in one statement.
 public struct DeliveryOutcome: Sendable, Hashable {
     public enum Status: String, Sendable {
-        case sent, invalid, failed, skipped, queued
+        case sent, invalid, failed, skipped
+        /// Given back unsent: queued again as it was (after `delay`).
+        case queued
+        /// A transient answer (429, 5xx, a lost connection, a timeout):
+        /// queued again after a backoff that grows with its attempts.
+        case retry
     }
 
     public var deliveryID: Int64
@@ -29,15 +34,18 @@ public struct DeliveryOutcome: Sendable, Hashable {
     public var attempts: Int
     /// For `invalid`: when APNs says the token stopped being valid.
     public var invalidSince: Date?
+    /// For `queued` and `retry`: the least wait before it is claimed again, in seconds.
+    public var delay: Double
 
     public init(deliveryID: Int64, deviceID: Int64, status: Status, error: String? = nil,
-                attempts: Int = 1, invalidSince: Date? = nil) {
+                attempts: Int = 1, invalidSince: Date? = nil, delay: Double = 0) {
         self.deliveryID = deliveryID
         self.deviceID = deviceID
         self.status = status
         self.error = error
         self.attempts = attempts
         self.invalidSince = invalidSince
+        self.delay = delay
     }
 }
 
@@ -57,6 +65,8 @@ public struct RunFigures: Sendable, Hashable {
     public var retried = 0
     public var skipped = 0
     public var expired = 0
+    /// Deliveries given back to the queue: transient answers, unsent claims.
+    public var requeued = 0
 
     public init() {}
 }
@@ -77,45 +87,103 @@ public struct CampaignStore: Sendable {
 
     public func beginRun(host: String, pid: Int32, dryRun: Bool) async throws -> Int64 {
         let rows = try await client.query(
-            "INSERT INTO runs (host, pid, dry_run) VALUES (\(host), \(pid), \(dryRun)) RETURNING id",
+            "INSERT INTO runs (host, pid, dry_run, heartbeat_at) VALUES (\(host), \(pid), \(dryRun), now()) RETURNING id",
             logger: logger)
         for try await id in rows.decode(Int64.self) { return id }
         throw StoreError.database("could not record the run")
     }
 
-    public func finishRun(_ id: Int64, figures f: RunFigures, error: String?) async throws {
-        let status = error == nil ? "succeeded" : "failed"
-        try await client.query("""
-            UPDATE runs SET finished_at = now(), status = \(status), error = \(error),
-                campaigns = \(f.campaigns), targeted = \(f.targeted), sent = \(f.sent), invalid = \(f.invalid),
-                failed = \(f.failed), retried = \(f.retried), skipped = \(f.skipped), expired = \(f.expired)
-            WHERE id = \(id)
-            """, logger: logger)
+    /// How a run ended, in `runs.status`.
+    public enum RunEnd: String, Sendable {
+        /// Everything due was done.
+        case succeeded
+        /// Stopped early (an outage, a stop signal); the next run continues.
+        case stopped
+        /// Stopped by an error a person must look at.
+        case failed
     }
 
-    /// The advisory lock that says "run N is alive"; held on one connection for the run's life.
-    public static func liveness(_ run: Int64) -> (Int32, Int32) { (0x4852, Int32(truncatingIfNeeded: run)) }
-
-    /// Deliveries left `in_flight` by runs that are gone (crashed, killed) go
-    /// back to the queue, and those runs are marked failed.
-    public func recoverAbandoned(currentRun: Int64) async throws -> Int {
-        let (ns, _) = Self.liveness(0)
+    /// Writes the run's figures and gives back whatever it still holds in
+    /// flight (nothing, normally): queued again, or cancelled when its
+    /// campaign was cancelled. A run another run declared gone (its leases
+    /// expired) keeps that verdict. Returns how many deliveries were given back.
+    @discardableResult
+    public func finishRun(_ id: Int64, figures f: RunFigures, end: RunEnd, error: String?) async throws -> Int {
         let rows = try await client.query("""
-            WITH dead AS (
-                SELECT r.id FROM runs r
-                WHERE r.status = 'running' AND r.id <> \(currentRun) AND NOT r.dry_run
-                  AND NOT EXISTS (SELECT 1 FROM pg_locks l
-                                  WHERE l.locktype = 'advisory' AND l.classid = \(ns)::oid
-                                    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                                    AND l.objid = r.id::oid AND l.objsubid = 2 AND l.granted)
-            ), mark AS (
+            WITH back AS (
+                UPDATE deliveries d SET
+                    status = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'cancelled' ELSE 'queued' END,
+                    last_error = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'campaign cancelled' ELSE d.last_error END,
+                    claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
+                WHERE d.claimed_by = \(id) AND d.status = 'in_flight'
+                RETURNING d.id
+            ), run AS (
+                UPDATE runs SET finished_at = now(), status = \(end.rawValue), error = \(error),
+                    campaigns = \(f.campaigns), targeted = \(f.targeted), sent = \(f.sent), invalid = \(f.invalid),
+                    failed = \(f.failed), retried = \(f.retried), skipped = \(f.skipped), expired = \(f.expired),
+                    requeued = \(f.requeued) + (SELECT count(*) FROM back)
+                WHERE id = \(id) AND status = 'running'
+                RETURNING id
+            )
+            SELECT (SELECT count(*) FROM back)::bigint, (SELECT count(*) FROM run)::bigint
+            """, logger: logger)
+        for try await (back, _) in rows.decode((Int64, Int64).self) { return Int(back) }
+        return 0
+    }
+
+    /// Renews the leases of every delivery `run` holds, and its heartbeat.
+    /// Returns how many deliveries it still holds.
+    @discardableResult
+    public func renewLeases(run: Int64, lease: Duration) async throws -> Int {
+        let seconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            WITH renewed AS (
+                UPDATE deliveries SET lease_expires_at = now() + make_interval(secs => \(seconds))
+                WHERE claimed_by = \(run) AND status = 'in_flight'
+                RETURNING 1
+            ), beat AS (
+                UPDATE runs SET heartbeat_at = now() WHERE id = \(run) RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM renewed)::bigint, (SELECT count(*) FROM beat)::bigint
+            """, logger: logger)
+        for try await (n, _) in rows.decode((Int64, Int64).self) { return Int(n) }
+        return 0
+    }
+
+    /// Runs still marked running, for the liveness check of `recoverAbandoned`.
+    public func otherLiveRuns(than run: Int64) async throws -> [(id: Int64, host: String, pid: Int32)] {
+        let rows = try await client.query("""
+            SELECT id, host, pid FROM runs WHERE status = 'running' AND id <> \(run) AND NOT dry_run
+            """, logger: logger)
+        var out: [(id: Int64, host: String, pid: Int32)] = []
+        for try await (id, host, pid) in rows.decode((Int64, String, Int32).self) { out.append((id, host, pid)) }
+        return out
+    }
+
+    /// Deliveries whose lease expired (their run crashed, hung or lost the
+    /// database), and those of `deadRuns` (runs known to be gone: their
+    /// process no longer exists), go back to the queue; runs that stopped
+    /// renewing for a whole lease, and `deadRuns`, are marked failed.
+    public func recoverAbandoned(currentRun: Int64, deadRuns: [Int64], lease: Duration) async throws -> Int {
+        let seconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            WITH mark AS (
                 UPDATE runs SET status = 'failed', finished_at = now(),
                     error = coalesce(error, 'the run stopped before finishing; its in-flight deliveries were requeued')
-                WHERE id IN (SELECT id FROM dead) RETURNING id
-            ), requeued AS (
-                UPDATE deliveries SET status = 'queued', claimed_by = NULL, updated_at = now()
-                WHERE status = 'in_flight' AND (claimed_by IS NULL OR claimed_by IN (SELECT id FROM mark))
+                WHERE status = 'running' AND id <> \(currentRun) AND NOT dry_run
+                  AND (id = ANY(\(deadRuns)::bigint[])
+                       OR coalesce(heartbeat_at, started_at) < now() - make_interval(secs => \(seconds)))
                 RETURNING id
+            ), requeued AS (
+                UPDATE deliveries d SET
+                    status = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'cancelled' ELSE 'queued' END,
+                    last_error = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'campaign cancelled' ELSE d.last_error END,
+                    claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
+                WHERE d.status = 'in_flight'
+                  AND (d.claimed_by IS NULL OR d.claimed_by IN (SELECT id FROM mark)
+                       OR d.claimed_by = ANY(\(deadRuns)::bigint[])
+                       OR d.lease_expires_at IS NULL OR d.lease_expires_at < now())
+                RETURNING d.id
             )
             SELECT count(*)::bigint FROM requeued
             """, logger: logger)
@@ -237,14 +305,16 @@ public struct CampaignStore: Sendable {
     public func failCampaign(_ id: Int64, reason: String) async throws {
         try await client.query("""
             UPDATE campaigns SET status = 'failed', failure_reason = \(reason), completed_at = now()
-            WHERE id = \(id) AND status IN ('scheduled', 'running')
+            WHERE id = \(id) AND status IN ('scheduled', 'running', 'paused')
             """, logger: logger)
     }
 
     /// Writes the campaign's audience into `deliveries` with one set-based
     /// statement. Idempotent: a device already in the ledger is left alone.
-    /// Only a scheduled campaign is snapshotted; with `start` it moves to
+    /// A campaign is snapshotted once (`snapshot_at`), whether it is due as
+    /// `scheduled` or was resumed as `running`; with `start` it moves to
     /// running in the same transaction, so a later run does not snapshot again.
+    /// A dry run previews the audience of a campaign not snapshotted yet.
     public func snapshot(_ due: DueCampaign, segment: CompiledSegment, start: Bool) async throws -> SnapshotResult {
         let c = due.campaign
         var binds = PostgresBindings(capacity: 4 + segment.binds.count)
@@ -295,10 +365,12 @@ public struct CampaignStore: Sendable {
         let query = PostgresQuery(unsafeSQL: sql, binds: binds)
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { conn in
-            let statusRows = try await conn.query("SELECT status FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
+            let statusRows = try await conn.query(
+                "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
             var status = ""
-            for try await s in statusRows.decode(String.self) { status = s }
-            if status != "scheduled" {
+            var pending = false
+            for try await (s, p) in statusRows.decode((String, Bool).self) { (status, pending) = (s, p) }
+            if !pending || !(status == "scheduled" || status == "running") {
                 return SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
             }
             var result = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
@@ -307,7 +379,7 @@ public struct CampaignStore: Sendable {
             }
             if start {
                 try await conn.query(
-                    "UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()) WHERE id = \(c.id)",
+                    "UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now() WHERE id = \(c.id)",
                     logger: logger)
             }
             return result
@@ -327,25 +399,37 @@ public struct CampaignStore: Sendable {
         return try await Self.claimed(rows)
     }
 
-    /// Claims up to `limit` deliverable rows for `run`: they become
-    /// `in_flight` and no other run will take them. Rows whose device was
-    /// invalidated or whose user opted out since the snapshot are skipped.
-    public func claim(campaign: Int64, run: Int64, limit: Int) async throws -> [ClaimedDelivery] {
+    /// Claims up to `limit` deliverable rows for `run` under a lease of
+    /// `lease`: they become `in_flight`, owned by `run` until the lease
+    /// expires, and no other run takes them before. Queued rows whose
+    /// `not_before` has come, and in-flight rows whose lease expired (their
+    /// run is gone or hung), are claimable. Rows whose device was invalidated
+    /// or whose user opted out since the snapshot are skipped. Nothing is
+    /// claimed unless the campaign is running (a pause or cancel wins).
+    public func claim(campaign: Int64, run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
             WITH picked AS (
                 SELECT d.id FROM deliveries d
-                WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.not_before <= now()
+                WHERE d.campaign_id = \(campaign)
+                  AND ((d.status = 'queued' AND d.not_before <= now())
+                       OR (d.status = 'in_flight' AND d.lease_expires_at < now()))
+                  AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running'))
                 ORDER BY d.id LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
+                FOR UPDATE OF d SKIP LOCKED
             ), upd AS (
                 UPDATE deliveries d SET
                     status = CASE WHEN dv.invalidated_at IS NOT NULL OR u.opted_out_at IS NOT NULL
+                                       OR dv.user_id <> d.user_id
                                   THEN 'skipped' ELSE 'in_flight' END,
                     last_error = CASE WHEN dv.invalidated_at IS NOT NULL
                                       THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
                                       WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
+                                      -- The token was registered by another user since the snapshot.
+                                      WHEN dv.user_id <> d.user_id THEN 'device moved to another user'
                                       ELSE d.last_error END,
                     claimed_by = \(run),
+                    lease_expires_at = now() + make_interval(secs => \(seconds)),
                     apns_id = coalesce(d.apns_id, gen_random_uuid()),
                     updated_at = now()
                 FROM picked, devices dv, users u
@@ -356,6 +440,18 @@ public struct CampaignStore: Sendable {
             FROM upd WHERE status = 'in_flight' ORDER BY id
             """, logger: logger)
         return try await Self.claimed(rows)
+    }
+
+    /// How long until the campaign's next queued delivery may be sent, when
+    /// one is queued at all (a backoff, quiet hours).
+    public func nextDue(campaign: Int64) async throws -> Duration? {
+        let rows = try await client.query("""
+            SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8
+            FROM deliveries WHERE campaign_id = \(campaign) AND status = 'queued'
+            HAVING count(*) > 0
+            """, logger: logger)
+        for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }
+        return nil
     }
 
     private static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {
@@ -370,26 +466,55 @@ public struct CampaignStore: Sendable {
         return out
     }
 
-    /// Writes a batch of outcomes with one statement, and invalidates the
-    /// devices APNs said are gone with another.
-    public func record(_ outcomes: [DeliveryOutcome]) async throws {
-        guard !outcomes.isEmpty else { return }
+    /// Writes a batch of `run`'s outcomes with one statement, and
+    /// invalidates the devices APNs said are gone with another. Fenced: an
+    /// outcome is written only while `run` still holds the delivery (its
+    /// lease was not taken over). A delivery given back (`queued`, `retry`)
+    /// of a campaign cancelled meanwhile is cancelled. Returns how many
+    /// outcomes were written.
+    @discardableResult
+    public func record(_ outcomes: [DeliveryOutcome], run: Int64) async throws -> Int {
+        guard !outcomes.isEmpty else { return 0 }
         let ids = outcomes.map(\.deliveryID)
         let statuses = outcomes.map(\.status.rawValue)
         let errors = outcomes.map { $0.error ?? "" }
         let attempts = outcomes.map { Int32(clamping: $0.attempts) }
-        try await client.query("""
-            UPDATE deliveries AS d SET
-                status = o.status,
-                last_error = nullif(o.error, ''),
-                attempts = d.attempts + o.attempts,
-                sent_at = CASE WHEN o.status = 'sent' THEN now() ELSE d.sent_at END,
-                claimed_by = CASE WHEN o.status = 'queued' THEN NULL ELSE d.claimed_by END,
-                updated_at = now()
-            FROM unnest(\(ids)::bigint[], \(statuses)::text[], \(errors)::text[], \(attempts)::int4[])
-                 AS o(id, status, error, attempts)
-            WHERE d.id = o.id
+        let delays = outcomes.map(\.delay)
+        let rows = try await client.query("""
+            WITH o AS (
+                SELECT * FROM unnest(\(ids)::bigint[], \(statuses)::text[], \(errors)::text[], \(attempts)::int4[], \(delays)::float8[])
+                    AS o(id, status, error, attempts, delay)
+            ), w AS (
+                UPDATE deliveries AS d SET
+                    status = CASE WHEN o.status NOT IN ('queued', 'retry') THEN o.status
+                                  WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'cancelled'
+                                  ELSE 'queued' END,
+                    last_error = CASE WHEN o.status IN ('queued', 'retry') AND (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'campaign cancelled'
+                                      WHEN o.status = 'queued' AND o.error = '' THEN d.last_error
+                                      ELSE nullif(o.error, '') END,
+                    attempts = d.attempts + o.attempts,
+                    not_before = CASE
+                        WHEN o.status = 'retry' THEN now() + make_interval(secs =>
+                            least(o.delay * power(2, least((d.attempts + o.attempts) / 5, 8)), 600))
+                        WHEN o.status = 'queued' THEN greatest(d.not_before, now() + make_interval(secs => o.delay))
+                        ELSE d.not_before END,
+                    sent_at = CASE WHEN o.status = 'sent' THEN now() ELSE d.sent_at END,
+                    claimed_by = CASE WHEN o.status IN ('queued', 'retry') THEN NULL ELSE d.claimed_by END,
+                    lease_expires_at = NULL,
+                    updated_at = now()
+                FROM o
+                WHERE d.id = o.id AND d.claimed_by = \(run) AND d.status = 'in_flight'
+                RETURNING d.id
+            )
+            SELECT count(*)::bigint FROM w
             """, logger: logger)
+        var written = 0
+        for try await n in rows.decode(Int64.self) { written = Int(n) }
+        if written < outcomes.count {
+            logger.warning("outcomes of deliveries this run no longer holds were not written", metadata: [
+                "run": "\(run)", "outcomes": "\(outcomes.count)", "written": "\(written)",
+            ])
+        }
         let invalid = outcomes.filter { $0.status == .invalid }
         if !invalid.isEmpty {
             let devices = invalid.map(\.deviceID)
@@ -402,6 +527,7 @@ public struct CampaignStore: Sendable {
                   AND (dv.registered_at IS NULL OR dv.registered_at <= to_timestamp(o.since))
                 """, logger: logger)
         }
+        return written
     }
 
     /// Marks the campaign completed when nothing of it is left to send.
@@ -424,26 +550,5 @@ public struct CampaignStore: Sendable {
             UPDATE deliveries SET status = 'cancelled', last_error = 'campaign cancelled', updated_at = now()
             WHERE campaign_id = \(campaign) AND status = 'queued'
             """, logger: logger)
-    }
-}
-
-extension CampaignStore {
-    /// Runs `body` while holding run `run`'s liveness lock on a connection of
-    /// its own, so that other runs can tell this one is alive (see
-    /// `recoverAbandoned`). The lock goes with the connection if the process dies.
-    public func whileAlive<T: Sendable>(run: Int64, _ body: () async throws -> T) async throws -> T {
-        let (ns, key) = Self.liveness(run)
-        let logger = self.logger
-        return try await client.withConnection { conn in
-            try await conn.query("SELECT pg_advisory_lock(\(ns), \(key))", logger: logger)
-            do {
-                let result = try await body()
-                _ = try? await conn.query("SELECT pg_advisory_unlock(\(ns), \(key))", logger: logger)
-                return result
-            } catch {
-                _ = try? await conn.query("SELECT pg_advisory_unlock(\(ns), \(key))", logger: logger)
-                throw error
-            }
-        }
     }
 }

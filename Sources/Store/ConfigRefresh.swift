@@ -117,11 +117,16 @@ public struct ConfigRefreshStore: Sendable {
 
     /// Claims up to `limit` queued refresh pushes for `run`. Rows whose device
     /// was invalidated meanwhile are skipped.
-    public func claim(run: Int64, limit: Int) async throws -> [ClaimedRefresh] {
+    /// Like campaign deliveries, a claim is a lease of `lease` that the run
+    /// renews; a lapsed lease (a run that died) may be claimed again.
+    public func claim(run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedRefresh] {
+        let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
             WITH picked AS (
                 SELECT d.id FROM deliveries d
-                WHERE d.kind = 'config_refresh' AND d.status = 'queued' AND d.not_before <= now()
+                WHERE d.kind = 'config_refresh'
+                  AND ((d.status = 'queued' AND d.not_before <= now())
+                       OR (d.status = 'in_flight' AND d.lease_expires_at < now()))
                 ORDER BY d.id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ), upd AS (
@@ -131,6 +136,7 @@ public struct ConfigRefreshStore: Sendable {
                                       THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
                                       ELSE d.last_error END,
                     claimed_by = \(run),
+                    lease_expires_at = now() + make_interval(secs => \(seconds)),
                     apns_id = coalesce(d.apns_id, gen_random_uuid()),
                     updated_at = now()
                 FROM picked, devices dv

@@ -13,6 +13,9 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
     public var database: String
     public var sslMode: String
     public var maxConnections: Int
+    /// `application_name` of the connections: what the audit of campaign
+    /// status changes (and `pg_stat_activity`) shows.
+    public var applicationName = "herald"
 
     public init(url: String, maxConnections: Int = 10) throws(StoreError) {
         guard let components = URLComponents(string: url),
@@ -58,6 +61,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
                                              password: password, database: database, tls: tls)
         c.options.maximumConnections = maxConnections
         c.options.minimumConnections = 0
+        c.options.additionalStartupParameters = [("application_name", applicationName)]
         return c
     }
 

@@ -96,20 +96,21 @@ public struct DeviceStore: Sendable {
                 """, logger: logger).decode(Int64.self) {
                 userID = id
             }
-            let hasKey = r.publicKey != nil
+            // The key columns are written only when a key comes with the
+            // registration, and never read: the intake's role may not read keys.
+            let keySet = r.publicKey != nil ? "public_key = EXCLUDED.public_key, key_id = EXCLUDED.key_id," : ""
             var deviceID: Int64 = 0
             var created = false
-            for try await (id, inserted) in try await conn.query("""
+            var insert = PostgresQuery(unsafeSQL: "")
+            insert.sql = """
                 INSERT INTO devices (user_id, token, environment, public_key, key_id, app_version, locale,
                                      config_etag, config_reported_at, last_seen_at, registered_at)
-                VALUES (\(userID), \(r.token), \(r.environment), \(r.publicKey), \(r.keyID), \(r.appVersion), \(r.locale),
-                        \(r.configETag), CASE WHEN \(r.configETag)::text IS NOT NULL THEN now() END, now(),
-                        least(to_timestamp(\(issued)), now()))
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::text IS NOT NULL THEN now() END, now(),
+                        least(to_timestamp($9), now()))
                 ON CONFLICT (token) DO UPDATE SET
                     user_id = EXCLUDED.user_id,
                     environment = EXCLUDED.environment,
-                    public_key = CASE WHEN \(hasKey) THEN EXCLUDED.public_key ELSE devices.public_key END,
-                    key_id = CASE WHEN \(hasKey) THEN EXCLUDED.key_id ELSE devices.key_id END,
+                    \(keySet)
                     app_version = coalesce(EXCLUDED.app_version, devices.app_version),
                     locale = coalesce(EXCLUDED.locale, devices.locale),
                     config_etag = coalesce(EXCLUDED.config_etag, devices.config_etag),
@@ -119,19 +120,23 @@ public struct DeviceStore: Sendable {
                     invalidated_at = NULL,
                     invalid_reason = NULL
                 RETURNING id, (xmax = 0)
-                """, logger: logger).decode((Int64, Bool).self) {
+                """
+            insert.binds.append(userID)
+            insert.binds.append(r.token)
+            insert.binds.append(r.environment)
+            insert.binds.append(r.publicKey)
+            insert.binds.append(r.keyID)
+            insert.binds.append(r.appVersion)
+            insert.binds.append(r.locale)
+            insert.binds.append(r.configETag)
+            insert.binds.append(issued)
+            for try await (id, inserted) in try await conn.query(insert, logger: logger).decode((Int64, Bool).self) {
                 deviceID = id
                 created = inserted
             }
-            var movedFrom: String?
-            if let existing, existing.owner != r.user {
-                movedFrom = existing.owner
-                // What was queued for the previous user must not reach the new one.
-                try await conn.query("""
-                    UPDATE deliveries SET status = 'skipped', last_error = 'device moved to another user', updated_at = now()
-                    WHERE device_id = \(deviceID) AND user_id <> \(userID) AND status = 'queued'
-                    """, logger: logger)
-            }
+            // What was queued for the previous user is skipped when a run
+            // claims it (the ledger is the job's to write, not the intake's).
+            let movedFrom = existing.flatMap { $0.owner != r.user ? $0.owner : nil }
             return .stored(deviceID: deviceID, created: created, movedFrom: movedFrom)
         }
     }

@@ -25,7 +25,8 @@ public struct Migrator: Sendable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch {
-            throw StoreError.migration("cannot read the SQL directory \(directory.path): \(error.localizedDescription)")
+            throw StoreError.migration("cannot read the SQL directory \(directory.path): \(error.localizedDescription)",
+                                       underlying: error)
         }
         let numbered = names.filter { name in
             name.hasSuffix(".sql") && name.prefix(4).allSatisfy(\.isNumber) && name.dropFirst(4).first == "_"
@@ -70,6 +71,14 @@ public struct Migrator: Sendable {
                         }
                         continue
                     }
+                    if try await alreadyThere(file, conn, logger: logger) {
+                        // Applied by hand (psql -f) before herald_migrations knew it: adopt it.
+                        try await conn.query(
+                            "INSERT INTO herald_migrations (name, checksum) VALUES (\(file.name), \(file.checksum))",
+                            logger: logger)
+                        logger.notice("adopted a migration applied by hand", metadata: ["migration": "\(file.name)"])
+                        continue
+                    }
                     try await apply(file, conn, logger: logger)
                     done.append(file.name)
                 }
@@ -83,6 +92,32 @@ public struct Migrator: Sendable {
     }
 
     static let lockKey: Int64 = 0x4845_5241_4C44  // "HERALD"
+
+    /// How to tell that a migration's objects already exist: the files of
+    /// before this rule by name, later files by an `-- applied-if: <query>`
+    /// line of their own (a query returning one boolean).
+    static let knownMarkers = [
+        "0001_init.sql": "SELECT to_regclass('public.deliveries') IS NOT NULL",
+        "0002_analyst.sql": "SELECT to_regclass('analyst.campaign_funnel') IS NOT NULL",
+    ]
+
+    static func marker(of file: Migration) -> String? {
+        if let known = knownMarkers[file.name] { return known }
+        for line in file.sql.split(separator: "\n") where line.hasPrefix("-- applied-if:") {
+            return line.dropFirst("-- applied-if:".count).trimmingCharacters(in: .whitespaces)
+        }
+        return nil
+    }
+
+    /// True when a migration not recorded in `herald_migrations` was applied
+    /// anyway, by `psql -f`.
+    private func alreadyThere(_ file: Migration, _ conn: PostgresConnection, logger: Logger) async throws -> Bool {
+        guard let marker = Self.marker(of: file) else { return false }
+        for try await present in try await conn.query(PostgresQuery(unsafeSQL: marker), logger: logger).decode(Bool.self) {
+            return present
+        }
+        return false
+    }
 
     private func appliedChecksums(_ conn: PostgresConnection, logger: Logger) async throws -> [String: String] {
         var out: [String: String] = [:]
@@ -109,7 +144,8 @@ public struct Migrator: Sendable {
             logger.info("applied migration")
         } catch {
             _ = try? await conn.query("ROLLBACK", logger: logger)
-            throw StoreError.migration("migration \(file.name) failed and was rolled back: \(StoreError.describe(error))")
+            throw StoreError.migration("migration \(file.name) failed and was rolled back: \(StoreError.describe(error))",
+                                       underlying: error)
         }
     }
 }

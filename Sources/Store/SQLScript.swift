@@ -89,7 +89,7 @@ extension SQLScript {
                 }
             }
         } catch {
-            throw StoreError.database("\(file.lastPathComponent): \(StoreError.describe(error))")
+            throw StoreError.database("\(file.lastPathComponent): \(StoreError.describe(error))", underlying: error)
         }
     }
 }

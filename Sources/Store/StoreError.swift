@@ -12,13 +12,37 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
 
     private let code: Code
     public let message: String
+    /// What caused it (a server error, a decoding error), for logs; never
+    /// part of `description`, which stays safe to show.
+    public let underlying: (any Error)?
+
+    private init(code: Code, message: String, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
 
     public var description: String { message }
 
-    public static func configuration(_ message: String) -> Self { Self(code: .configuration, message: message) }
-    public static func migration(_ message: String) -> Self { Self(code: .migration, message: message) }
-    public static func database(_ message: String) -> Self { Self(code: .database, message: message) }
-    public static func notFound(_ message: String) -> Self { Self(code: .notFound, message: message) }
+    public static func configuration(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .configuration, message: message, underlying: underlying)
+    }
+    public static func migration(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .migration, message: message, underlying: underlying)
+    }
+    public static func database(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .database, message: message, underlying: underlying)
+    }
+    public static func notFound(_ message: String, underlying: (any Error)? = nil) -> Self {
+        Self(code: .notFound, message: message, underlying: underlying)
+    }
+
+    /// Equal when they say the same thing; the cause is not compared.
+    public static func == (a: Self, b: Self) -> Bool { a.code == b.code && a.message == b.message }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+    }
 
     public var isMigrationError: Bool { code == .migration }
 }

@@ -62,6 +62,9 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Append accepted notifications to this file as JSON lines.")
     var log: String?
 
+    @Flag(name: .customLong("keep-certs"), help: "Reuse the CA, certificate and key already in the cert dir (a restarted simulator keeps its clients' trust).")
+    var keepCerts = false
+
     func validate() throws {
         for (name, rate) in [("--fail-429", fail429), ("--fail-500", fail500), ("--fail-503", fail503)]
         where !(0...1).contains(rate) {
@@ -105,11 +108,17 @@ struct APNsSimCommand: AsyncParsableCommand {
         }
 
         let topics = topic.isEmpty ? ["com.example.herald"] : topic
+        var tls = SimulatorConfiguration.TLS.generate(directory: certDir)
+        let dir = certDir as NSString
+        let kept = ["server.pem", "server-key.pem", "ca.pem"].map { dir.appendingPathComponent($0) }
+        if keepCerts, kept.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) {
+            tls = .files(certificateChainPath: kept[0], privateKeyPath: kept[1], caPath: kept[2])
+        }
         let simulator = try APNsSimulator(
             configuration: SimulatorConfiguration(
                 host: host,
                 port: port,
-                tls: .generate(directory: certDir),
+                tls: tls,
                 teamID: teamID,
                 signingKeys: [keyID: verifyingKey],
                 allowedTopics: Set(topics),

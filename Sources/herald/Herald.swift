@@ -74,7 +74,15 @@ struct MigrateCommand: AsyncParsableCommand {
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "run", abstract: "Send every due campaign (the cron job).")
+        commandName: "run", abstract: "Send every due campaign (the cron job).",
+        discussion: """
+            Exit status: 0 everything due was done (or nothing was due); 75 stopped early by an \
+            outage of APNs or the database, or by SIGTERM/SIGINT, with work left that the next run \
+            continues; 1 a person is needed (APNs refused the provider: wrong key, team or topic; a \
+            bad setting). SIGTERM or SIGINT stops claiming, lets what is in flight finish within \
+            HERALD_STOP_GRACE_SECONDS, records every outcome and gives back what was not sent; a \
+            second signal exits at once.
+            """)
 
     @Flag(help: "Snapshot audiences and print each device's payload as JSON lines instead of sending.")
     var dryRun = false
@@ -82,21 +90,53 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "With --dry-run: write the JSON lines to this file instead of standard output.")
     var out: String?
 
+    /// EX_TEMPFAIL: the next run continues.
+    static let tempFail: Int32 = 75
+
     func run() async throws {
         let logger = makeLogger()
+        let stop = StopSignal()
+        let signals = Self.onStopSignals(stop, logger: logger)
+        defer { signals.forEach { $0.cancel() } }
+        let summary: RunSummary
         do {
             let config = try HeraldConfiguration()
-            let summary = try await withPostgres(config.database, logger: logger) { client in
-                try await HeraldJob(configuration: config, logger: logger).run(client: client, dryRun: dryRun, out: out)
+            summary = try await withPostgres(config.database, logger: logger) { client in
+                try await HeraldJob(configuration: config, logger: logger).run(client: client, dryRun: dryRun, out: out, stop: stop)
             }
-            let report = summary.report
-            if dryRun && out == nil {
-                FileHandle.standardError.write(Data((report + "\n").utf8))
-            } else {
-                print(report)
-            }
+        } catch let outage as DatabaseUnavailable {
+            FileHandle.standardError.write(Data("herald: \(outage.description); the next run continues\n".utf8))
+            throw ExitCode(Self.tempFail)
         } catch {
             throw readable(error)
         }
+        let report = summary.report
+        if dryRun && out == nil {
+            FileHandle.standardError.write(Data((report + "\n").utf8))
+        } else {
+            print(report)
+        }
+        if summary.exitStatus != 0 { throw ExitCode(summary.exitStatus) }
+    }
+
+    /// The first SIGTERM or SIGINT asks the run to stop gracefully; a second
+    /// one exits at once (75: leases expire, the next run continues).
+    static func onStopSignals(_ stop: StopSignal, logger: Logger) -> [DispatchSourceSignal] {
+        var sources: [DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                if stop.request() {
+                    logger.notice("stop requested: no new claims, finishing what is in flight")
+                } else {
+                    FileHandle.standardError.write(Data("herald: second stop signal; exiting at once\n".utf8))
+                    Foundation.exit(tempFail)
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        return sources
     }
 }

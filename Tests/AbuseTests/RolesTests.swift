@@ -59,6 +59,26 @@ struct RolesTests {
                 #expect(try await intake.submit(body) == .success(.duplicate))
                 let config = try await intake.store.notificationConfig()
                 #expect(config.body.count > 100)
+                // Device registration (contract 6): a new device with its key, the
+                // same device again without one (its key stays), then for another user.
+                let devices = DeviceStore(client: client, logger: TestDatabase.logger)
+                let token = String(repeating: "ab", count: 32)
+                var registration = DeviceRegistration(token: token, environment: "production", user: "role-user",
+                                                      locale: "fr", timeZone: "Europe/Paris")
+                registration.publicKey = "auYyK/2a0xkuiQUaAZhUtXUoa9++6wkcfSdWJjLLkUc="
+                registration.keyID = "role-key"
+                guard case .stored(_, true, nil) = try await devices.register(registration, issuedAt: Date()) else {
+                    Issue.record("the intake's role could not register a device")
+                    return
+                }
+                registration.publicKey = nil
+                registration.keyID = nil
+                registration.user = "role-user-2"
+                guard case .stored(_, false, "role-user") = try await devices.register(registration, issuedAt: Date()) else {
+                    Issue.record("the intake's role could not update a device")
+                    return
+                }
+                #expect(try await devices.unregister(token: token, user: "role-user-2") == .unregistered)
 
                 let statements = [
                     "UPDATE campaigns SET status = 'paused'",
@@ -67,9 +87,11 @@ struct RolesTests {
                     "DELETE FROM campaigns",
                     "SELECT content FROM campaigns",
                     "SELECT public_key FROM devices",
-                    "SELECT token FROM devices",
                     "SELECT * FROM devices",
-                    "SELECT external_id FROM users",
+                    "SELECT * FROM users",
+                    "DELETE FROM devices",
+                    "UPDATE users SET external_id = 'x'",
+                    "INSERT INTO campaign_status_changes (campaign_id, to_status, changed_by) VALUES (1, 'x', 'x')",
                     "SELECT text FROM replies",
                     "UPDATE replies SET text = 'x'",
                     "DELETE FROM replies",
@@ -82,6 +104,8 @@ struct RolesTests {
                 #expect(await refused(client, statements) == statements)
             }
             #expect(try await admin.scalar("SELECT text FROM replies", as: String.self) == "as the intake")
+            #expect(try await admin.scalar("SELECT key_id || ' ' || public_key FROM devices WHERE key_id = 'role-key'", as: String.self)
+                    == "role-key auYyK/2a0xkuiQUaAZhUtXUoa9++6wkcfSdWJjLLkUc=")
         }
     }
 

@@ -141,6 +141,13 @@ struct DeviceRegistrationTests {
             #expect(try await h.db.scalar("""
                 SELECT u.external_id FROM devices dv JOIN users u ON u.id = dv.user_id WHERE dv.token = '\(t)'
                 """, as: String.self) == "bob")
+            // The delivery queued for alice never reaches bob: the run that claims it skips it.
+            #expect(try await h.db.scalar("SELECT status FROM deliveries", as: String.self) == "queued")
+            let run = try #require(try await h.db.scalar("INSERT INTO runs (host, pid) VALUES ('test', 1) RETURNING id", as: Int64.self))
+            let campaign = try #require(try await h.db.scalar("SELECT id FROM campaigns", as: Int64.self))
+            let claimed = try await CampaignStore(client: h.db, logger: TestDatabase.logger)
+                .claim(campaign: campaign, run: run, limit: 10, lease: .seconds(60))
+            #expect(claimed.isEmpty)
             #expect(try await h.db.scalar("SELECT status || ': ' || last_error FROM deliveries", as: String.self)
                     == "skipped: device moved to another user")
             // Alice now cannot unregister it; bob can.
@@ -170,13 +177,20 @@ struct DeviceRegistrationTests {
             // A 410 whose T is older than the registration does not invalidate it.
             let store = CampaignStore(client: h.db, logger: TestDatabase.logger)
             try await h.db.exec(Fixtures.campaign(name: "Poster"))
-            try await h.db.exec("INSERT INTO deliveries (id, campaign_id, device_id, user_id) SELECT 77, c.id, d.id, d.user_id FROM campaigns c, devices d")
+            try await h.db.exec(Fixtures.campaign(name: "Poster 2"))
+            // Deliveries 77 and 78, each held in flight by a run, as when APNs answers.
+            let run = try #require(try await h.db.scalar("INSERT INTO runs (host, pid) VALUES ('test', 1) RETURNING id", as: Int64.self))
+            try await h.db.exec("""
+                INSERT INTO deliveries (id, campaign_id, device_id, user_id, status, claimed_by, lease_expires_at)
+                SELECT 76 + row_number() OVER (ORDER BY c.id), c.id, d.id, d.user_id, 'in_flight', \(run), now() + interval '5 minutes'
+                FROM campaigns c, devices d
+                """)
             let deviceID = try #require(try await h.db.scalar("SELECT id FROM devices", as: Int64.self))
             try await store.record([DeliveryOutcome(deliveryID: 77, deviceID: deviceID, status: .invalid, error: "Unregistered",
-                                                    invalidSince: Date(timeIntervalSinceNow: -3600))])
+                                                    invalidSince: Date(timeIntervalSinceNow: -3600))], run: run)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NULL FROM devices", as: Bool.self) == true)
-            try await store.record([DeliveryOutcome(deliveryID: 77, deviceID: deviceID, status: .invalid, error: "Unregistered",
-                                                    invalidSince: Date())])
+            try await store.record([DeliveryOutcome(deliveryID: 78, deviceID: deviceID, status: .invalid, error: "Unregistered",
+                                                    invalidSince: Date())], run: run)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NOT NULL FROM devices", as: Bool.self) == true)
         }
     }

@@ -11,8 +11,8 @@ struct MigrationTests {
             let migrator = Migrator(directory: TestDatabase.sqlDirectory)
             let first = try await migrator.migrate(client: client, logger: TestDatabase.logger)
             let files = try migrator.migrations().map(\.name)
-            #expect(Array(first.prefix(2)) == ["0001_init.sql", "0002_analyst.sql"])
             #expect(first == files)
+            #expect(Array(first.prefix(3)) == ["0001_init.sql", "0002_analyst.sql", "0003_leases_audit.sql"])
             let second = try await migrator.migrate(client: client, logger: TestDatabase.logger)
             #expect(second.isEmpty)
             #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == Int64(files.count))
@@ -52,6 +52,38 @@ struct MigrationTests {
             await #expect(throws: StoreError.self) { try await migrator.migrate(client: client, logger: TestDatabase.logger) }
             #expect(try await client.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'extra_a'", as: Int64.self) == 0)
             #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 2)
+        }
+    }
+
+    @Test func aSchemaAppliedWithPsqlIsAdopted() async throws {
+        try await TestDatabase.with(migrated: false) { client, _ in
+            let migrator = Migrator(directory: TestDatabase.sqlDirectory)
+            let files = try migrator.migrations()
+            // The first three applied by hand, as `psql -f` would.
+            for file in files.prefix(3) {
+                try await SQLScript.run(file: TestDatabase.sqlDirectory.appendingPathComponent(file.name),
+                                        on: client, logger: TestDatabase.logger)
+            }
+            let applied = try await migrator.migrate(client: client, logger: TestDatabase.logger)
+            #expect(applied == files.dropFirst(3).map(\.name))
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == Int64(files.count))
+            #expect(try await migrator.migrate(client: client, logger: TestDatabase.logger).isEmpty)
+        }
+    }
+
+    @Test func aFailedMigrationKeepsItsCause() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sql-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "CREATE TABLE t (id nonsense_type);".write(to: dir.appendingPathComponent("0001_bad.sql"), atomically: true, encoding: .utf8)
+        try await TestDatabase.with(migrated: false) { client, _ in
+            do {
+                try await Migrator(directory: dir).migrate(client: client, logger: TestDatabase.logger)
+                Issue.record("a broken migration was applied")
+            } catch let error as StoreError {
+                #expect(error.message.contains("nonsense_type"))
+                #expect(StoreError.sqlState(of: try #require(error.underlying)) == "42704")
+            }
         }
     }
 

@@ -1,0 +1,503 @@
+import Foundation
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The delivery promise under real faults: real `herald run` processes
+/// killed, stopped and restarted, a real APNs simulator process stopped and
+/// restarted, a real PostgreSQL restarted. Each scenario compares what the
+/// simulator accepted with the ledger and prints its figures.
+@Suite("Delivery under real faults", .serialized)
+struct FaultSuite {
+    /// HERALD_CONCURRENCY + HERALD_RECORD_EVERY as the workers run them: the
+    /// most notifications a kill -9 can make the next run send again.
+    static func repeatBound(concurrency: Int, recordEvery: Int = 100) -> Int { concurrency + recordEvery }
+
+    static func campaign(_ client: PostgresClient, devices: Int, name: String, collapseID: String) async throws -> Int64 {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: devices))
+        try await client.exec(Fixtures.campaign(name: name))
+        try await client.exec("UPDATE campaigns SET collapse_id = '\(collapseID)' WHERE name = '\(name)'")
+        return try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = '\(name)'", as: Int64.self))
+    }
+
+    static func status(_ client: PostgresClient, _ campaign: Int64) async throws -> String {
+        try await client.scalar("SELECT status FROM campaigns WHERE id = \(campaign)", as: String.self) ?? "?"
+    }
+
+    static func count(_ client: PostgresClient, _ sql: String) async throws -> Int {
+        Int(try await client.scalar(sql, as: Int64.self) ?? -1)
+    }
+
+    /// Runs `herald run` until it exits 0 (at most `limit` runs); a run
+    /// stopped by an outage exits 75 and the next one continues.
+    static func runToCompletion(env: [String: String], dir: URL, limit: Int = 3, runs: inout Int) async throws {
+        for _ in 0..<limit {
+            runs += 1
+            let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
+            let code = try await worker.wait(limit: .seconds(180))
+            if code == 0 { return }
+            #expect(code == 75, "herald run exited \(code)\n\(worker.tail())")
+            if code != 75 { return }
+        }
+    }
+
+    // MARK: kill -9
+
+    @Test func chaosKillsLoseNothingAndRepeatWithinTheBound() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 20_000
+                let concurrency = 100
+                let campaign = try await Self.campaign(client, devices: devices, name: "Chaos", collapseID: "chaos")
+                let sim = try SimulatorProcess(directory: dir, faults: [
+                    "--fail-503", "0.1", "--fail-429", "0.02", "--goaway-after", "1000", "--latency-ms", "25",
+                ])
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_BATCH_SIZE": "400",
+                ])
+                var runs = 0
+                var kills = 0
+                var workers: [Child] = []
+                func start() throws {
+                    runs += 1
+                    workers.append(try Child(name: "worker", arguments: ["run"], environment: env, directory: dir))
+                }
+                try start()
+                let clock = ContinuousClock()
+                let end = clock.now + .seconds(240)
+                while kills < 6, clock.now < end {
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 700...1600)))
+                    if try await Self.status(client, campaign) == "completed" { break }
+                    for w in workers where !w.isRunning {
+                        let code = try await w.wait(limit: .seconds(5))
+                        #expect(code == 0 || code == 75, "herald run exited \(code)\n\(w.tail())")
+                    }
+                    workers.removeAll { !$0.isRunning }
+                    guard let victim = workers.randomElement() else {
+                        try start()
+                        continue
+                    }
+                    victim.signal(SIGKILL)
+                    _ = try await victim.wait(limit: .seconds(10))
+                    kills += 1
+                    workers.removeAll { $0 === victim }
+                    try start()
+                    // Two workers in parallel from the second kill on.
+                    if kills == 2 { try start() }
+                }
+                for w in workers {
+                    let code = try await w.wait(limit: .seconds(180))
+                    #expect(code == 0 || code == 75, "herald run exited \(code)\n\(w.tail())")
+                }
+                if try await Self.status(client, campaign) != "completed" {
+                    try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                }
+                try await sim.stop()
+
+                var f = try await compare("chaos", client: client, simulator: sim, campaign: campaign, collapseID: "chaos")
+                f.runs = runs
+                f.kills = kills
+                print(f)
+                print("fault suite [chaos]: repeat bound \(Self.repeatBound(concurrency: concurrency)) per kill")
+                #expect(kills >= 5)
+                #expect(f.targeted == devices)
+                #expect(f.lost == 0)
+                #expect(f.failed == 0)
+                #expect(f.leftover == 0)
+                #expect(f.delivered == devices)
+                #expect(f.sentInLedger == f.delivered)
+                #expect(f.repeated <= Self.repeatBound(concurrency: concurrency) * kills)
+                #expect(f.repeatsWithOtherCollapseID == 0)
+                #expect(f.repeatsWithOtherAPNsID == 0)
+                #expect(f.ledgerAPNsIDMismatch == 0)
+                #expect(try await Self.status(client, campaign) == "completed")
+                #expect(try await Self.count(client, "SELECT count(*) FROM runs WHERE status = 'running'") == 0)
+            }
+        }
+    }
+
+    // MARK: APNs outage
+
+    @Test func apnsDownForTenSecondsFailsNothing() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 4000
+                let campaign = try await Self.campaign(client, devices: devices, name: "Outage", collapseID: "outage")
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "20", "HERALD_OUTAGE_BUDGET_SECONDS": "90",
+                ])
+                var runs = 1
+                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
+                try await sim.stop()
+                let downAt = sim.acceptedCount()
+                try await Task.sleep(for: .seconds(10))
+                // While APNs is away nothing is failed.
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'failed'") == 0)
+                try await sim.start()
+                let code = try await worker.wait(limit: .seconds(180))
+                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
+                if code != 0 { try await Self.runToCompletion(env: env, dir: dir, runs: &runs) }
+                try await sim.stop()
+
+                var f = try await compare("apns down 10 s", client: client, simulator: sim, campaign: campaign, collapseID: "outage")
+                f.runs = runs
+                print(f)
+                #expect(downAt < devices)
+                #expect(f.failed == 0)
+                #expect(f.lost == 0)
+                #expect(f.leftover == 0)
+                #expect(f.delivered == devices)
+                #expect(f.sentInLedger == devices)
+                // Only what was in flight when APNs went away can come twice.
+                #expect(f.repeated <= 20)
+                #expect(f.repeatsWithOtherAPNsID == 0)
+                #expect(try await Self.status(client, campaign) == "completed")
+            }
+        }
+    }
+
+    // MARK: SIGTERM
+
+    @Test func sigtermStopsWithinTheGracePeriodAndTheNextRunRepeatsNothing() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 4000
+                let campaign = try await Self.campaign(client, devices: devices, name: "Term", collapseID: "term")
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "20", "HERALD_STOP_GRACE_SECONDS": "5",
+                ])
+                var runs = 1
+                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
+                worker.signal(SIGTERM)
+                // The grace period (5 s) plus the time to record and print.
+                let code = try await worker.wait(limit: .seconds(20))
+                #expect(code == 75, "herald run exited \(code)\n\(worker.tail())")
+                #expect(worker.text().contains("STOPPED by a signal"))
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'queued'") > 0)
+                #expect(try await client.scalar("SELECT status FROM runs ORDER BY id LIMIT 1", as: String.self) == "stopped")
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                try await sim.stop()
+
+                var f = try await compare("sigterm", client: client, simulator: sim, campaign: campaign, collapseID: "term")
+                f.runs = runs
+                print(f)
+                #expect(f.lost == 0)
+                #expect(f.repeated == 0)
+                #expect(f.delivered == devices)
+                #expect(f.sentInLedger == devices)
+                #expect(try await Self.status(client, campaign) == "completed")
+            }
+        }
+    }
+
+    // MARK: Operators
+
+    @Test func pauseMidRunThenResume() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 4000
+                let campaign = try await Self.campaign(client, devices: devices, name: "Paused", collapseID: "paused")
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "20",
+                ])
+                var runs = 1
+                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
+                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
+                let code = try await worker.wait(limit: .seconds(60))
+                #expect(code == 0, "herald run exited \(code)\n\(worker.tail())")
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
+                let waiting = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'queued'")
+                #expect(waiting > 0)
+                #expect(try await Self.status(client, campaign) == "paused")
+
+                // Resume: the one documented value.
+                try await client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(campaign)")
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                try await sim.stop()
+                var f = try await compare("pause mid-run, resume", client: client, simulator: sim, campaign: campaign, collapseID: "paused")
+                f.runs = runs
+                print(f)
+                #expect(f.lost == 0)
+                #expect(f.repeated == 0)
+                #expect(f.delivered == devices)
+                #expect(try await Self.status(client, campaign) == "completed")
+                // Every change is in the audit, with who made it.
+                var changes: [String] = []
+                for try await (from, to, by) in try await client.query("""
+                    SELECT coalesce(from_status, '-'), to_status, changed_by FROM analyst.campaign_status_changes
+                    WHERE campaign_id = \(campaign) ORDER BY changed_at, to_status
+                    """, logger: TestDatabase.logger).decode((String, String, String).self) {
+                    changes.append("\(from)>\(to)")
+                    #expect(!by.isEmpty)
+                }
+                #expect(changes == ["->scheduled", "scheduled>running", "running>paused", "paused>running", "running>completed"])
+            }
+        }
+    }
+
+    @Test func pauseBeforeTheFirstSnapshotThenResume() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 500
+                let campaign = try await Self.campaign(client, devices: devices, name: "Early", collapseID: "early")
+                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
+                let sim = try SimulatorProcess(directory: dir)
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret())
+                var runs = 0
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries") == 0)
+                #expect(try await Self.status(client, campaign) == "paused")
+                try await client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(campaign)")
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                try await sim.stop()
+                var f = try await compare("pause before snapshot, resume", client: client, simulator: sim, campaign: campaign,
+                                          collapseID: "early")
+                f.runs = runs
+                print(f)
+                #expect(f.targeted == devices)
+                #expect(f.delivered == devices)
+                #expect(f.lost == 0)
+                #expect(f.repeated == 0)
+                #expect(try await Self.status(client, campaign) == "completed")
+            }
+        }
+    }
+
+    @Test func cancelBetweenRunsLeavesNothingQueued() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 3000
+                let campaign = try await Self.campaign(client, devices: devices, name: "Dropped", collapseID: "dropped")
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "20",
+                ])
+                var runs = 1
+                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 500 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 500 }
+                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
+                #expect(try await worker.wait(limit: .seconds(60)) == 0, "\(worker.tail())")
+                // No run is on it now: cancel.
+                try await client.exec("UPDATE campaigns SET status = 'cancelled' WHERE id = \(campaign)")
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status IN ('queued', 'in_flight')") == 0)
+                let cancelled = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'cancelled'")
+                #expect(cancelled > 0)
+                #expect(try await Self.count(client, """
+                    SELECT queued + in_flight FROM analyst.campaign_funnel WHERE campaign_id = \(campaign)
+                    """) == 0)
+                let before = sim.acceptedCount()
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                try await sim.stop()
+                var f = try await compare("cancel between runs", client: client, simulator: sim, campaign: campaign,
+                                          collapseID: "dropped")
+                f.runs = runs
+                print(f)
+                #expect(f.delivered == before)
+                #expect(f.sentInLedger == f.delivered)
+                #expect(f.delivered + cancelled == devices)
+                #expect(f.repeated == 0)
+                #expect(try await Self.status(client, campaign) == "cancelled")
+            }
+        }
+    }
+}
+
+// MARK: PostgreSQL restart
+
+extension FaultSuite {
+    /// A PostgreSQL cluster of this scenario's own (never the shared test
+    /// server), started with scripts/pg under HERALD_PG_DIR.
+    struct DedicatedCluster {
+        let directory: URL
+        let url: String
+
+        static func start(in dir: URL) async throws -> DedicatedCluster {
+            let pgDir = dir.appendingPathComponent("pg")
+            let (code, output) = try await shell(["scripts/pg", "start"], env: ["HERALD_PG_DIR": pgDir.path])
+            guard code == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) else {
+                throw Timeout(what: "scripts/pg start: \(output)")
+            }
+            return DedicatedCluster(directory: pgDir, url: String(url))
+        }
+
+        func restart() async throws {
+            let bins = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+            guard let version = bins.sorted().last else { throw Timeout(what: "no pg_ctl") }
+            var command = ["/usr/lib/postgresql/\(version)/bin/pg_ctl", "-D", directory.appendingPathComponent("data").path,
+                           "restart", "-m", "fast", "-w", "-t", "60"]
+            if getuid() == 0 { command = ["runuser", "-u", "postgres", "--"] + command }
+            let (code, output) = try await shell(command, env: [:])
+            guard code == 0 else { throw Timeout(what: "pg_ctl restart: \(output)") }
+        }
+
+        func wipe() async {
+            _ = try? await shell(["scripts/pg", "wipe"], env: ["HERALD_PG_DIR": directory.path])
+        }
+    }
+
+    static func shell(_ command: [String], env extra: [String: String]) async throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in extra { env[k] = v }
+        process.environment = env
+        process.currentDirectoryURL = HeraldBinary.repository
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("herald-shell-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: out)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let pid = process.processIdentifier
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(240)
+        // Reaped here: Foundation's own watch of a child that starts
+        // daemons (pg_ctl) does not always see it exit.
+        var code: Int32?
+        while code == nil {
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            } else if reaped == -1, !process.isRunning {
+                code = process.terminationStatus
+            } else if clock.now > end {
+                kill(pid, SIGKILL)
+                throw Timeout(what: command.joined(separator: " "))
+            } else {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        try? handle.close()
+        let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(at: out)
+        return (code ?? -1, text)
+    }
+
+    @Test func postgresRestartedMidRunFailsNoCampaign() async throws {
+        try await withScratch { dir in
+            let cluster = try await DedicatedCluster.start(in: dir)
+            do {
+                let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
+                let devices = 4000
+                let campaign = try await withPostgres(database, logger: TestDatabase.logger) { client in
+                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                    return try await Self.campaign(client, devices: devices, name: "Restart", collapseID: "restart")
+                }
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "20", "HERALD_DB_OUTAGE_SECONDS": "60",
+                ])
+                var runs = 1
+                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
+                try await cluster.restart()
+                let restartedAt = sim.acceptedCount()
+                let code = try await worker.wait(limit: .seconds(180))
+                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
+                if code != 0 { try await Self.runToCompletion(env: env, dir: dir, runs: &runs) }
+                try await sim.stop()
+                let accepted = try sim.accepted()
+                let allRuns = runs
+                try await withPostgres(database, logger: TestDatabase.logger) { client in
+                    var f = try await compare("postgres restart", client: client, accepted: accepted, campaign: campaign,
+                                              collapseID: "restart")
+                    f.runs = allRuns
+                    print(f)
+                    #expect(restartedAt < devices)
+                    #expect(f.lost == 0)
+                    #expect(f.failed == 0)
+                    #expect(f.leftover == 0)
+                    #expect(f.delivered == devices)
+                    #expect(f.sentInLedger == devices)
+                    #expect(f.repeated <= Self.repeatBound(concurrency: 20))
+                    #expect(try await Self.status(client, campaign) == "completed")
+                    #expect(try await Self.count(client, "SELECT count(*) FROM campaigns WHERE status = 'failed'") == 0)
+                }
+            } catch {
+                await cluster.wipe()
+                throw error
+            }
+            await cluster.wipe()
+        }
+    }
+}
+
+// MARK: A hung run
+
+extension FaultSuite {
+    /// A run frozen mid-send (SIGSTOP) keeps its leases until they expire;
+    /// then another run takes its work over, and the frozen one, woken up,
+    /// sends nothing more and writes nothing over the new owner's outcomes.
+    @Test func aFrozenRunIsTakenOverAfterItsLeaseAndSendsNothingWhenItWakes() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 3000
+                let concurrency = 20
+                let campaign = try await Self.campaign(client, devices: devices, name: "Frozen", collapseID: "frozen")
+                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
+                try await sim.start()
+                // One notification takes at most 2 × (1 s + 5 s backoff) + 10 s connect: a 30 s lease.
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "\(concurrency)", "APNS_TIMEOUT_SECONDS": "1", "APNS_MAX_ATTEMPTS": "2",
+                    "HERALD_LEASE_SECONDS": "30",
+                ])
+                var runs = 1
+                let frozen = try Child(name: "frozen", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("the first 500 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 500 }
+                frozen.signal(SIGSTOP)
+                // Its leases are live: another run leaves its deliveries alone.
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                let held = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'")
+                #expect(held > 0)
+                #expect(try await Self.status(client, campaign) == "running")
+                // Once they expire, the next run takes them over and finishes.
+                try await waitUntil("the frozen run's leases expire", limit: .seconds(60)) {
+                    try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND lease_expires_at > now()") == 0
+                }
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                #expect(try await Self.status(client, campaign) == "completed")
+                try await Task.sleep(for: .milliseconds(500))
+                let beforeWake = sim.acceptedCount()
+                let sentBeforeWake = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'")
+                frozen.signal(SIGCONT)
+                let code = try await frozen.wait(limit: .seconds(60))
+                #expect(code == 0 || code == 75, "the woken run exited \(code)\n\(frozen.tail())")
+                try await Task.sleep(for: .milliseconds(500))
+                // Woken, it sent nothing and changed nothing.
+                #expect(sim.acceptedCount() == beforeWake)
+                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'") == sentBeforeWake)
+                try await sim.stop()
+                var f = try await compare("frozen run", client: client, simulator: sim, campaign: campaign, collapseID: "frozen")
+                f.runs = runs
+                print(f)
+                #expect(f.lost == 0)
+                #expect(f.leftover == 0)
+                #expect(f.delivered == devices)
+                #expect(f.sentInLedger == devices)
+                #expect(f.repeated <= Self.repeatBound(concurrency: concurrency))
+                #expect(f.repeatsWithOtherAPNsID == 0)
+            }
+        }
+    }
+}

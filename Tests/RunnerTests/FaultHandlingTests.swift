@@ -1,0 +1,157 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Runner
+import Store
+import Testing
+import TestSupport
+
+/// A run with the fault settings under test.
+func faultRun(_ client: PostgresClient, apns: APNsConfiguration, options: RunOptions) async throws -> RunSummary {
+    let store = CampaignStore(client: client, logger: TestDatabase.logger)
+    let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
+    let run = CampaignRun(store: store, options: options,
+                          personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: .generate())),
+                          transport: apnsClient, logger: TestDatabase.logger)
+    return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
+        group.addTask {
+            try await apnsClient.run()
+            return nil
+        }
+        defer { group.cancelAll() }
+        return try await run.execute()
+    }
+}
+
+@Suite("Transient faults are never permanent", .serialized)
+struct FaultHandlingTests {
+    @Test func serviceUnavailableEverywhereLeavesDeliveriesQueuedNotFailed() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 60))
+            try await client.exec(Fixtures.campaign(name: "Storm"))
+            try await withSimulator(customize: { c in
+                c.faults = .init(rate429: 0, rate500: 0, rate503: 1.0, seed: 7)
+            }) { sim in
+                var apns = sim.clientConfiguration
+                apns.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+                let summary = try await faultRun(client, apns: apns, options: RunOptions(
+                    topic: apns.topic, concurrency: 20, retryWait: .zero))
+                #expect(summary.figures.failed == 0)
+                #expect(summary.figures.sent == 0)
+                #expect(summary.interruption == nil)
+                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
+                // Back in the queue with their attempts, last error and a backoff.
+                #expect(try await client.scalar("""
+                    SELECT count(*) FROM deliveries
+                    WHERE status = 'queued' AND attempts = 2 AND last_error = '503 ServiceUnavailable'
+                      AND not_before > now() AND claimed_by IS NULL AND lease_expires_at IS NULL
+                    """, as: Int64.self) == 60)
+                #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "running")
+            }
+        }
+    }
+
+    @Test func anUnreachableAPNsOpensTheBreakerAndStopsTheRunWithWorkLeft() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 300))
+            try await client.exec(Fixtures.campaign(name: "Dark"))
+            try await withSimulator { sim in
+                var apns = sim.clientConfiguration
+                // Nothing listens there.
+                await sim.simulator.shutdown()
+                apns.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
+                apns.connectTimeout = .seconds(1)
+                let summary = try await faultRun(client, apns: apns, options: RunOptions(
+                    topic: apns.topic, batchSize: 100, concurrency: 10, outageBudget: .seconds(2)))
+                guard case .outage(let why)? = summary.interruption else {
+                    Issue.record("expected an outage, got \(String(describing: summary.interruption))")
+                    return
+                }
+                #expect(why.contains("unreachable"))
+                #expect(summary.exitStatus == 75)
+                #expect(summary.figures.failed == 0)
+                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'queued'", as: Int64.self) == 300)
+                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status <> 'queued'", as: Int64.self) == 0)
+                // Only a few went out before the breaker opened; the rest were given back untouched.
+                let tried = try await client.scalar("SELECT count(*) FROM deliveries WHERE attempts > 0", as: Int64.self) ?? 0
+                #expect(tried < 100)
+                #expect(try await client.scalar("SELECT status FROM runs", as: String.self) == "stopped")
+            }
+        }
+    }
+}
+
+@Suite("Leases")
+struct LeaseTests {
+    static func setUp(_ client: PostgresClient) async throws -> (CampaignStore, Int64) {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: 20))
+        try await client.exec(Fixtures.campaign(name: "Leased"))
+        try await client.exec("""
+            UPDATE campaigns SET status = 'running', snapshot_at = now();
+            INSERT INTO deliveries (campaign_id, device_id, user_id) SELECT c.id, d.id, d.user_id FROM campaigns c, devices d;
+            INSERT INTO runs (id, host, pid, heartbeat_at) VALUES (1, 'a', 1, now()), (2, 'b', 2, now());
+            """)
+        let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
+        return (CampaignStore(client: client, logger: TestDatabase.logger), id)
+    }
+
+    @Test func aLiveLeaseIsNeverTakenAndAnExpiredOneIs() async throws {
+        try await TestDatabase.with { client, _ in
+            let (store, campaign) = try await Self.setUp(client)
+            let first = try await store.claim(campaign: campaign, run: 1, limit: 10, lease: .seconds(60))
+            #expect(first.count == 10)
+            // Run 2 gets the other ten, never run 1's.
+            let second = try await store.claim(campaign: campaign, run: 2, limit: 20, lease: .seconds(60))
+            #expect(second.count == 10)
+            #expect(Set(first.map(\.target.deliveryID)).isDisjoint(with: second.map(\.target.deliveryID)))
+            #expect(try await store.claim(campaign: campaign, run: 2, limit: 20, lease: .seconds(60)).isEmpty)
+            // Renewal keeps them; once run 1's leases expire, run 2 takes them over, same apns-id.
+            #expect(try await store.renewLeases(run: 1, lease: .seconds(60)) == 10)
+            try await client.exec("UPDATE deliveries SET lease_expires_at = now() - interval '1 second' WHERE claimed_by = 1")
+            let takeover = try await store.claim(campaign: campaign, run: 2, limit: 20, lease: .seconds(60))
+            #expect(Set(takeover.map(\.target.deliveryID)) == Set(first.map(\.target.deliveryID)))
+            #expect(Set(takeover.map(\.target.apnsID)) == Set(first.map(\.target.apnsID)))
+            // Run 1, back, can neither renew nor record over run 2.
+            #expect(try await store.renewLeases(run: 1, lease: .seconds(60)) == 0)
+            let late = first.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .failed, error: "late") }
+            #expect(try await store.record(late, run: 1) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
+            let mine = takeover.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .sent) }
+            #expect(try await store.record(mine, run: 2) == 10)
+        }
+    }
+
+    @Test func finishingARunGivesBackWhatItHolds() async throws {
+        try await TestDatabase.with { client, _ in
+            let (store, campaign) = try await Self.setUp(client)
+            _ = try await store.claim(campaign: campaign, run: 1, limit: 5, lease: .seconds(60))
+            let back = try await store.finishRun(1, figures: RunFigures(), end: .stopped, error: "stopped")
+            #expect(back == 5)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT status || ' ' || requeued FROM runs WHERE id = 1", as: String.self) == "stopped 5")
+        }
+    }
+
+    @Test func runsThatStoppedRenewingAreRecovered() async throws {
+        try await TestDatabase.with { client, _ in
+            let (store, campaign) = try await Self.setUp(client)
+            _ = try await store.claim(campaign: campaign, run: 1, limit: 5, lease: .seconds(60))
+            _ = try await store.claim(campaign: campaign, run: 2, limit: 5, lease: .seconds(60))
+            // Run 1 went silent a while ago; run 2 is alive.
+            try await client.exec("""
+                UPDATE runs SET heartbeat_at = now() - interval '5 minutes' WHERE id = 1;
+                UPDATE deliveries SET lease_expires_at = now() - interval '4 minutes' WHERE claimed_by = 1;
+                INSERT INTO runs (id, host, pid) VALUES (3, 'c', 3);
+                """)
+            let recovered = try await store.recoverAbandoned(currentRun: 3, deadRuns: [], lease: .seconds(60))
+            #expect(recovered == 5)
+            #expect(try await client.scalar("SELECT string_agg(status, ',' ORDER BY id) FROM runs", as: String.self) == "failed,running,running")
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND claimed_by = 2", as: Int64.self) == 5)
+        }
+    }
+}

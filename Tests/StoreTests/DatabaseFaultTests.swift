@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+
+actor Counter {
+    var n = 0
+    func next() -> Int {
+        n += 1
+        return n
+    }
+}
+
+@Suite("Database faults: retried, or blamed on the campaign")
+struct DatabaseFaultTests {
+    static func error(_ client: PostgresClient, state: String) async -> (any Error)? {
+        do {
+            try await client.query(PostgresQuery(unsafeSQL: "DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '\(state)'; END $$"),
+                                   logger: TestDatabase.logger)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func serverErrorsAreSortedByCause() async throws {
+        try await TestDatabase.with { client, _ in
+            for state in ["57P01", "57P03", "40001", "40P01", "57014", "25006", "08006"] {
+                let e = try #require(await Self.error(client, state: state))
+                #expect(DatabaseFault.isTransient(e), "\(state)")
+                #expect(!DatabaseFault.isCampaignData(e), "\(state)")
+            }
+            for state in ["23514", "22023", "42601", "P0001"] {
+                let e = try #require(await Self.error(client, state: state))
+                #expect(!DatabaseFault.isTransient(e), "\(state)")
+                #expect(DatabaseFault.isCampaignData(e), "\(state)")
+            }
+        }
+    }
+
+    @Test func aKilledConnectionIsRetriedAndADeadlockToo() async throws {
+        try await TestDatabase.with { client, _ in
+            let tries = Counter()
+            let retry = DatabaseRetry(budget: .seconds(20), attemptTimeout: .seconds(10), logger: TestDatabase.logger)
+            let value = try await retry("test") {
+                let n = await tries.next()
+                if n == 1 {
+                    // The server ends this very connection (what a restart or failover does).
+                    try await client.query("SELECT pg_terminate_backend(pg_backend_pid())", logger: TestDatabase.logger)
+                }
+                if n == 2 {
+                    try await client.query("DO $$ BEGIN RAISE EXCEPTION 'deadlock' USING ERRCODE = '40P01'; END $$",
+                                           logger: TestDatabase.logger)
+                }
+                return try await client.scalar("SELECT 42", as: Int32.self) ?? 0
+            }
+            #expect(value == 42)
+            #expect(await tries.n >= 3)
+        }
+    }
+
+    @Test func aDatabaseThatStaysAwayEndsTheBudget() async throws {
+        // Nothing listens on this port.
+        let config = try DatabaseConfiguration(url: "postgres://herald@127.0.0.1:9/none", maxConnections: 1)
+        try await withPostgres(config, logger: TestDatabase.logger) { client in
+            let retry = DatabaseRetry(budget: .seconds(2), attemptTimeout: .seconds(1), logger: TestDatabase.logger)
+            await #expect(throws: DatabaseUnavailable.self) {
+                _ = try await retry("test") { try await client.scalar("SELECT 1", as: Int32.self) }
+            }
+        }
+    }
+
+    @Test func aConstraintIsNotRetried() async throws {
+        try await TestDatabase.with { client, _ in
+            let tries = Counter()
+            let retry = DatabaseRetry(budget: .seconds(20), logger: TestDatabase.logger)
+            await #expect(throws: PSQLError.self) {
+                try await retry("test") {
+                    _ = await tries.next()
+                    try await client.query("INSERT INTO settings DEFAULT VALUES", logger: TestDatabase.logger)
+                }
+            }
+            #expect(await tries.n == 1)
+        }
+    }
+}
