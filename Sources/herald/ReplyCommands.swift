@@ -37,7 +37,13 @@ struct ServeCommand: AsyncParsableCommand {
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)
             let limits = try intakeLimits()
             let app = IntakeServer.application(intake: intake, host: host, port: port, limits: limits, logger: logger) { port in
-                logger.notice("reply intake listening", metadata: ["address": "\(host):\(port)"])
+                logger.notice("reply intake listening", metadata: [
+                    "address": "\(host):\(port)",
+                    "per_address": "\(limits.perAddress)", "per_delivery": "\(limits.perDelivery)",
+                    "max_connections": "\(limits.maxConnections)", "per_address_connections": "\(limits.maxConnectionsPerAddress)",
+                    "header_timeout": "\(limits.headerTimeout)", "body_timeout": "\(limits.bodyTimeout)",
+                    "trusted_proxies": "\(limits.trustedProxies.sorted().joined(separator: ","))",
+                ])
             }
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: client), .init(service: app)],
