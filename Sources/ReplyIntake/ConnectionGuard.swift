@@ -24,8 +24,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The peer address counted in `counter`, until the connection closes.
     private var counted: String?
     private var timer: Scheduled<Void>?
-    /// Between the inbound head and the end of the answer.
-    private var busy = false
+    /// Between an inbound head and its end.
+    private var inRequest = false
+    /// Answers owed (more than one when a client pipelines requests).
+    private var owed = 0
+    private var idle: Bool { !inRequest && owed == 0 }
 
     init(headerTimeout: Duration, bodyTimeout: Duration, counter: ConnectionCounter) {
         self.counter = counter
@@ -90,12 +93,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            busy = true
+            inRequest = true
+            owed += 1
             arm(context, bodyTimeout)
         case .body:
             break
         case .end:
             // The request is in; the answer is the server's to bound.
+            inRequest = false
             disarm()
         }
         context.fireChannelRead(data)
@@ -103,14 +108,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
-            busy = false
-            arm(context, headerTimeout)
+            owed = max(0, owed - 1)
+            if idle { arm(context, headerTimeout) }
         }
         context.write(data, promise: promise)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let parse = error as? HTTPParserError, !busy else {
+        guard let parse = error as? HTTPParserError, idle else {
             context.fireErrorCaught(error)
             return
         }

@@ -136,6 +136,21 @@ struct ThrottlingTests {
         }
     }
 
+    @Test func pipelinedRequestsAreAllAnswered() async throws {
+        try await withIntakeDatabase { intake, _, _ in
+            try await withServer(intake, limits: unlimited) { port in
+                let keepAlive = Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                let bad = Array("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                let reply = HostileTable.object(HostileTable.fields(delivery: 1, action: "bogus"))
+                let post = Array("POST /v1/replies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(reply.count)\r\n\r\n".utf8) + reply
+                let last = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+                let answer = String(decoding: try await RawHTTP.readAll(port: port, keepAlive + bad + post + keepAlive + last), as: UTF8.self)
+                let statuses = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+                #expect(statuses == ["200", "404", "422", "200", "200"])
+            }
+        }
+    }
+
     @Test func aSlowClientIsDisconnected() async throws {
         let limits: IntakeLimits = {
             var limits = unlimited
