@@ -22,7 +22,9 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible {
     /// A file that users other than its owner may read or write is refused:
     /// the key signs for the whole team, so it must be `chmod 600`.
     public init(pemPath: String) throws {
-        if let mode = (try? FileManager.default.attributesOfItem(atPath: pemPath))?[.posixPermissions] as? NSNumber,
+        // The file's own mode, through symlinks (Kubernetes mounts secrets as links).
+        let target = URL(fileURLWithPath: pemPath).resolvingSymlinksInPath().path
+        if let mode = (try? FileManager.default.attributesOfItem(atPath: target))?[.posixPermissions] as? NSNumber,
            mode.intValue & 0o077 != 0 {
             throw APNsConfigurationError.keyFileTooOpen(path: pemPath, mode: mode.intValue & 0o777)
         }

@@ -20,11 +20,18 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let headerTimeout: TimeAmount
     private let bodyTimeout: TimeAmount
+    private let counter: ConnectionCounter
+    /// The peer address counted in `counter`, until the connection closes.
+    private var counted: String?
     private var timer: Scheduled<Void>?
-    /// Between the inbound head and the end of the answer.
-    private var busy = false
+    /// Between an inbound head and its end.
+    private var inRequest = false
+    /// Answers owed (more than one when a client pipelines requests).
+    private var owed = 0
+    private var idle: Bool { !inRequest && owed == 0 }
 
-    init(headerTimeout: Duration, bodyTimeout: Duration) {
+    init(headerTimeout: Duration, bodyTimeout: Duration, counter: ConnectionCounter) {
+        self.counter = counter
         self.headerTimeout = .nanoseconds(Int64(headerTimeout.components.seconds) * 1_000_000_000
                                           + Int64(headerTimeout.components.attoseconds / 1_000_000_000))
         self.bodyTimeout = .nanoseconds(Int64(bodyTimeout.components.seconds) * 1_000_000_000
@@ -45,32 +52,55 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { arm(context, headerTimeout) }
+        if context.channel.isActive { start(context) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        arm(context, headerTimeout)
+        start(context)
         context.fireChannelActive()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    /// Counts the connection against its address and starts the head deadline;
+    /// one connection too many from an address is closed at once.
+    private func start(_ context: ChannelHandlerContext) {
+        if counted == nil, let address = context.channel.remoteAddress?.ipAddress.map(ClientAddress.normalized) {
+            guard counter.opened(address) else {
+                context.close(promise: nil)
+                return
+            }
+            counted = address
+        }
+        arm(context, headerTimeout)
+    }
+
+    private func stop() {
         disarm()
+        if let address = counted {
+            counter.closed(address)
+            counted = nil
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        stop()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        disarm()
+        stop()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            busy = true
+            inRequest = true
+            owed += 1
             arm(context, bodyTimeout)
         case .body:
             break
         case .end:
             // The request is in; the answer is the server's to bound.
+            inRequest = false
             disarm()
         }
         context.fireChannelRead(data)
@@ -78,14 +108,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
-            busy = false
-            arm(context, headerTimeout)
+            owed = max(0, owed - 1)
+            if idle { arm(context, headerTimeout) }
         }
         context.write(data, promise: promise)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let parse = error as? HTTPParserError, !busy else {
+        guard let parse = error as? HTTPParserError, idle else {
             context.fireErrorCaught(error)
             return
         }

@@ -30,6 +30,9 @@ public struct IntakeLimits: Sendable, Hashable {
     public var perDevice = Rate(10, per: .seconds(60))
     /// Connections open at once; more wait in the kernel's backlog.
     public var maxConnections = 1000
+    /// Connections open at once from one peer address (trusted proxies are
+    /// exempt); one more is closed at once.
+    public var maxConnectionsPerAddress = 64
     /// A connection must deliver a complete request head this soon after it
     /// opens or after its previous answer, else it is closed (slow or idle clients).
     public var headerTimeout: Duration = .seconds(10)
@@ -145,5 +148,37 @@ public struct ClientAddress: Sendable {
         var s = String(text).lowercased()
         if s.hasPrefix("::ffff:"), s.contains(".") { s.removeFirst(7) }
         return s
+    }
+}
+
+/// Open connections by peer address, shared by a server's connections.
+final class ConnectionCounter: Sendable {
+    private let open = NIOLockedValueBox<[String: Int]>([:])
+    let limit: Int
+    let exempt: Set<String>
+
+    init(limit: Int, exempt: Set<String>) {
+        self.limit = limit
+        self.exempt = Set(exempt.map(ClientAddress.normalized))
+    }
+
+    /// Counts a new connection from `address`; false when it is one too many
+    /// (and then it is not counted).
+    func opened(_ address: String) -> Bool {
+        if exempt.contains(address) { return true }
+        return open.withLockedValue { table in
+            let n = table[address, default: 0]
+            guard n < limit else { return false }
+            table[address] = n + 1
+            return true
+        }
+    }
+
+    func closed(_ address: String) {
+        if exempt.contains(address) { return }
+        open.withLockedValue { table in
+            let n = table[address, default: 0] - 1
+            table[address] = n > 0 ? n : nil
+        }
     }
 }

@@ -89,8 +89,9 @@ public enum IntakeServer {
     public static func serverBuilder(limits: IntakeLimits) -> HTTPServerBuilder {
         let header = limits.headerTimeout
         let body = limits.bodyTimeout
+        let counter = ConnectionCounter(limit: limits.maxConnectionsPerAddress, exempt: limits.trustedProxies)
         return .http1(configuration: .init(
-            additionalChannelHandlers: [ConnectionGuard(headerTimeout: header, bodyTimeout: body)],
+            additionalChannelHandlers: [ConnectionGuard(headerTimeout: header, bodyTimeout: body, counter: counter)],
             idleTimeout: nil,
             httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maxHeaderBytes, maxHeaderListSize: limits.maxHeaderBytes,
                                             maxHeaderFieldCount: 100)))

@@ -40,7 +40,13 @@ struct ServeCommand: AsyncParsableCommand {
             if verifier == nil { logger.notice("HERALD_APP_JWT_PUBLIC_KEY is not set: device registration answers 503") }
             let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
             let app = IntakeServer.application(intake: intake, app: endpoints, host: host, port: port, limits: limits, logger: logger) { port in
-                logger.notice("reply intake listening", metadata: ["address": "\(host):\(port)"])
+                logger.notice("reply intake listening", metadata: [
+                    "address": "\(host):\(port)",
+                    "per_address": "\(limits.perAddress)", "per_delivery": "\(limits.perDelivery)",
+                    "max_connections": "\(limits.maxConnections)", "per_address_connections": "\(limits.maxConnectionsPerAddress)",
+                    "header_timeout": "\(limits.headerTimeout)", "body_timeout": "\(limits.bodyTimeout)",
+                    "trusted_proxies": "\(limits.trustedProxies.sorted().joined(separator: ","))",
+                ])
             }
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: client), .init(service: app)],
@@ -69,6 +75,7 @@ func intakeLimits(_ env: [String: String] = ProcessInfo.processInfo.environment)
     limits.perDelivery = .init(try int("HERALD_RATE_DELIVERY", limits.perDelivery.count, 1...1_000_000), per: .seconds(60))
     limits.perDevice = .init(try int("HERALD_RATE_DEVICE", limits.perDevice.count, 1...1_000_000), per: .seconds(60))
     limits.maxConnections = try int("HERALD_HTTP_MAX_CONNECTIONS", limits.maxConnections, 1...1_000_000)
+    limits.maxConnectionsPerAddress = try int("HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS", limits.maxConnectionsPerAddress, 1...1_000_000)
     limits.headerTimeout = .seconds(try int("HERALD_HTTP_HEADER_TIMEOUT", 10, 1...3600))
     limits.bodyTimeout = .seconds(try int("HERALD_HTTP_BODY_TIMEOUT", 30, 1...3600))
     limits.maxHeaderBytes = try int("HERALD_HTTP_MAX_HEADER_BYTES", limits.maxHeaderBytes, 1024...1_048_576)

@@ -76,6 +76,13 @@ struct ConfigurationTests {
         _ = try APNsSigningKey(pemPath: path)
         try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: path)
         _ = try APNsSigningKey(pemPath: path)
+        // Through a symlink (as Kubernetes mounts secrets) the file's own mode counts.
+        let link = path + ".link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: path)
+        defer { try? FileManager.default.removeItem(atPath: link) }
+        _ = try APNsSigningKey(pemPath: link)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        #expect(throws: APNsConfigurationError.self) { try APNsSigningKey(pemPath: link) }
     }
 
     @Test("a bad key file names the path and never echoes the content")

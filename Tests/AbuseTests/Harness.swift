@@ -232,3 +232,23 @@ func withSimulator<T: Sendable>(_ body: (RunningAPNsSimulator) async throws -> T
         throw error
     }
 }
+
+extension RawHTTP {
+    /// Sends `bytes` and returns everything the server sends until it closes.
+    static func readAll(port: Int, _ bytes: [UInt8]) async throws -> [UInt8] {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(bytes: bytes))
+            var received: [UInt8] = []
+            do {
+                for try await chunk in inbound { received += chunk.readableBytesView }
+            } catch {}
+            return received
+        }
+    }
+}

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import HeraldCore
 import ReplyIntake
 import Testing
@@ -88,6 +90,64 @@ struct ThrottlingTests {
                 #expect(try await RawHTTP.exchange(port: port, RawHTTP.request(body: other))?.status == 202)
             }
             #expect(try await db.scalar("SELECT count(*) FROM replies", as: Int64.self) == 2)
+        }
+    }
+
+    @Test func oneAddressCannotHoldMoreThanItsConnections() async throws {
+        let limits: IntakeLimits = {
+            var limits = unlimited
+            limits.maxConnectionsPerAddress = 3
+            limits.headerTimeout = .seconds(120)
+            return limits
+        }()
+        try await withIntakeDatabase { intake, _, _ in
+            try await withServer(intake, limits: limits) { port in
+                var held: [any Channel] = []
+                for _ in 0..<4 {
+                    held.append(try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                        .connect(host: "127.0.0.1", port: port).get())
+                }
+                // Whichever the server took fourth is closed at once; three stay open.
+                let firstClosed = try await withThrowingTaskGroup(of: Int?.self) { group in
+                    for (i, channel) in held.enumerated() {
+                        group.addTask {
+                            try? await channel.closeFuture.get()
+                            return i
+                        }
+                    }
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(30))
+                        return nil
+                    }
+                    let first = try await group.next() ?? nil
+                    group.cancelAll()
+                    // Unblock the waits on the connections still open.
+                    for channel in held { try? await channel.close().get() }
+                    return first
+                }
+                #expect(firstClosed != nil)
+                // Once they are gone, the address is served again.
+                var answer: RawResponse?
+                for _ in 0..<50 where answer == nil {
+                    answer = try? await RawHTTP.exchange(port: port, Self.get("/healthz"))
+                }
+                #expect(answer?.status == 200)
+            }
+        }
+    }
+
+    @Test func pipelinedRequestsAreAllAnswered() async throws {
+        try await withIntakeDatabase { intake, _, _ in
+            try await withServer(intake, limits: unlimited) { port in
+                let keepAlive = Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                let bad = Array("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                let reply = HostileTable.object(HostileTable.fields(delivery: 1, action: "bogus"))
+                let post = Array("POST /v1/replies HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(reply.count)\r\n\r\n".utf8) + reply
+                let last = Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+                let answer = String(decoding: try await RawHTTP.readAll(port: port, keepAlive + bad + post + keepAlive + last), as: UTF8.self)
+                let statuses = answer.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+                #expect(statuses == ["200", "404", "422", "200", "200"])
+            }
         }
     }
 
