@@ -155,17 +155,17 @@ struct FramingTests {
         let date = Array("today".utf8)
         // :status 200, date (static name 33) without indexing, x-a: b never indexed, static index 54.
         let plain: [UInt8] = [0x88, 0x0f, 0x12, UInt8(date.count)] + date + [0x10, 0x03] + Array("x-a".utf8) + [0x01, 0x62, 0xb6]
-        #expect(APNsConnectionHandler.quickStatus(of: block(plain)) == 200)
+        #expect(ResponseStatusReader.quickStatus(of: block(plain)) == 200)
         // An indexed field from the dynamic table (index 62) leaves the table as it is.
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0xbe])) == 200)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x8d])) == 404)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0xbe])) == 200)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x8d])) == 404)
         // Incremental indexing or a size update anywhere: the decoder must see the block.
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x40, 0x01, 0x61, 0x01, 0x62])) == nil)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x3f, 0xe1, 0x1f])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x40, 0x01, 0x61, 0x01, 0x62])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x3f, 0xe1, 0x1f])) == nil)
         // A literal :status, and truncated blocks.
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x08, 0x03] + Array("403".utf8))) == nil)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x0f])) == nil)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x0f, 0x12, 0x09, 0x61])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x08, 0x03] + Array("403".utf8))) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x0f])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x0f, 0x12, 0x09, 0x61])) == nil)
         // Whatever the quick path accepts, the decoder decodes to the same status.
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
         var full = block(plain)
