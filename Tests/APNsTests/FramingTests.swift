@@ -149,6 +149,42 @@ struct FramingTests {
         #expect(!channel.isActive)
     }
 
+    @Test("frames split across reads, one byte at a time, reach the connection whole")
+    func splitReads() async throws {
+        let channel = EmbeddedChannel()
+        let handler = APNsConnectionHandler(endpoint: Endpoint(host: "127.0.0.1", port: 443), localStreamLimit: 10)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
+        _ = try Self.written(channel)
+        var bytes = Self.settings((0x3, 7))
+        bytes.writeImmutableBuffer(Self.frame(0x6, Self.u32(1, 2)))
+        while let byte = bytes.readSlice(length: 1) {
+            try channel.writeInbound(byte)
+        }
+        #expect(handler.state == .ready)
+        #expect(handler.availableStreams == 7)
+        #expect(try Self.written(channel).map { [$0.type, $0.flags] } == [[0x4, 0x1], [0x6, 0x1]])
+    }
+
+    @Test("a frame over the announced size closes the connection with GOAWAY FRAME_SIZE_ERROR")
+    func oversizeFrame() async throws {
+        let channel = EmbeddedChannel()
+        let handler = APNsConnectionHandler(endpoint: Endpoint(host: "127.0.0.1", port: 443), localStreamLimit: 10)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
+        try channel.writeInbound(Self.settings())
+        _ = try Self.written(channel)
+        var header = ByteBuffer()
+        header.writeInteger(UInt32(16_385) << 8 | 0x0)
+        header.writeInteger(UInt8(0))
+        header.writeInteger(UInt32(1))
+        try channel.writeInbound(header)
+        let frames = try Self.written(channel)
+        #expect(frames.map(\.type) == [0x7])
+        #expect(frames.first?.payload.getInteger(at: 4, as: UInt32.self) == 0x6)
+        #expect(!channel.isActive)
+    }
+
     @Test("an answer's status is read without the decoder only when the block leaves the dynamic table alone")
     func quickStatus() throws {
         func block(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
