@@ -52,21 +52,29 @@ struct HTTP2ConnectionStateMachine<Pending> {
     /// Streams to complete, without an allocation for the common single one.
     struct Completions {
         private var first: (Pending, AttemptOutcome)?
-        private var rest: [(Pending, AttemptOutcome)] = []
+        /// Nil rather than empty: no array at all on the common path.
+        private var rest: [(Pending, AttemptOutcome)]?
 
         init() {}
 
         var isEmpty: Bool { first == nil }
-        var count: Int { first == nil ? 0 : 1 + rest.count }
+        var count: Int { first == nil ? 0 : 1 + (rest?.count ?? 0) }
 
         mutating func append(_ pending: Pending, _ outcome: AttemptOutcome) {
-            if first == nil { first = (pending, outcome) } else { rest.append((pending, outcome)) }
+            if first == nil {
+                first = (pending, outcome)
+            } else if rest == nil {
+                rest = [(pending, outcome)]
+            } else {
+                rest?.append((pending, outcome))
+            }
         }
 
         /// Calls `body` for each, in order.
         func forEach(_ body: (Pending, AttemptOutcome) -> Void) {
             guard let first else { return }
             body(first.0, first.1)
+            guard let rest else { return }
             for (pending, outcome) in rest { body(pending, outcome) }
         }
 
