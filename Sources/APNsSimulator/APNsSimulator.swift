@@ -105,16 +105,50 @@ public final class APNsSimulator: Service, Sendable {
     }
 
     /// Starts (when not started), answers until graceful shutdown, cancellation or `shutdown()`,
-    /// then shuts down.
+    /// then shuts down. On graceful shutdown it first stops listening and sends every connection
+    /// GOAWAY, answers what is open, and waits (at most `gracefulShutdownTimeout` plus the latency
+    /// fault) for the clients to close their connections.
     public func run() async throws {
         try await start()
         let stop = self.stop
-        _ = await withTaskCancellationOrGracefulShutdownHandler {
-            await stop.wait(for: .graceful)
-        } onCancelOrGracefulShutdown: {
+        let level = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await stop.wait(for: .graceful)
+            } onGracefulShutdown: {
+                stop.request(.graceful)
+            }
+        } onCancel: {
             stop.request(.immediate)
         }
+        if level == .graceful {
+            await drain()
+        }
         await shutdown()
+    }
+
+    /// How long a graceful shutdown waits for clients to close their connections.
+    public static let gracefulShutdownTimeout: Duration = .seconds(10)
+
+    private func drain() async {
+        let listener = channel.withLockedValue { current -> Channel? in
+            let listener = current
+            current = nil
+            return listener
+        }
+        if let listener { try? await listener.close() }
+        let state = self.state
+        let stop = self.stop
+        let eventLoop = self.eventLoop
+        let limit = TimeAmount(Self.gracefulShutdownTimeout + configuration.faults.latency)
+        eventLoop.execute {
+            state.value.drain(on: eventLoop).whenComplete { _ in stop.request(.immediate) }
+            eventLoop.scheduleTask(in: limit) { stop.request(.immediate) }
+        }
+        _ = await withTaskCancellationHandler {
+            await stop.wait(for: .immediate)
+        } onCancel: {
+            stop.request(.immediate)
+        }
     }
 
     /// Stops listening, closes connections, flushes the log.
@@ -199,6 +233,8 @@ final class SimulatorState {
     private var logBuffer: [UInt8] = []
     private var flushTimer: RepeatedTask?
     private(set) var connections: [ObjectIdentifier: Channel] = [:]
+    /// Completed when the last connection closes during a graceful stop.
+    private var drained: [EventLoopPromise<Void>] = []
 
     init(configuration: SimulatorConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -237,6 +273,24 @@ final class SimulatorState {
 
     func unregister(_ channel: Channel) {
         connections.removeValue(forKey: ObjectIdentifier(channel))
+        if connections.isEmpty, !drained.isEmpty {
+            let waiting = drained
+            drained.removeAll()
+            for promise in waiting { promise.succeed() }
+        }
+    }
+
+    /// Graceful stop: GOAWAY on every connection (no new streams; those open are answered). The
+    /// future completes once the clients have closed them all.
+    func drain(on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        guard !connections.isEmpty else { return eventLoop.makeSucceededVoidFuture() }
+        for channel in connections.values {
+            let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+            channel.writeAndFlush(goAway, promise: nil)
+        }
+        let promise = eventLoop.makePromise(of: Void.self)
+        drained.append(promise)
+        return promise.futureResult
     }
 
     func reject(_ reason: String) {
@@ -274,6 +328,8 @@ final class SimulatorState {
         logHandle = nil
         for channel in connections.values { channel.close(promise: nil) }
         connections.removeAll()
+        for promise in drained { promise.succeed() }
+        drained.removeAll()
     }
 
     private func jsonString(_ value: String) -> String {
