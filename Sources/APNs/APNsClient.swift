@@ -5,17 +5,22 @@ import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
+import ServiceLifecycle
 
 /// Sends notifications to APNs over HTTP/2 + TLS with token authentication.
 ///
-/// The owner runs `run()` in a task group; cancelling it closes every connection and stops the
-/// event loop. `send(_:)` may be called from many tasks at once; how many notifications are in
-/// flight is bounded by how many tasks the caller runs.
-public final class APNsClient: Sendable {
+/// A ServiceLifecycle `Service`: run it in the command's `ServiceGroup` (or `run()` it in a task
+/// group). On graceful shutdown it takes no new notifications and lets those under way finish
+/// (each until answered or past its deadline), then closes its connections; on cancellation, or
+/// `shutdown()`, it fails what is under way with `.clientShutdown` at once. Its connections live
+/// on one event loop of the group it is given, which it never shuts down.
+/// `send(_:)` may be called from many tasks at once; how many notifications are in flight is
+/// bounded by how many tasks the caller runs.
+public final class APNsClient: Service, Sendable {
     private let configuration: APNsConfiguration
     private let logger: Logger
-    private let group: MultiThreadedEventLoopGroup
     private let eventLoop: EventLoop
+    private let stop = StopSignal()
     private let pool: NIOLoopBoundBox<ConnectionPool>
     private let tokens: ProviderTokenStore
     private let overrideEndpoint: Endpoint?
@@ -30,7 +35,11 @@ public final class APNsClient: Sendable {
         var isShutdown = false
     }
 
-    public init(configuration: APNsConfiguration, logger: Logger) throws {
+    public init(
+        configuration: APNsConfiguration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger
+    ) throws {
         var overrideEndpoint: Endpoint?
         if let url = configuration.baseURLOverride {
             guard let endpoint = Endpoint(url: url) else {
@@ -60,8 +69,7 @@ public final class APNsClient: Sendable {
             teamID: configuration.teamID,
             clock: configuration.tokenClock
         )
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        self.eventLoop = group.next()
+        self.eventLoop = eventLoopGroup.next()
         self.loopExecutor = EventLoopTaskExecutor(eventLoop: eventLoop)
         self.pool = NIOLoopBoundBox.makeBoxSendingValue(
             ConnectionPool(eventLoop: eventLoop, sslContext: sslContext, configuration: configuration, logger: logger),
@@ -76,18 +84,39 @@ public final class APNsClient: Sendable {
     @available(macOS 15.0, iOS 18.0, *)
     public var taskExecutor: any TaskExecutor { loopExecutor }
 
-    /// Runs until the surrounding task is cancelled (or `shutdown()` is called), then closes
-    /// every connection and stops the event loop.
+    /// Runs until graceful shutdown (then lets what is under way finish), cancellation or
+    /// `shutdown()`, then closes every connection.
     public func run() async throws {
-        while !Task.isCancelled, !isShutdown {
-            do { try await Task.sleep(for: .seconds(1)) } catch { break }
+        let stop = self.stop
+        let pool = self.pool
+        let eventLoop = self.eventLoop
+        let level = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await stop.wait(for: .graceful)
+            } onGracefulShutdown: {
+                stop.request(.graceful)
+            }
+        } onCancel: {
+            stop.request(.immediate)
+        }
+        if level == .graceful {
+            logger.debug("apns client draining")
+            eventLoop.execute {
+                pool.value.drain().whenComplete { _ in stop.request(.immediate) }
+            }
+            _ = await withTaskCancellationHandler {
+                await stop.wait(for: .immediate)
+            } onCancel: {
+                stop.request(.immediate)
+            }
         }
         await shutdown()
     }
 
-    /// Fails what is waiting or in flight with `.failed(nil, .clientShutdown)`, closes the
-    /// connections, stops the event loop. Safe to call more than once.
+    /// Fails what is waiting or in flight with `.failed(nil, .clientShutdown)` and closes the
+    /// connections. Safe to call more than once.
     public func shutdown() async {
+        stop.request(.immediate)
         let first = submissions.withLockedValue { state -> Bool in
             defer { state.isShutdown = true }
             return !state.isShutdown
@@ -96,7 +125,6 @@ public final class APNsClient: Sendable {
         let pool = self.pool
         let closed = eventLoop.flatSubmit { pool.value.shutdown() }
         try? await closed.get()
-        try? await group.shutdownGracefully()
     }
 
     private var isShutdown: Bool { submissions.withLockedValue { $0.isShutdown } }

@@ -86,42 +86,9 @@ public struct APNsConfiguration: Sendable, CustomStringConvertible {
             + "requestTimeout: \(requestTimeout), maxAttempts: \(retry.maxAttempts), signingKey: <redacted>)"
     }
 
-    /// Reads `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`, `APNS_TOPIC` (required) and
-    /// `APNS_URL`, `APNS_CA_PATH`, `APNS_MAX_CONNECTIONS`, `APNS_STREAMS_PER_CONNECTION`,
-    /// `APNS_TIMEOUT_SECONDS`, `APNS_MAX_ATTEMPTS` (optional).
-    public static func fromEnvironment(_ env: [String: String]) throws -> APNsConfiguration {
-        func required(_ name: String) throws -> String {
-            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
-                throw APNsConfigurationError.missingVariable(name)
-            }
-            return value
-        }
-        func optional(_ name: String) -> String? {
-            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-            return value
-        }
-        func positiveInt(_ name: String) throws -> Int? {
-            guard let raw = optional(name) else { return nil }
-            guard let value = Int(raw), value > 0 else { throw APNsConfigurationError.invalidValue(name) }
-            return value
-        }
-        let key = try APNsSigningKey(pemPath: try required("APNS_KEY_PATH"))
-        var configuration = APNsConfiguration(
-            signingKey: key,
-            keyID: try required("APNS_KEY_ID"),
-            teamID: try required("APNS_TEAM_ID"),
-            topic: try required("APNS_TOPIC")
-        )
-        if let url = optional("APNS_URL") {
-            guard Endpoint(url: url) != nil else { throw APNsConfigurationError.invalidValue("APNS_URL") }
-            configuration.baseURLOverride = url
-        }
-        configuration.extraTrustedCAPath = optional("APNS_CA_PATH")
-        if let value = try positiveInt("APNS_MAX_CONNECTIONS") { configuration.maxConnections = value }
-        if let value = try positiveInt("APNS_STREAMS_PER_CONNECTION") { configuration.maxStreamsPerConnection = value }
-        if let value = try positiveInt("APNS_TIMEOUT_SECONDS") { configuration.requestTimeout = .seconds(value) }
-        if let value = try positiveInt("APNS_MAX_ATTEMPTS") { configuration.retry.maxAttempts = value }
-        return configuration
+    /// True for a `baseURLOverride` the client takes: `https://host[:port]`.
+    public static func isValidBaseURL(_ url: String) -> Bool {
+        Endpoint(url: url) != nil
     }
 }
 
@@ -177,10 +144,9 @@ struct Endpoint: Hashable, Sendable {
     }
 }
 
-/// A configuration or key problem. The description names the variable or path, never key material.
+/// A configuration or key problem. The description names the setting or path, never key material.
 public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     private enum Code: Hashable {
-        case missingVariable(String)
         case invalidValue(String)
         case keyFileUnreadable(path: String)
         case keyFileTooOpen(path: String, mode: Int)
@@ -189,7 +155,6 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     }
     private let code: Code
 
-    static func missingVariable(_ name: String) -> Self { Self(code: .missingVariable(name)) }
     static func invalidValue(_ name: String) -> Self { Self(code: .invalidValue(name)) }
     static func keyFileUnreadable(path: String) -> Self { Self(code: .keyFileUnreadable(path: path)) }
     static func keyFileTooOpen(path: String, mode: Int) -> Self { Self(code: .keyFileTooOpen(path: path, mode: mode)) }
@@ -198,7 +163,6 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch code {
-        case .missingVariable(let name): return "APNs configuration: \(name) is not set"
         case .invalidValue(let name): return "APNs configuration: \(name) has an invalid value"
         case .keyFileUnreadable(let path): return "APNs signing key: cannot read \(path)"
         case .keyFileTooOpen(let path, let mode):

@@ -3,7 +3,8 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// All connections of a client, per endpoint. Lives on the client's event loop.
+/// All connections of a client, per endpoint, and the timer that ticks them. Lives on the
+/// client's event loop.
 final class ConnectionPool {
     private let eventLoop: EventLoop
     private let sslContext: NIOSSLContext
@@ -14,6 +15,8 @@ final class ConnectionPool {
     private(set) var isShutdown = false
     private let pingInterval: TimeAmount
     private let tickInterval: TimeAmount
+    /// Completed once a graceful shutdown has let every request finish.
+    private var drained: EventLoopPromise<Void>?
 
     init(eventLoop: EventLoop, sslContext: NIOSSLContext, configuration: APNsConfiguration, logger: Logger) {
         self.eventLoop = eventLoop
@@ -28,7 +31,7 @@ final class ConnectionPool {
     }
 
     func submit(_ request: OutboundRequest) {
-        guard !isShutdown else {
+        guard !isShutdown, drained == nil else {
             request.complete(.shutdown)
             return
         }
@@ -54,6 +57,8 @@ final class ConnectionPool {
             configuration: configuration,
             logger: logger
         )
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        created.becameIdle = { bound.value.checkDrained() }
         hosts[endpoint] = created
         lastHost = (endpoint, created)
         return created
@@ -68,6 +73,22 @@ final class ConnectionPool {
         }
     }
 
+    /// New requests are refused; what waits or is in flight goes on until answered or past its
+    /// deadline. The future completes when nothing is left (then `shutdown()` closes).
+    func drain() -> EventLoopFuture<Void> {
+        if let drained { return drained.futureResult }
+        let promise = eventLoop.makePromise(of: Void.self)
+        drained = promise
+        for host in hosts.values { host.refuseNew() }
+        checkDrained()
+        return promise.futureResult
+    }
+
+    private func checkDrained() {
+        guard let drained, hosts.values.allSatisfy(\.isIdle) else { return }
+        drained.succeed()
+    }
+
     /// Fails everything waiting or in flight with `.shutdown` and closes every connection.
     func shutdown() -> EventLoopFuture<Void> {
         isShutdown = true
@@ -76,24 +97,32 @@ final class ConnectionPool {
         let closed = hosts.values.flatMap { $0.shutdown() }
         hosts.removeAll()
         lastHost = nil
+        drained?.succeed()
         return EventLoopFuture.andAllComplete(closed, on: eventLoop)
     }
 }
 
-/// The connections to one endpoint and the requests waiting for a free stream.
+/// A connection of a host pool, named by identity.
+struct ConnectionRef: Hashable {
+    let handler: APNsConnectionHandler
+
+    static func == (lhs: ConnectionRef, rhs: ConnectionRef) -> Bool { lhs.handler === rhs.handler }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(handler)) }
+}
+
+/// The connections to one endpoint: carries out `ConnectionPoolDecisions` (connects, sends,
+/// fails requests) and logs.
 final class HostPool: APNsConnectionDelegate {
     private let endpoint: Endpoint
     private let eventLoop: EventLoop
     private let sslContext: NIOSSLContext
     private let configuration: APNsConfiguration
     private var logger: Logger
-    /// Connecting and ready connections (draining ones leave this list).
-    private var connections: [APNsConnectionHandler] = []
-    /// Every live channel, draining ones included, for shutdown.
-    private var channels: [ObjectIdentifier: Channel] = [:]
-    private var handlersByID: [ObjectIdentifier: APNsConnectionHandler] = [:]
-    private var waiting = CircularBuffer<OutboundRequest>(initialCapacity: 64)
-    private var isShutdown = false
+    private var decisions: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>
+    /// Every live connection, draining ones included, with its channel once connected.
+    private var live: [ConnectionRef: Channel?] = [:]
+    /// Called when nothing waits and nothing is in flight any more (graceful shutdown).
+    var becameIdle: (() -> Void)?
 
     init(
         endpoint: Endpoint,
@@ -108,55 +137,45 @@ final class HostPool: APNsConnectionDelegate {
         self.configuration = configuration
         self.logger = logger
         self.logger[metadataKey: "apns.host"] = "\(endpoint.authority)"
+        self.decisions = ConnectionPoolDecisions(maxConnections: configuration.maxConnections)
+    }
+
+    private static func free(_ connection: ConnectionRef) -> Int { connection.handler.availableStreams }
+
+    var isIdle: Bool {
+        decisions.waitingCount == 0 && live.keys.allSatisfy { $0.handler.inFlight == 0 }
     }
 
     func submit(_ request: OutboundRequest) {
-        if waiting.isEmpty, let connection = pickConnection() {
-            connection.send(request)
-            return
+        switch decisions.submit(request, deadline: request.deadline, free: Self.free) {
+        case .send(let connection):
+            connection.handler.send(request)
+        case .wait(let open):
+            if open { openConnection() }
+        case .refuse:
+            request.complete(.shutdown)
         }
-        waiting.append(request)
-        openConnectionIfNeeded()
-    }
-
-    /// The ready connection with the most free streams.
-    private func pickConnection() -> APNsConnectionHandler? {
-        var best: APNsConnectionHandler?
-        var bestFree = 0
-        for connection in connections {
-            let free = connection.availableStreams
-            if free > bestFree {
-                best = connection
-                bestFree = free
-            }
-        }
-        return best
     }
 
     private func drainWaiting() {
-        while !waiting.isEmpty, let connection = pickConnection() {
-            connection.send(waiting.removeFirst())
-        }
-        openConnectionIfNeeded()
+        let (sends, open) = decisions.drain(free: Self.free)
+        for (request, connection) in sends { connection.handler.send(request) }
+        if open { openConnection() }
     }
 
-    private func openConnectionIfNeeded() {
-        guard !isShutdown, !waiting.isEmpty, connections.count < max(1, configuration.maxConnections),
-            !connections.contains(where: { $0.state == .connecting })
-        else { return }
-        openConnection()
+    private func carryOut(_ decision: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>.FailDecision) {
+        for request in decision.failed { request.complete(.connectionFailed) }
+        if decision.openConnection { openConnection() }
+        if isIdle { becameIdle?() }
     }
 
     private func openConnection() {
-        let handler = APNsConnectionHandler(
-            endpoint: endpoint,
-            localStreamLimit: configuration.maxStreamsPerConnection
-        )
+        let handler = APNsConnectionHandler(endpoint: endpoint, localStreamLimit: configuration.maxStreamsPerConnection)
         handler.delegate = self
-        connections.append(handler)
-        let id = ObjectIdentifier(handler)
-        handlersByID[id] = handler
-        logger.debug("apns connecting", metadata: ["apns.connections": "\(connections.count)"])
+        let connection = ConnectionRef(handler: handler)
+        decisions.connectionOpening(connection)
+        live[connection] = .some(nil)
+        logger.debug("apns connecting", metadata: ["apns.connections": "\(decisions.connections.count)"])
 
         let boundHandler = NIOLoopBound(handler, eventLoop: eventLoop)
         let sslContext = self.sslContext
@@ -177,99 +196,76 @@ final class HostPool: APNsConnectionDelegate {
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         bootstrap.connect(host: endpoint.host, port: endpoint.port).whenComplete { result in
             let pool = bound.value
-            let handler = boundHandler.value
+            let connection = ConnectionRef(handler: boundHandler.value)
             switch result {
             case .success(let channel):
-                if handler.state == .closed {
-                    // Closed already (TLS failure during connect): connectionClosed handled it.
-                    return
-                }
-                if pool.isShutdown {
+                guard pool.live[connection] != nil, !pool.decisions.isShutdown else {
+                    // Closed already (TLS failure during connect, or shutdown): handled there.
                     channel.close(promise: nil)
                     return
                 }
-                pool.channels[id] = channel
+                pool.live[connection] = channel
             case .failure(let error):
-                pool.logger.warning(
-                    "apns connect failed",
-                    metadata: ["error": "\(String(describing: error))"]
-                )
-                pool.removeConnection(handler)
-                pool.connectionAttemptFailed()
+                pool.logger.warning("apns connect failed", metadata: ["error": "\(String(describing: error))"])
+                pool.live.removeValue(forKey: connection)
+                pool.carryOut(pool.decisions.connectFailed(connection))
             }
         }
     }
 
-    private func removeConnection(_ handler: APNsConnectionHandler) {
-        connections.removeAll { $0 === handler }
-    }
-
-    /// A connection failed before it could take streams. When nothing else can serve the
-    /// waiting requests, fail them (their senders back off and try again).
-    private func connectionAttemptFailed() {
-        if connections.isEmpty {
-            let failed = waiting
-            waiting.removeAll()
-            for request in failed { request.complete(.connectionFailed) }
-        } else {
-            openConnectionIfNeeded()
-        }
-    }
-
     func tick(now: NIODeadline, pingInterval: TimeAmount) {
-        while let first = waiting.first, first.deadline <= now {
-            waiting.removeFirst().complete(.timedOut)
-        }
-        for handler in handlersByID.values { handler.tick(now: now, pingInterval: pingInterval) }
+        for request in decisions.expire(now: now) { request.complete(.timedOut) }
+        for connection in live.keys { connection.handler.tick(now: now, pingInterval: pingInterval) }
+        if isIdle { becameIdle?() }
+    }
+
+    func refuseNew() {
+        decisions.refuseNew()
     }
 
     // MARK: APNsConnectionDelegate
 
-    func connectionBecameReady(_ connection: APNsConnectionHandler) {
+    func connectionBecameReady(_ handler: APNsConnectionHandler) {
         logger.debug("apns connection ready")
+        decisions.connectionReady(ConnectionRef(handler: handler))
         drainWaiting()
     }
 
-    func connectionHasCapacity(_ connection: APNsConnectionHandler) {
-        if !waiting.isEmpty { drainWaiting() }
+    func connectionHasCapacity(_ handler: APNsConnectionHandler) {
+        if decisions.waitingCount > 0 {
+            drainWaiting()
+        } else if becameIdle != nil, decisions.isRefusingNew, isIdle {
+            becameIdle?()
+        }
     }
 
-    func connectionIsDraining(_ connection: APNsConnectionHandler) {
+    func connectionIsDraining(_ handler: APNsConnectionHandler) {
         logger.debug("apns connection draining (GOAWAY)")
-        removeConnection(connection)
-        openConnectionIfNeeded()
+        if decisions.connectionDraining(ConnectionRef(handler: handler)) { openConnection() }
     }
 
-    func connectionClosed(_ connection: APNsConnectionHandler, wasReady: Bool) {
-        let id = ObjectIdentifier(connection)
-        channels.removeValue(forKey: id)
-        handlersByID.removeValue(forKey: id)
-        let wasListed = connections.contains { $0 === connection }
-        removeConnection(connection)
-        if isShutdown { return }
-        if !wasReady {
+    func connectionClosed(_ handler: APNsConnectionHandler, wasReady: Bool) {
+        let connection = ConnectionRef(handler: handler)
+        live.removeValue(forKey: connection)
+        if decisions.isShutdown { return }
+        if wasReady {
+            logger.debug("apns connection closed")
+        } else {
             logger.warning(
                 "apns connection closed before HTTP/2 was set up",
-                metadata: ["error": "\(connection.lastError.map { String(describing: $0) } ?? "closed by peer")"]
+                metadata: ["error": "\(handler.lastError.map { String(describing: $0) } ?? "closed by peer")"]
             )
-            if wasListed { connectionAttemptFailed() }
-        } else {
-            logger.debug("apns connection closed")
-            openConnectionIfNeeded()
         }
+        carryOut(decisions.connectionClosed(connection, wasReady: wasReady))
     }
 
     func shutdown() -> [EventLoopFuture<Void>] {
-        isShutdown = true
-        let failed = waiting
-        waiting.removeAll()
-        for request in failed { request.complete(.shutdown) }
+        for request in decisions.shutdown() { request.complete(.shutdown) }
         var closed: [EventLoopFuture<Void>] = []
-        for (id, handler) in handlersByID {
-            handler.shutdown()
-            if let channel = channels[id] { closed.append(channel.closeFuture) }
+        for (connection, channel) in live {
+            connection.handler.shutdown()
+            if let channel { closed.append(channel.closeFuture) }
         }
-        connections.removeAll()
         return closed
     }
 }

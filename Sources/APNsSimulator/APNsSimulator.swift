@@ -8,27 +8,34 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import ServiceLifecycle
 
 /// An HTTP/2 + TLS server that answers like APNs: validates headers, provider token and payload,
 /// answers Apple's status codes and reasons, and injects faults on request.
 ///
-/// `start()` binds and returns the port; `shutdown()` stops. Or `run()` under a task group:
-/// it starts, waits for cancellation, and shuts down.
-public final class APNsSimulator: Sendable {
+/// A ServiceLifecycle `Service`: `run()` starts (when `start()` was not called already), answers
+/// until graceful shutdown, cancellation or `shutdown()`, then stops listening, closes its
+/// connections and flushes its log. `start()` binds and returns the port, for callers that need
+/// it before running. It lives on one event loop of the group it is given and never shuts it down.
+public final class APNsSimulator: Service, Sendable {
     public let configuration: SimulatorConfiguration
     /// The PEM of the CA that clients must trust (nil when given files without a CA path).
     public let caCertificatePath: String?
     private let logger: Logger
     private let sslContext: NIOSSLContext
-    private let group: MultiThreadedEventLoopGroup
     private let eventLoop: EventLoop
+    private let stop = StopSignal()
     private let state: NIOLoopBoundBox<SimulatorState>
     private let channel = NIOLockedValueBox<Channel?>(nil)
     /// Set once stopped: what `accepted` and `stats` answer from then on (the loop is gone).
     /// Its lock also orders every hand-over to the loop before the loop's shutdown.
     private let final = NIOLockedValueBox<(accepted: [AcceptedNotification], stats: SimulatorStats)?>(nil)
 
-    public init(configuration: SimulatorConfiguration, logger: Logger = Logger(label: "apns-simulator")) throws {
+    public init(
+        configuration: SimulatorConfiguration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "apns-simulator")
+    ) throws {
         let material = try TLSMaterial.load(configuration.tls)
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: material.chain.map { .certificate($0) },
@@ -39,8 +46,7 @@ public final class APNsSimulator: Sendable {
         self.caCertificatePath = material.caPath
         self.configuration = configuration
         self.logger = logger
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        self.eventLoop = group.next()
+        self.eventLoop = eventLoopGroup.next()
         self.state = NIOLoopBoundBox.makeBoxSendingValue(
             try SimulatorState(configuration: configuration, logger: logger),
             eventLoop: eventLoop
@@ -60,7 +66,7 @@ public final class APNsSimulator: Sendable {
         let state = self.state
         let configuration = self.configuration
         let initialStreams = configuration.startWithOneStream ? 1 : configuration.maxConcurrentStreams
-        let bootstrap = ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: eventLoop)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -98,17 +104,56 @@ public final class APNsSimulator: Sendable {
         return port
     }
 
-    /// Starts (when not started), answers until cancelled, then shuts down.
+    /// Starts (when not started), answers until graceful shutdown, cancellation or `shutdown()`,
+    /// then shuts down. On graceful shutdown it first stops listening and sends every connection
+    /// GOAWAY, answers what is open, and waits (at most `gracefulShutdownTimeout` plus the latency
+    /// fault) for the clients to close their connections.
     public func run() async throws {
         try await start()
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: .seconds(1)) } catch { break }
+        let stop = self.stop
+        let level = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await stop.wait(for: .graceful)
+            } onGracefulShutdown: {
+                stop.request(.graceful)
+            }
+        } onCancel: {
+            stop.request(.immediate)
+        }
+        if level == .graceful {
+            await drain()
         }
         await shutdown()
     }
 
+    /// How long a graceful shutdown waits for clients to close their connections.
+    public static let gracefulShutdownTimeout: Duration = .seconds(10)
+
+    private func drain() async {
+        let listener = channel.withLockedValue { current -> Channel? in
+            let listener = current
+            current = nil
+            return listener
+        }
+        if let listener { try? await listener.close() }
+        let state = self.state
+        let stop = self.stop
+        let eventLoop = self.eventLoop
+        let limit = TimeAmount(Self.gracefulShutdownTimeout + configuration.faults.latency)
+        eventLoop.execute {
+            state.value.drain(on: eventLoop).whenComplete { _ in stop.request(.immediate) }
+            eventLoop.scheduleTask(in: limit) { stop.request(.immediate) }
+        }
+        _ = await withTaskCancellationHandler {
+            await stop.wait(for: .immediate)
+        } onCancel: {
+            stop.request(.immediate)
+        }
+    }
+
     /// Stops listening, closes connections, flushes the log.
     public func shutdown() async {
+        stop.request(.immediate)
         if final.withLockedValue({ $0 != nil }) { return }
         let listener = channel.withLockedValue { current -> Channel? in
             let listener = current
@@ -122,12 +167,9 @@ public final class APNsSimulator: Sendable {
             value.shutdown()
             return (value.accepted, value.stats)
         }.get()
-        let alreadyStopped = final.withLockedValue { final -> Bool in
-            if final != nil { return true }
-            final = (snapshot?.0 ?? [], snapshot?.1 ?? SimulatorStats())
-            return false
+        final.withLockedValue { final in
+            if final == nil { final = (snapshot?.0 ?? [], snapshot?.1 ?? SimulatorStats()) }
         }
-        if !alreadyStopped { try? await group.shutdownGracefully() }
     }
 
     /// Runs `body` on the loop, or answers from the final snapshot once stopped.
@@ -191,6 +233,8 @@ final class SimulatorState {
     private var logBuffer: [UInt8] = []
     private var flushTimer: RepeatedTask?
     private(set) var connections: [ObjectIdentifier: Channel] = [:]
+    /// Completed when the last connection closes during a graceful stop.
+    private var drained: [EventLoopPromise<Void>] = []
 
     init(configuration: SimulatorConfiguration, logger: Logger) throws {
         self.configuration = configuration
@@ -229,6 +273,24 @@ final class SimulatorState {
 
     func unregister(_ channel: Channel) {
         connections.removeValue(forKey: ObjectIdentifier(channel))
+        if connections.isEmpty, !drained.isEmpty {
+            let waiting = drained
+            drained.removeAll()
+            for promise in waiting { promise.succeed() }
+        }
+    }
+
+    /// Graceful stop: GOAWAY on every connection (no new streams; those open are answered). The
+    /// future completes once the clients have closed them all.
+    func drain(on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        guard !connections.isEmpty else { return eventLoop.makeSucceededVoidFuture() }
+        for channel in connections.values {
+            let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
+            channel.writeAndFlush(goAway, promise: nil)
+        }
+        let promise = eventLoop.makePromise(of: Void.self)
+        drained.append(promise)
+        return promise.futureResult
     }
 
     func reject(_ reason: String) {
@@ -266,6 +328,8 @@ final class SimulatorState {
         logHandle = nil
         for channel in connections.values { channel.close(promise: nil) }
         connections.removeAll()
+        for promise in drained { promise.succeed() }
+        drained.removeAll()
     }
 
     private func jsonString(_ value: String) -> String {

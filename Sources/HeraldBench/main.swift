@@ -10,6 +10,8 @@ import Crypto
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOPosix
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -92,6 +94,9 @@ guard let parsedOptions = Options.parse(Array(CommandLine.arguments.dropFirst())
 var logger = Logger(label: "herald-bench")
 logger.logLevel = .warning
 
+// The client's connections (and the in-process simulator's) live on this group; the services
+// never shut it down.
+let eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 var setup = parsedOptions
 let signingKey: APNsSigningKey
 if let keyPath = setup.keyPath {
@@ -110,6 +115,7 @@ if setup.simulator {
             allowedTopics: [setup.topic],
             recordAccepted: false
         ),
+        eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
         logger: logger
     )
     let port = try await started.start()
@@ -130,7 +136,7 @@ let configuration = APNsConfiguration(
     requestTimeout: .seconds(30),
     retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5), maxDelay: .milliseconds(200))
 )
-let client = try APNsClient(configuration: configuration, logger: logger)
+let client = try APNsClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
 let payload = makePayload(bytes: options.payloadBytes)
 let tokens = (0..<1024).map { index in
     (0..<32).map { byte in String(format: "%02x", UInt8((index &* 31 &+ byte &* 7) & 0xff)) }.joined()
@@ -209,9 +215,15 @@ let tally = NIOLockedValueBox(Tally())
     }
 }
 
-// Warm-up: one connection set up and the token signed before the clock starts.
-_ = await withThrowingTaskGroup(of: Void.self) { group in
-    group.addTask { try await client.run() }
+// The client (and the simulator) run as services of one group; the load runs beside it, then
+// shuts the group down gracefully. SIGTERM/SIGINT stop it the same way.
+let services: [any Service] = (simulator.map { [$0] } ?? []) + [client]
+let serviceGroup = ServiceGroup(
+    configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+)
+try await withThrowingTaskGroup(of: Void.self) { group in
+    group.addTask { try await serviceGroup.run() }
+    // Warm-up: one connection set up and the token signed before the clock starts.
     _ = await client.send(APNsNotification(deviceToken: tokens[0], payload: payload))
 
     let cpuStart = cpuMicroseconds()
@@ -242,13 +254,14 @@ _ = await withThrowingTaskGroup(of: Void.self) { group in
         )
     )
     if let failure = total.firstFailure { print("first failure: \(failure)") }
-    group.cancelAll()
-}
-if let simulator {
-    let stats = await simulator.stats
-    print("simulator: requests=\(stats.requests) accepted=\(stats.accepted) connections=\(stats.connections)")
-    await simulator.shutdown()
-    if let directory = simulator.caCertificatePath.map({ ($0 as NSString).deletingLastPathComponent }) {
-        try? FileManager.default.removeItem(atPath: directory)
+    if let simulator {
+        let stats = await simulator.stats
+        print("simulator: requests=\(stats.requests) accepted=\(stats.accepted) connections=\(stats.connections)")
     }
+    await serviceGroup.triggerGracefulShutdown()
+    try await group.waitForAll()
 }
+if let directory = simulator?.caCertificatePath.map({ ($0 as NSString).deletingLastPathComponent }) {
+    try? FileManager.default.removeItem(atPath: directory)
+}
+try await eventLoopGroup.shutdownGracefully()

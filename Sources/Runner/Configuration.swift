@@ -77,7 +77,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public func apnsConfiguration() throws -> APNsConfiguration {
         var env = environment
         if env["APNS_TOPIC"] == nil { env["APNS_TOPIC"] = topic }
-        return try APNsConfiguration.fromEnvironment(env)
+        return try APNsEnvironmentVariables.configuration(env)
     }
 
     static func replySecret(_ env: [String: String]) throws -> ReplySecret? {

@@ -3,6 +3,7 @@ import APNsSimulator
 import Crypto
 import Foundation
 import Logging
+import NIOPosix
 
 /// An APNs simulator running in-process on a free loopback port with TLS, and a client
 /// configuration that trusts it and signs with a fresh P-256 key the simulator knows.
@@ -14,10 +15,13 @@ public struct RunningAPNsSimulator: Sendable {
     public let keyID: String
     public let teamID: String
     public let topic: String
+    /// The simulator's own event loop, as a command would give it.
+    let eventLoopGroup: MultiThreadedEventLoopGroup
 
     /// Stops the simulator and removes its files.
     public func stop() async {
         await simulator.shutdown()
+        try? await eventLoopGroup.shutdownGracefully()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -44,8 +48,16 @@ public enum APNsSimulatorHarness {
             allowedTopics: [defaultTopic]
         )
         customize(&configuration)
-        let simulator = try APNsSimulator(configuration: configuration, logger: logger)
-        let port = try await simulator.start()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let simulator: APNsSimulator
+        let port: Int
+        do {
+            simulator = try APNsSimulator(configuration: configuration, eventLoopGroup: group, logger: logger)
+            port = try await simulator.start()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
         var client = APNsConfiguration(
             signingKey: APNsSigningKey(privateKey: key),
             keyID: keyID,
@@ -63,7 +75,8 @@ public enum APNsSimulatorHarness {
             directory: directory,
             keyID: keyID,
             teamID: teamID,
-            topic: defaultTopic
+            topic: defaultTopic,
+            eventLoopGroup: group
         )
     }
 

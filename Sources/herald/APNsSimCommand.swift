@@ -3,6 +3,8 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Logging
+import NIOPosix
+import ServiceLifecycle
 
 /// `herald apns-sim`: an APNs stand-in (HTTP/2 + TLS) for demos, staging and load tests.
 struct APNsSimCommand: AsyncParsableCommand {
@@ -136,8 +138,10 @@ struct APNsSimCommand: AsyncParsableCommand {
                 acceptedLogPath: log,
                 recordAccepted: false
             ),
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: logger
         )
+        // Bound before the service group runs, so the settings below carry the port.
         let boundPort = try await simulator.start()
         let shownHost = host.contains(":") ? "[\(host)]" : host
         var lines = [
@@ -150,9 +154,12 @@ struct APNsSimCommand: AsyncParsableCommand {
         if let keyPath { lines.append("APNS_KEY_PATH=\(keyPath)") }
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
-        await Self.waitForTermination()
+        // SIGTERM or SIGINT: the simulator stops listening, closes its connections and flushes its log.
+        let services = ServiceGroup(
+            configuration: .init(services: [simulator], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await services.run()
         let stats = await simulator.stats
-        await simulator.shutdown()
         logger.info(
             "apns simulator stopped",
             metadata: [
@@ -182,20 +189,5 @@ struct APNsSimCommand: AsyncParsableCommand {
             tokens[token.lowercased()] = date
         }
         return tokens
-    }
-
-    /// Returns on SIGINT or SIGTERM.
-    static func waitForTermination() async {
-        let (stream, continuation) = AsyncStream<Int32>.makeStream()
-        var sources: [DispatchSourceSignal] = []
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { continuation.yield(signalNumber) }
-            source.resume()
-            sources.append(source)
-        }
-        for await _ in stream { break }
-        for source in sources { source.cancel() }
     }
 }

@@ -22,39 +22,6 @@ struct ConfigurationTests {
         #expect(!APNsReason.unregistered.isFatalForRun)
     }
 
-    @Test("configuration from the environment; the key never shows")
-    func fromEnvironment() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-cfg-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let key = P256.Signing.PrivateKey()
-        let keyPath = directory.appendingPathComponent("AuthKey.p8").path
-        try key.pemRepresentation.write(toFile: keyPath, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
-
-        let configuration = try APNsConfiguration.fromEnvironment([
-            "APNS_KEY_PATH": keyPath, "APNS_KEY_ID": "ABC123DEFG", "APNS_TEAM_ID": "TEAM123456",
-            "APNS_TOPIC": "com.example.app", "APNS_URL": "https://127.0.0.1:8443", "APNS_MAX_CONNECTIONS": "2",
-        ])
-        #expect(configuration.keyID == "ABC123DEFG")
-        #expect(configuration.maxConnections == 2)
-        #expect(configuration.maxStreamsPerConnection == 100)
-        #expect(configuration.baseURLOverride == "https://127.0.0.1:8443")
-        let pemBody = key.pemRepresentation.split(separator: "\n")[1]
-        #expect(!configuration.description.contains(pemBody))
-        #expect(!"\(configuration.signingKey)".contains(pemBody))
-
-        #expect(throws: APNsConfigurationError.self) {
-            try APNsConfiguration.fromEnvironment(["APNS_KEY_PATH": keyPath])
-        }
-        #expect(throws: APNsConfigurationError.self) {
-            try APNsConfiguration.fromEnvironment([
-                "APNS_KEY_PATH": keyPath, "APNS_KEY_ID": "K", "APNS_TEAM_ID": "T", "APNS_TOPIC": "t",
-                "APNS_URL": "http://plain",
-            ])
-        }
-    }
-
     @Test("a key file other users may read is refused, naming the path and the fix")
     func keyFileOthersCanRead() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID().uuidString).p8").path

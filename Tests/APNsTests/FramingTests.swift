@@ -149,23 +149,59 @@ struct FramingTests {
         #expect(!channel.isActive)
     }
 
+    @Test("frames split across reads, one byte at a time, reach the connection whole")
+    func splitReads() async throws {
+        let channel = EmbeddedChannel()
+        let handler = APNsConnectionHandler(endpoint: Endpoint(host: "127.0.0.1", port: 443), localStreamLimit: 10)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
+        _ = try Self.written(channel)
+        var bytes = Self.settings((0x3, 7))
+        bytes.writeImmutableBuffer(Self.frame(0x6, Self.u32(1, 2)))
+        while let byte = bytes.readSlice(length: 1) {
+            try channel.writeInbound(byte)
+        }
+        #expect(handler.state == .ready)
+        #expect(handler.availableStreams == 7)
+        #expect(try Self.written(channel).map { [$0.type, $0.flags] } == [[0x4, 0x1], [0x6, 0x1]])
+    }
+
+    @Test("a frame over the announced size closes the connection with GOAWAY FRAME_SIZE_ERROR")
+    func oversizeFrame() async throws {
+        let channel = EmbeddedChannel()
+        let handler = APNsConnectionHandler(endpoint: Endpoint(host: "127.0.0.1", port: 443), localStreamLimit: 10)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).get()
+        try channel.writeInbound(Self.settings())
+        _ = try Self.written(channel)
+        var header = ByteBuffer()
+        header.writeInteger(UInt32(16_385) << 8 | 0x0)
+        header.writeInteger(UInt8(0))
+        header.writeInteger(UInt32(1))
+        try channel.writeInbound(header)
+        let frames = try Self.written(channel)
+        #expect(frames.map(\.type) == [0x7])
+        #expect(frames.first?.payload.getInteger(at: 4, as: UInt32.self) == 0x6)
+        #expect(!channel.isActive)
+    }
+
     @Test("an answer's status is read without the decoder only when the block leaves the dynamic table alone")
     func quickStatus() throws {
         func block(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
         let date = Array("today".utf8)
         // :status 200, date (static name 33) without indexing, x-a: b never indexed, static index 54.
         let plain: [UInt8] = [0x88, 0x0f, 0x12, UInt8(date.count)] + date + [0x10, 0x03] + Array("x-a".utf8) + [0x01, 0x62, 0xb6]
-        #expect(APNsConnectionHandler.quickStatus(of: block(plain)) == 200)
+        #expect(ResponseStatusReader.quickStatus(of: block(plain)) == 200)
         // An indexed field from the dynamic table (index 62) leaves the table as it is.
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0xbe])) == 200)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x8d])) == 404)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0xbe])) == 200)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x8d])) == 404)
         // Incremental indexing or a size update anywhere: the decoder must see the block.
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x40, 0x01, 0x61, 0x01, 0x62])) == nil)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x3f, 0xe1, 0x1f])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x40, 0x01, 0x61, 0x01, 0x62])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x3f, 0xe1, 0x1f])) == nil)
         // A literal :status, and truncated blocks.
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x08, 0x03] + Array("403".utf8))) == nil)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x0f])) == nil)
-        #expect(APNsConnectionHandler.quickStatus(of: block([0x88, 0x0f, 0x12, 0x09, 0x61])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x08, 0x03] + Array("403".utf8))) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x0f])) == nil)
+        #expect(ResponseStatusReader.quickStatus(of: block([0x88, 0x0f, 0x12, 0x09, 0x61])) == nil)
         // Whatever the quick path accepts, the decoder decodes to the same status.
         var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
         var full = block(plain)

@@ -2,9 +2,11 @@ import APNs
 import APNsSimulator
 import Foundation
 import Logging
+import NIOPosix
 import TestSupport
 
-/// Runs `body` with a client that is running against the simulator, then shuts both down.
+/// Runs `body` with a client that is running against the simulator, then shuts both down. The
+/// client gets an event loop of its own, as a command gives it.
 func withClient<T: Sendable>(
     _ running: RunningAPNsSimulator,
     configure: (inout APNsConfiguration) -> Void = { _ in },
@@ -14,7 +16,9 @@ func withClient<T: Sendable>(
     configure(&configuration)
     var logger = Logger(label: "apns-test")
     logger.logLevel = .warning
-    let client = try APNsClient(configuration: configuration, logger: logger)
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    defer { group.shutdownGracefully { _ in } }
+    let client = try APNsClient(configuration: configuration, eventLoopGroup: group, logger: logger)
     do {
         let result = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
