@@ -119,7 +119,7 @@ public struct DeviceStore: Sendable {
                     registered_at = EXCLUDED.registered_at,
                     invalidated_at = NULL,
                     invalid_reason = NULL
-                RETURNING id, (xmax = 0)
+                RETURNING id
                 """
             insert.binds.append(userID)
             insert.binds.append(r.token)
@@ -130,9 +130,13 @@ public struct DeviceStore: Sendable {
             insert.binds.append(r.locale)
             insert.binds.append(r.configETag)
             insert.binds.append(issued)
-            for try await (id, inserted) in try await conn.query(insert, logger: logger).decode((Int64, Bool).self) {
+            // New when no row had the token when it was looked up (two first
+            // registrations of one token at the same moment may both say so;
+            // the row is the same either way). Not read from xmax: that needs
+            // table-wide SELECT, which the intake's role does not have.
+            for try await id in try await conn.query(insert, logger: logger).decode(Int64.self) {
                 deviceID = id
-                created = inserted
+                created = existing == nil
             }
             // What was queued for the previous user is skipped when a run
             // claims it (the ledger is the job's to write, not the intake's).

@@ -14,6 +14,7 @@ struct APNsEnvironmentTests {
         let key = P256.Signing.PrivateKey()
         let keyPath = directory.appendingPathComponent("AuthKey.p8").path
         try key.pemRepresentation.write(toFile: keyPath, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
         let base = [
             "APNS_KEY_PATH": keyPath, "APNS_KEY_ID": "ABC123DEFG", "APNS_TEAM_ID": "TEAM123456",
             "APNS_TOPIC": "com.example.app",
