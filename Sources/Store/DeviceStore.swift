@@ -98,7 +98,9 @@ public struct DeviceStore: Sendable {
             }
             // The key columns are written only when a key comes with the
             // registration, and never read: the intake's role may not read keys.
-            let keySet = r.publicKey != nil ? "public_key = EXCLUDED.public_key, key_id = EXCLUDED.key_id," : ""
+            // (From the binds, not EXCLUDED: reading EXCLUDED.public_key needs
+            // the right to read the column.)
+            let keySet = r.publicKey != nil ? "public_key = $4, key_id = $5," : ""
             var deviceID: Int64 = 0
             var created = false
             var insert = PostgresQuery(unsafeSQL: "")
