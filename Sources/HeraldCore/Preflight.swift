@@ -10,13 +10,15 @@ public struct CampaignProblem: Error, Hashable, CustomStringConvertible {
 public struct PreparedCampaign: Sendable {
     public let campaign: Campaign
     public let builder: PayloadBuilder
-    public let segment: CompiledSegment
+    /// The segment's rule, checked: it compiles. The statement that selects
+    /// the audience compiles it again into its own SQL (the store owns it).
+    public let segmentRule: JSONValue
 
-    /// - Parameter firstPlaceholder: the `$n` of the segment's first bind in the snapshot statement.
-    public init(campaign: Campaign, segmentName: String?, segmentRule: JSONValue, firstPlaceholder: Int) throws(CampaignProblem) {
+    public init(campaign: Campaign, segmentName: String?, segmentRule: JSONValue) throws(CampaignProblem) {
         self.campaign = campaign
+        self.segmentRule = segmentRule
         do {
-            segment = try SegmentCompiler(firstPlaceholder: firstPlaceholder).compile(segmentRule)
+            _ = try SegmentCompiler().compile(segmentRule)
         } catch {
             let which = segmentName.map { "segment \"\($0)\"" } ?? "segment"
             throw CampaignProblem("\(which): \(error.description)")

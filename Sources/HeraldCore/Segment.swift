@@ -39,9 +39,15 @@ public struct SegmentCompiler: Sendable {
 
     /// Placeholder number of the first bind (`$firstPlaceholder`).
     public var firstPlaceholder: Int
+    /// The aliases the statement that embeds the condition gives `devices`
+    /// and `users`: the statement's owner says them, nobody else assumes them.
+    public var deviceAlias: String
+    public var userAlias: String
 
-    public init(firstPlaceholder: Int = 1) {
+    public init(firstPlaceholder: Int = 1, deviceAlias: String = "dv", userAlias: String = "u") {
         self.firstPlaceholder = firstPlaceholder
+        self.deviceAlias = deviceAlias
+        self.userAlias = userAlias
     }
 
     public func compile(_ rule: JSONValue) throws(SegmentRuleError) -> CompiledSegment {
@@ -135,8 +141,8 @@ public struct SegmentCompiler: Sendable {
         }
 
         // Text columns compared as text.
-        let textColumns = ["locale": "u.locale", "time_zone": "u.time_zone",
-                           "environment": "dv.environment", "external_id": "u.external_id"]
+        let textColumns = ["locale": "\(userAlias).locale", "time_zone": "\(userAlias).time_zone",
+                           "environment": "\(deviceAlias).environment", "external_id": "\(userAlias).external_id"]
         if let column = textColumns[attr] {
             switch op {
             case "=": return "\(column) = \(state.bind(.text(try text())))"
@@ -155,20 +161,20 @@ public struct SegmentCompiler: Sendable {
             guard v.first?.isNumber == true, v.allSatisfy({ $0.isNumber || $0 == "." }) else {
                 throw SegmentRuleError(path: vpath, problem: "\"\(v)\" is not a version such as \"2.3\" or \"2.10.1\"")
             }
-            return "herald_version(dv.app_version) \(sqlOp) herald_version(\(state.bind(.text(v))))"
+            return "herald_version(\(deviceAlias).app_version) \(sqlOp) herald_version(\(state.bind(.text(v))))"
         case "last_seen":
             guard op == "within" || op == "not_within" else { throw unsupported("within or not_within") }
             let seconds = try Self.durationSeconds(try text(), path: vpath)
             let p = state.bind(.int(seconds))
             return op == "within"
-                ? "dv.last_seen_at >= now() - make_interval(secs => \(p))"
-                : "(dv.last_seen_at IS NULL OR dv.last_seen_at < now() - make_interval(secs => \(p)))"
+                ? "\(deviceAlias).last_seen_at >= now() - make_interval(secs => \(p))"
+                : "(\(deviceAlias).last_seen_at IS NULL OR \(deviceAlias).last_seen_at < now() - make_interval(secs => \(p)))"
         case "has_key":
             guard op == "=" else { throw unsupported("=") }
             guard case .bool(let b) = value ?? .null else {
                 throw SegmentRuleError(path: vpath, problem: "expected true or false")
             }
-            return "((dv.public_key IS NOT NULL) = \(state.bind(.bool(b))))"
+            return "((\(deviceAlias).public_key IS NOT NULL) = \(state.bind(.bool(b))))"
         default:
             break
         }
@@ -179,7 +185,7 @@ public struct SegmentCompiler: Sendable {
             }
             switch op {
             case "exists":
-                return "u.attributes ? \(state.bind(.text(key)))"
+                return "\(userAlias).attributes ? \(state.bind(.text(key)))"
             case "=", "!=":
                 guard let v = value, v != .null else {
                     throw SegmentRuleError(path: vpath, problem: "expected a value to compare with")
@@ -187,15 +193,15 @@ public struct SegmentCompiler: Sendable {
                 let k = state.bind(.text(key))
                 let j = state.bind(.json(v.jsonText))
                 return op == "="
-                    ? "u.attributes -> \(k) = \(j)::jsonb"
-                    : "u.attributes -> \(k) IS DISTINCT FROM \(j)::jsonb"
+                    ? "\(userAlias).attributes -> \(k) = \(j)::jsonb"
+                    : "\(userAlias).attributes -> \(k) IS DISTINCT FROM \(j)::jsonb"
             case "in", "not_in":
                 guard case .array(let items) = value ?? .null, !items.isEmpty else {
                     throw SegmentRuleError(path: vpath, problem: "expected a non-empty array of values")
                 }
                 let k = state.bind(.text(key))
                 let j = state.bind(.json(JSONValue.array(items).jsonText))
-                let test = "(\(j)::jsonb @> jsonb_build_array(u.attributes -> \(k)))"
+                let test = "(\(j)::jsonb @> jsonb_build_array(\(userAlias).attributes -> \(k)))"
                 return op == "in" ? "coalesce(\(test), false)" : "NOT coalesce(\(test), false)"
             case ">", ">=", "<", "<=":
                 let number: Double
@@ -207,7 +213,7 @@ public struct SegmentCompiler: Sendable {
                 }
                 let k = state.bind(.text(key))
                 let n = state.bind(.double(number))
-                return "(CASE WHEN jsonb_typeof(u.attributes -> \(k)) = 'number' THEN (u.attributes ->> \(k))::float8 END) \(op) \(n)"
+                return "(CASE WHEN jsonb_typeof(\(userAlias).attributes -> \(k)) = 'number' THEN (\(userAlias).attributes ->> \(k))::float8 END) \(op) \(n)"
             default:
                 throw unsupported("=, !=, in, not_in, exists, >, >=, < or <=")
             }

@@ -143,8 +143,6 @@ public struct RunSummary: Sendable {
 /// A batch run: due campaigns → audience snapshot → payloads → APNs (or,
 /// in a dry run, JSON lines) → ledger. See docs/DESIGN.md, "How a run behaves".
 public struct CampaignRun: Sendable {
-    /// `$1`…`$4` of the snapshot statement are the campaign's own; the segment's binds follow.
-    static let segmentFirstPlaceholder = 5
 
     public let store: CampaignStore
     public let options: RunOptions
@@ -304,11 +302,9 @@ public struct CampaignRun: Sendable {
             summary.name = due.campaign.name
             summary.kind = due.campaign.kind
             let prepared = try PreparedCampaign(
-                campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule,
-                firstPlaceholder: Self.segmentFirstPlaceholder)
-            let segment = prepared.segment
+                campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
             let snap = try await db("snapshot the audience") {
-                try await store.snapshot(due, segment: segment, start: !dryRun)
+                try await store.snapshot(due, start: !dryRun)
             }
             summary.snapshot = snap
             state.figures.targeted += snap.inserted

@@ -69,11 +69,8 @@ struct ConfigRefresh: Sendable {
             for campaign in upcoming {
                 guard catalogue.categories[campaign.categoryID] != nil else { continue }
                 let locales: [String]
-                let segment: CompiledSegment
                 do {
-                    let listing = try SegmentCompiler(firstPlaceholder: 1).compile(campaign.segmentRule)
-                    segment = try SegmentCompiler(firstPlaceholder: ConfigRefreshStore.segmentFirstPlaceholder).compile(campaign.segmentRule)
-                    locales = try await refreshes.audienceLocales(segment: listing)
+                    locales = try await refreshes.audienceLocales(segmentRule: campaign.segmentRule)
                 } catch let error as SegmentRuleError {
                     // The campaign itself fails with this reason when it is due.
                     logger.warning("config refresh: segment not usable", metadata: ["campaign": "\(campaign.campaignID)", "reason": "\(error)"])
@@ -94,7 +91,7 @@ struct ConfigRefresh: Sendable {
                 // The ETags a refresh announces are known before any device reports them.
                 try await config.record(fresh)
                 let queued = try await refreshes.plan(campaign: campaign.campaignID, category: campaign.categoryID,
-                                                      current: current, segment: segment)
+                                                      current: current, segmentRule: campaign.segmentRule)
                 summary.campaigns += 1
                 summary.queued += queued
                 if queued > 0 {

@@ -315,13 +315,22 @@ public struct CampaignStore: Sendable {
     /// `scheduled` or was resumed as `running`; with `start` it moves to
     /// running in the same transaction, so a later run does not snapshot again.
     /// A dry run previews the audience of a campaign not snapshotted yet.
-    public func snapshot(_ due: DueCampaign, segment: CompiledSegment, start: Bool) async throws -> SnapshotResult {
+    public func snapshot(_ due: DueCampaign, start: Bool) async throws -> SnapshotResult {
         let c = due.campaign
-        var binds = PostgresBindings(capacity: 4 + segment.binds.count)
+        var binds = PostgresBindings(capacity: 16)
         binds.append(c.id)
         binds.append(c.hasSensitiveFields)
         binds.append(c.frequencyCapped)
         binds.append(c.quietHours)
+        // The segment's condition is compiled for this statement: its binds
+        // follow the four above, and it names devices `dv` and users `u`.
+        let segment: CompiledSegment
+        do {
+            segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
+                .compile(due.segmentRule)
+        } catch {
+            throw CampaignProblem("\(due.segmentName.map { "segment \"\($0)\"" } ?? "segment"): \(error.description)")
+        }
         for b in segment.binds {
             switch b {
             case .text(let s): binds.append(s)

@@ -58,7 +58,8 @@ public struct ConfigRefreshStore: Sendable {
     }
 
     /// The locales (the device's own, else its user's) of the audience's devices.
-    public func audienceLocales(segment: CompiledSegment) async throws -> [String] {
+    public func audienceLocales(segmentRule: JSONValue) async throws -> [String] {
+        let segment = try SegmentCompiler(firstPlaceholder: 1, deviceAlias: "dv", userAlias: "u").compile(segmentRule)
         var binds = PostgresBindings(capacity: segment.binds.count)
         Self.append(segment.binds, to: &binds)
         let query = PostgresQuery(unsafeSQL: """
@@ -76,20 +77,22 @@ public struct ConfigRefreshStore: Sendable {
     /// never reported one), at most once per device and config version.
     /// `current` maps each audience locale to its current document's ETag and
     /// the hash of the category in that document.
-    /// The segment must have been compiled with its first placeholder at
-    /// `ConfigRefreshStore.segmentFirstPlaceholder`. Returns the rows queued now.
+    /// Returns the rows queued now.
     public func plan(campaign: Int64, category: String, current: [String: (etag: String, categoryHash: String)],
-                     segment: CompiledSegment) async throws -> Int {
+                     segmentRule: JSONValue) async throws -> Int {
         guard !current.isEmpty else { return 0 }
         let locales = Array(current.keys)
         let tags = locales.map { current[$0]?.etag ?? "" }
         let hashes = locales.map { current[$0]?.categoryHash ?? "" }
-        var binds = PostgresBindings(capacity: 5 + segment.binds.count)
+        var binds = PostgresBindings(capacity: 16)
         binds.append(campaign)
         binds.append(category)
         binds.append(locales)
         binds.append(tags)
         binds.append(hashes)
+        // The segment's condition, compiled for this statement: its binds follow the five above.
+        let segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
+            .compile(segmentRule)
         Self.append(segment.binds, to: &binds)
         let query = PostgresQuery(unsafeSQL: """
             WITH ins AS (
@@ -112,8 +115,6 @@ public struct ConfigRefreshStore: Sendable {
         return 0
     }
 
-    /// `$1`…`$5` of `plan` are its own; the segment's binds follow.
-    public static let segmentFirstPlaceholder = 6
 
     /// Claims up to `limit` queued refresh pushes for `run`. Rows whose device
     /// was invalidated meanwhile are skipped.

@@ -96,10 +96,10 @@ struct PayloadTests {
         var c = Self.feedback
         c.content["fr"] = LocalizedText(title: "Long", body: String(repeating: "é", count: 2100))
         #expect(throws: CampaignProblem.self) {
-            _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]), firstPlaceholder: 1)
+            _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]))
         }
         do throws(CampaignProblem) {
-            _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]), firstPlaceholder: 1)
+            _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]))
         } catch {
             #expect(error.message.contains("locale \"fr\""))
             #expect(error.message.contains("4096"))
@@ -114,7 +114,7 @@ struct PayloadTests {
         let plain = PayloadBuilder(campaign: c).payload(for: Self.target, replyToken: nil, sealed: nil)
         #expect(plain.count < PayloadBuilder.maxBytes)
         #expect(throws: CampaignProblem.self) {
-            _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]), firstPlaceholder: 1)
+            _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]))
         }
     }
 }
