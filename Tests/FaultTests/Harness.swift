@@ -107,7 +107,11 @@ final class SimulatorProcess {
         self.directory = directory
         self.faults = faults
         let key = P256.Signing.PrivateKey()
-        try Data(key.pemRepresentation.utf8).write(to: URL(fileURLWithPath: keyPath))
+        // The signing key is a secret: only its owner may read it.
+        guard FileManager.default.createFile(atPath: keyPath, contents: Data(key.pemRepresentation.utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw Timeout(what: "cannot write \(keyPath)")
+        }
         try Data(key.publicKey.pemRepresentation.utf8).write(to: directory.appendingPathComponent("key.pub.pem"))
     }
 
