@@ -35,7 +35,7 @@ struct FaultSuite {
 
     /// Runs `herald run` until it exits 0 (at most `limit` runs); a run
     /// stopped by an outage exits 75 and the next one continues.
-    static func runToCompletion(env: [String: String], dir: URL, limit: Int = 3, runs: inout Int) async throws {
+    static func runToCompletion(env: [String: String], dir: Scratch, limit: Int = 3, runs: inout Int) async throws {
         for _ in 0..<limit {
             runs += 1
             let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
@@ -331,7 +331,7 @@ extension FaultSuite {
         let directory: URL
         let url: String
 
-        static func start(in dir: URL) async throws -> DedicatedCluster {
+        static func start(in dir: Scratch) async throws -> DedicatedCluster {
             let pgDir = dir.appendingPathComponent("pg")
             let (code, output) = try await shell(["scripts/pg", "start"], env: ["HERALD_PG_DIR": pgDir.path])
             guard code == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) else {
