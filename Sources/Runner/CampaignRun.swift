@@ -325,16 +325,12 @@ public struct CampaignRun: Sendable {
         } catch let error as StoreError {
             try await fail(&summary, reason: error.message, logger: logger)
         } catch where DatabaseFault.isCampaignData(error) {
+            // Only what a campaign's own data causes fails it (a constraint, an
+            // unreadable rule or column); a lost connection, a restart, a
+            // deadlock or a timeout concerns the run, and was retried.
             try await fail(&summary, reason: StoreError.describe(error), logger: logger)
         }
         return summary
-    }
-
-    /// Only what a campaign's own data causes fails it (a constraint, an
-    /// unreadable rule or column); a lost connection, a restart, a deadlock
-    /// or a timeout concerns the run, and is retried.
-    static func isCampaignData(_ error: any Error) -> Bool {
-        DatabaseFault.isCampaignData(error)
     }
 
     private func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 /// What a failed database call says about the database, the run and the campaign.
@@ -113,21 +114,62 @@ public struct DatabaseRetry: Sendable {
         }
     }
 
-    /// Runs `body`, throwing `DatabaseCallTimedOut` (and cancelling it) when
-    /// it takes longer than `timeout`.
+    /// Runs `body`, throwing `DatabaseCallTimedOut` when it takes longer
+    /// than `timeout`. The caller gets its answer at the deadline even when
+    /// `body` does not honour cancellation (a connection that never
+    /// answers): `body` is then cancelled and left to end on its own.
     public static func withDeadline<T: Sendable>(_ timeout: Duration, what: String,
-                                          _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
+                                                 _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let outcome = FirstOutcome<T>()
+        let work = Task {
+            do { outcome.resolve(.success(try await body())) } catch { outcome.resolve(.failure(error)) }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if outcome.resolve(.failure(DatabaseCallTimedOut(what: what))) { work.cancel() }
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { outcome.wait($0) }
+        } onCancel: {
+            work.cancel()
+        }
+    }
+}
+
+/// The first of several results, handed to one waiting continuation.
+final class FirstOutcome<T: Sendable>: Sendable {
+    private struct State {
+        var result: Result<T, any Error>?
+        var waiter: CheckedContinuation<T, any Error>?
+        var delivered = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// Records `result` unless one came first; true when it was the first.
+    @discardableResult
+    func resolve(_ result: Result<T, any Error>) -> Bool {
+        let (first, waiter) = state.withLockedValue { s -> (Bool, CheckedContinuation<T, any Error>?) in
+            guard s.result == nil else { return (false, nil) }
+            s.result = result
+            guard let w = s.waiter, !s.delivered else { return (true, nil) }
+            s.delivered = true
+            return (true, w)
+        }
+        waiter?.resume(with: result)
+        return first
+    }
+
+    func wait(_ continuation: CheckedContinuation<T, any Error>) {
+        let ready = state.withLockedValue { s -> Result<T, any Error>? in
+            guard let r = s.result else {
+                s.waiter = continuation
                 return nil
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw DatabaseCallTimedOut(what: what)
-            }
-            return value
+            s.delivered = true
+            return r
         }
+        if let ready { continuation.resume(with: ready) }
     }
 }

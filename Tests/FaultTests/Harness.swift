@@ -43,9 +43,9 @@ final class Child {
     let output: URL
     let name: String
 
-    init(name: String, arguments: [String], environment: [String: String], directory: URL) throws {
+    init(name: String, arguments: [String], environment: [String: String], directory scratch: Scratch) throws {
         self.name = name
-        output = directory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
+        output = scratch.directory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         process.executableURL = URL(fileURLWithPath: try HeraldBinary.path())
@@ -56,6 +56,7 @@ final class Child {
         process.currentDirectoryURL = HeraldBinary.repository
         try process.run()
         try? handle.close()
+        scratch.children.append(self)
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -92,6 +93,7 @@ final class Child {
 /// The APNs simulator as its own process (`herald apns-sim`), stoppable and
 /// restartable on the same port with the same certificates and key.
 final class SimulatorProcess {
+    let scratch: Scratch
     let directory: URL
     let keyID = "FAULTKEY01"
     let teamID = "FAULTTEAM1"
@@ -103,14 +105,15 @@ final class SimulatorProcess {
     var logPath: String { directory.appendingPathComponent("accepted.jsonl").path }
     var keyPath: String { directory.appendingPathComponent("AuthKey.p8").path }
 
-    init(directory: URL, faults: [String] = []) throws {
-        self.directory = directory
+    init(directory scratch: Scratch, faults: [String] = []) throws {
+        self.scratch = scratch
+        self.directory = scratch.directory
         self.faults = faults
         let key = P256.Signing.PrivateKey()
-        // As an operator keeps it: readable by its owner only (herald refuses anything else).
+        // The signing key is a secret: only its owner may read it.
         guard FileManager.default.createFile(atPath: keyPath, contents: Data(key.pemRepresentation.utf8),
                                              attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: keyPath])
+            throw Timeout(what: "cannot write \(keyPath)")
         }
         try Data(key.publicKey.pemRepresentation.utf8).write(to: directory.appendingPathComponent("key.pub.pem"))
     }
@@ -120,7 +123,7 @@ final class SimulatorProcess {
                          "--public-key", directory.appendingPathComponent("key.pub.pem").path,
                          "--key-id", keyID, "--team-id", teamID, "--topic", topic, "--log", logPath] + faults
         let child = try Child(name: "apns-sim", arguments: arguments, environment: ProcessInfo.processInfo.environment,
-                              directory: directory)
+                              directory: scratch)
         self.child = child
         let clock = ContinuousClock()
         let end = clock.now + .seconds(30)
@@ -182,15 +185,40 @@ final class SimulatorProcess {
     }
 }
 
-/// A place for one scenario's files, removed afterwards.
-func withScratch<T>(_ body: (URL) async throws -> T) async throws -> T {
+/// One scenario's files and child processes.
+final class Scratch {
+    let directory: URL
+    var children: [Child] = []
+
+    init(directory: URL) {
+        self.directory = directory
+    }
+
+    func appendingPathComponent(_ name: String) -> URL { directory.appendingPathComponent(name) }
+
+    /// Whatever is still running when the scenario ends (it failed midway) is killed.
+    func killChildren() async {
+        for child in children where child.isRunning {
+            child.signal(SIGCONT)
+            child.signal(SIGKILL)
+            _ = try? await child.wait(limit: .seconds(10))
+        }
+    }
+}
+
+/// A place for one scenario's files, removed afterwards, and its processes,
+/// never left running.
+func withScratch<T>(_ body: (Scratch) async throws -> T) async throws -> T {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-faults-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let scratch = Scratch(directory: dir)
     do {
-        let result = try await body(dir)
+        let result = try await body(scratch)
+        await scratch.killChildren()
         try? FileManager.default.removeItem(at: dir)
         return result
     } catch {
+        await scratch.killChildren()
         // Kept for a look: the logs of the processes are there.
         print("fault suite: files of the failed scenario kept in \(dir.path)")
         throw error

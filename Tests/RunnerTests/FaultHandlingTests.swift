@@ -47,7 +47,7 @@ struct FaultHandlingTests {
                 #expect(try await client.scalar("""
                     SELECT count(*) FROM deliveries
                     WHERE status = 'queued' AND attempts = 2 AND last_error = '503 ServiceUnavailable'
-                      AND not_before > updated_at AND claimed_by IS NULL AND lease_expires_at IS NULL
+                      AND not_before >= updated_at + interval '1 second' AND claimed_by IS NULL AND lease_expires_at IS NULL
                     """, as: Int64.self) == 60)
                 #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "running")
             }
