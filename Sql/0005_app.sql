@@ -4,6 +4,8 @@
 -- text given as keys of the app's own Localizable.strings.
 --
 -- Applied by `herald migrate`, or: psql "$DATABASE_URL" -v ON_ERROR_STOP=1 -1 -f Sql/0005_app.sql
+-- (`herald migrate` adopts it when applied by hand with psql, by this test:)
+-- applied-if: SELECT to_regclass('public.config_documents') IS NOT NULL
 
 -- A locale tag as the app reports it (BCP 47: en, fr-CA, zh-Hans, zh-Hant-TW).
 CREATE FUNCTION herald_is_locale(tag text) RETURNS boolean

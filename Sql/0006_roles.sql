@@ -16,6 +16,8 @@
 -- another database's migration creating it at the same moment. A database
 -- owner without CREATEROLE can apply it once an administrator has created
 -- the three roles (CREATE ROLE herald_job NOLOGIN; … ).
+-- (`herald migrate` adopts it when applied by hand with psql, by this test:)
+-- applied-if: SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'campaigns_keep_history')
 
 DO $$
 DECLARE

@@ -1,5 +1,7 @@
 -- Herald schema: what the analysts' HTML report (`herald report --html`)
 -- reads besides the views of 0002. Like those, readable by herald_analyst.
+-- (`herald migrate` adopts it when applied by hand with psql, by this test:)
+-- applied-if: SELECT to_regclass('analyst.replies_over_time') IS NOT NULL
 
 -- Replies per campaign, minute (UTC, by when the user answered) and action.
 CREATE VIEW analyst.replies_over_time AS
