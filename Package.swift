@@ -89,6 +89,7 @@ let package = Package(
             name: "Runner",
             dependencies: [
                 "HeraldCore", "Store", "APNs",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

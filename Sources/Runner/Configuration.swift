@@ -30,6 +30,9 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var stopGrace: Duration
     /// `HERALD_RETRY_WAIT_SECONDS`: retries due within this time are waited for in the same run.
     public var retryWait: Duration
+    /// `HERALD_METRICS_TEXTFILE`: where `herald run` writes its figures in
+    /// Prometheus's text format (for node exporter's textfile collector).
+    public var metricsTextfile: String?
     /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
     /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
     public var replySecret: ReplySecret?
@@ -68,6 +71,13 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         databaseBudget = .seconds(try Self.int(env, "HERALD_DB_OUTAGE_SECONDS", default: 120, range: 1...86_400))
         stopGrace = .seconds(try Self.int(env, "HERALD_STOP_GRACE_SECONDS", default: 20, range: 0...3_600))
         retryWait = .seconds(try Self.int(env, "HERALD_RETRY_WAIT_SECONDS", default: 60, range: 0...3_600))
+        metricsTextfile = try env["HERALD_METRICS_TEXTFILE"].flatMap { path -> String? in
+            guard !path.isEmpty else { return nil }
+            guard path.hasSuffix(".prom") else {
+                throw StoreError.configuration("HERALD_METRICS_TEXTFILE must name a .prom file (node exporter reads only those), not \"\(path)\"")
+            }
+            return path
+        }
         replySecret = try Self.replySecret(env)
         environment = env
     }

@@ -99,8 +99,9 @@ struct RunCommand: AsyncParsableCommand {
         let signals = Self.onStopSignals(stop, logger: logger)
         defer { signals.forEach { $0.cancel() } }
         let summary: RunSummary
+        let config: HeraldConfiguration
         do {
-            let config = try HeraldConfiguration()
+            config = try HeraldConfiguration()
             summary = try await withPostgres(config.database, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger).run(client: client, dryRun: dryRun, out: out, stop: stop)
             }
@@ -115,6 +116,13 @@ struct RunCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data((report + "\n").utf8))
         } else {
             print(report)
+        }
+        if let path = config.metricsTextfile {
+            do {
+                try PrometheusTextfile.write(summary.prometheusText(exitStatus: summary.exitStatus), to: path)
+            } catch {
+                logger.error("could not write the run's metrics", metadata: ["error": "\(error)"])
+            }
         }
         if summary.exitStatus != 0 { throw ExitCode(summary.exitStatus) }
     }
