@@ -93,6 +93,7 @@ public struct AppEndpoints: Sendable {
                 status: .conflict, code: "token_invalidated",
                 message: "APNs declared this device token invalid at \(Self.iso(since)), after this registration's token was issued; register again with a token issued now")
         case .stored(_, let created, let movedFrom):
+            IntakeMetrics.deviceRegistered()
             if movedFrom != nil {
                 logger.info("device token moved to another user")
             }

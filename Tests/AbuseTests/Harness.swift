@@ -46,11 +46,12 @@ func withIntakeDatabase<T: Sendable>(_ body: @Sendable (ReplyIntake, PostgresCli
 /// registration answers 503 as when no key is configured.
 func withServer<T: Sendable>(
     _ intake: ReplyIntake, app endpoints: AppEndpoints? = nil, limits: IntakeLimits, logger: Logger = TestDatabase.logger,
+    metrics: (@Sendable () -> String)? = nil,
     _ body: @Sendable (Int) async throws -> T
 ) async throws -> T {
     let (ports, sink) = AsyncStream.makeStream(of: Int.self)
     let app = IntakeServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits, logger: logger,
-                                       onRunning: { port in sink.yield(port) })
+                                       onRunning: { port in sink.yield(port) }, metrics: metrics)
     let group = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import Observability
 import ReplyIntake
 import Testing
 import TestSupport
@@ -118,6 +119,8 @@ struct OpenAPITests {
             ("GET", "/nowhere", RawHTTP.request(method: "GET", path: "/nowhere", headers: [])),
             ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [("X-Big", String(repeating: "b", count: 20_000))])),
             ("GET", "/healthz", Array("NOT HTTP\r\n\r\n".utf8)),
+            ("GET", "/metrics", RawHTTP.request(method: "GET", path: "/metrics", headers: [])),
+            ("POST", "/metrics", RawHTTP.request(method: "POST", path: "/metrics", headers: [])),
         ]
         // Device registration: every documented answer of PUT and DELETE.
         let devices = "/v1/devices/{token}"
@@ -159,7 +162,8 @@ struct OpenAPITests {
         }()
         let listed = exchanges
         try await withIntakeDatabase { intake, db, _ in
-            try await withServer(intake, app: keys.endpoints(db), limits: limits) { port in
+            let registry = ProcessMetrics.registry()
+            try await withServer(intake, app: keys.endpoints(db), limits: limits, metrics: { registry.emitToString() }) { port in
                 var exchanges = listed
                 // The served document is the one in the repository, and valid JSON.
                 let served = try #require(try await RawHTTP.exchange(port: port, RawHTTP.request(method: "GET", path: "/v1/openapi.json", headers: [])))
@@ -192,7 +196,7 @@ struct OpenAPITests {
                     method: "GET", path: "/v1/notification-config", headers: [("Accept-Language", "fr"), ("If-None-Match", "W/" + frenchTag)])))
 
                 // Then the address's allowance runs out: 429 on each read.
-                for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json"] {
+                for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json", "/metrics"] {
                     exchanges += Array(repeating: ("GET", path, RawHTTP.request(method: "GET", path: path, headers: [])), count: 12)
                 }
 
@@ -226,6 +230,13 @@ struct OpenAPITests {
                         }
                         #expect(response.headers["content-type"] == "application/json")
                         problems += checker.problems(json, schema).map { "\(method) \(path) \(status): \($0)" }
+                    } else if response_["content"]?["text/plain"] != nil {
+                        #expect(response.headers["content-type"]?.hasPrefix("text/plain") == true)
+                        do {
+                            _ = try PrometheusExposition.parse(String(decoding: response.body, as: UTF8.self))
+                        } catch {
+                            problems.append("\(method) \(path) \(status): not Prometheus text: \(error)")
+                        }
                     } else if !response.body.isEmpty {
                         problems.append("\(method) \(path) \(status): a body where the document has none")
                     }
