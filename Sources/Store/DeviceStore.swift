@@ -97,8 +97,10 @@ public struct DeviceStore: Sendable {
                 userID = id
             }
             // The key columns are written only when a key comes with the
-            // registration, and never read: the intake's role may not read keys.
-            let keySet = r.publicKey != nil ? "public_key = EXCLUDED.public_key, key_id = EXCLUDED.key_id," : ""
+            // registration, and never read: the intake's role may not read
+            // keys, and reading EXCLUDED.public_key would need SELECT on it,
+            // so the update takes the bound values.
+            let keySet = r.publicKey != nil ? "public_key = $4, key_id = $5," : ""
             var deviceID: Int64 = 0
             var created = false
             var insert = PostgresQuery(unsafeSQL: "")
