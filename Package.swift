@@ -120,6 +120,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             // The OpenAPI document of every endpoint, served at /v1/openapi.json.
             resources: [.embedInCode("openapi.json")]
@@ -243,7 +244,7 @@ let package = Package(
         .testTarget(
             name: "AbuseTests",
             dependencies: [
-                "ReplyIntake", "TestSupport", "Demo", "Runner", "Store", "HeraldCore", "ExtensionKit",
+                "ReplyIntake", "TestSupport", "Demo", "Runner", "Store", "HeraldCore", "ExtensionKit", "Observability",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -24,128 +24,104 @@ public struct AppEndpoints: Sendable {
 
     /// Adds `PUT`/`DELETE /v1/devices/{token}` and `GET /v1/notification-config`;
     /// `rates` limits registrations per device token (429 with `Retry-After`).
+    /// Every refusal is an ``IntakeError`` (the `{error, message}` JSON).
     public func add<Context: RequestContext>(to router: Router<Context>, rates: RateLimits? = nil) {
         router.put("/v1/devices/:token") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
             if let rates { try rates.check(rates.perDevice, key: "device:\(token.lowercased())", what: "for this device") }
-            let result = await register(request, token: token)
-            return Self.answer(result)
+            let (status, body) = try await register(request, token: token)
+            return Self.json(body, status: status)
         }
         router.delete("/v1/devices/:token") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
             if let rates { try rates.check(rates.perDevice, key: "device:\(token.lowercased())", what: "for this device") }
-            let result = await unregister(request, token: token)
-            return Self.answer(result)
+            try await unregister(request, token: token)
+            return Response(status: .noContent)
         }
         router.get("/v1/notification-config") { request, _ -> Response in
             try await notificationConfig(request)
         }
     }
 
-    static func answer(_ result: Result<(Int, [UInt8]), AppAPIError>) -> Response {
-        switch result {
-        case .success(let (status, body)):
-            if body.isEmpty { return Response(status: .init(code: status)) }
-            return json(body, status: status)
-        case .failure(let error):
-            var response = json(error.json, status: error.status)
-            if error.status == 401 { response.headers[.wwwAuthenticate] = "Bearer realm=\"herald\"" }
-            return response
-        }
-    }
-
-    static func json(_ bytes: [UInt8], status: Int) -> Response {
-        Response(status: .init(code: status), headers: [.contentType: "application/json"],
+    static func json(_ bytes: [UInt8], status: HTTPResponse.Status) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"],
                  body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    private func authenticate(_ request: Request) async -> Result<AppRegistrationClaims, AppAPIError> {
-        guard let verifier else {
-            return .failure(AppAPIError(status: 503, code: "registration_disabled",
-                                        message: "device registration is not configured: set HERALD_APP_JWT_PUBLIC_KEY"))
-        }
+    private func authenticate(_ request: Request) async throws(IntakeError) -> AppRegistrationClaims {
+        guard let verifier else { throw .registrationDisabled }
         switch await verifier.verify(authorization: request.headers[.authorization]) {
-        case .success(let claims): return .success(claims)
-        case .failure(let error): return .failure(.unauthorized(error.message))
+        case .success(let claims): return claims
+        case .failure(let error): throw .unauthorized(error.message)
         }
     }
 
-    /// `PUT /v1/devices/{token}`: 201 new, 200 updated.
-    func register(_ request: Request, token rawToken: String) async -> Result<(Int, [UInt8]), AppAPIError> {
-        let claims: AppRegistrationClaims
-        switch await authenticate(request) {
-        case .success(let c): claims = c
-        case .failure(let e): return .failure(e)
-        }
+    /// `PUT /v1/devices/{token}`: 201 new, 200 updated. The token is checked
+    /// first, then the content type (415), the body's size (413), its JSON (400)
+    /// and its values (422).
+    func register(_ request: Request, token rawToken: String) async throws -> (HTTPResponse.Status, [UInt8]) {
+        let claims = try await authenticate(request)
+        let token = try DeviceRegistrationRules.token(rawToken)
+        guard IntakeServer.isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
         var request = request
-        let registration: DeviceRegistration
-        do throws(AppAPIError) {
-            let token = try DeviceRegistrationRules.token(rawToken)
-            let bytes: ByteBuffer
-            do {
-                bytes = try await request.collectBody(upTo: DeviceRegistrationRules.maxBodyBytes)
-            } catch {
-                throw AppAPIError.tooLarge
-            }
-            registration = try DeviceRegistrationRules.decode(bytes.readableBytesView, token: token)
-        } catch {
-            return .failure(error)
-        }
-        guard registration.user == claims.sub.value else {
-            return .failure(AppAPIError(status: 403, code: "user_mismatch",
-                                        message: "the token's sub is not the body's \"user\": a backend token registers devices of its own user only"))
-        }
+        let bytes: ByteBuffer
         do {
-            switch try await devices.register(registration, issuedAt: claims.iat.value) {
-            case .invalidatedAfter(let since):
-                return .failure(AppAPIError(
-                    status: 409, code: "token_invalidated",
-                    message: "APNs declared this device token invalid at \(Self.iso(since)), after this registration's token was issued; register again with a token issued now"))
-            case .stored(_, let created, let movedFrom):
-                if movedFrom != nil {
-                    logger.info("device token moved to another user")
-                }
-                var w = JSONWriter(capacity: 128)
-                w.raw("{\"device\":")
-                w.string(registration.token)
-                w.raw(",\"status\":")
-                w.string(created ? "created" : "updated")
-                w.raw("}")
-                return .success((created ? 201 : 200, w.bytes))
-            }
-        } catch where StoreError.sqlState(of: error) == "23514" {
-            // A CHECK of the schema (e.g. a time zone PostgreSQL does not know).
-            return .failure(.invalid("invalid_registration", StoreError.describe(error)))
+            bytes = try await request.collectBody(upTo: DeviceRegistrationRules.maxBodyBytes)
+        } catch is NIOTooManyBytesError {
+            throw IntakeError.bodyTooLarge
+        } catch {
+            throw IntakeError.incompleteBody
+        }
+        let registration = try DeviceRegistrationRules.decode(bytes.readableBytesView, token: token)
+        guard registration.user == claims.sub.value else {
+            throw IntakeError.userMismatch("the token's sub is not the body's \"user\": a backend token registers devices of its own user only")
+        }
+        let outcome: DeviceStore.Registered
+        do {
+            outcome = try await devices.register(registration, issuedAt: claims.iat.value)
+        } catch where ReplyIntake.isRefusal(error) {
+            // A CHECK of the schema (e.g. a time zone PostgreSQL does not know)
+            // or a value it cannot hold: the request's fault.
+            throw IntakeError.invalid("invalid_registration", StoreError.describe(error))
         } catch {
             logger.error("device registration failed", metadata: ["error": "\(StoreError.describe(error))"])
-            return .failure(AppAPIError(status: 503, code: "unavailable", message: "the registration could not be stored; retry later"))
+            throw IntakeError.notStored("the registration")
+        }
+        switch outcome {
+        case .invalidatedAfter(let since):
+            throw IntakeError(
+                status: .conflict, code: "token_invalidated",
+                message: "APNs declared this device token invalid at \(Self.iso(since)), after this registration's token was issued; register again with a token issued now")
+        case .stored(_, let created, let movedFrom):
+            IntakeMetrics.deviceRegistered()
+            if movedFrom != nil {
+                logger.info("device token moved to another user")
+            }
+            var w = JSONWriter(capacity: 128)
+            w.raw("{\"device\":")
+            w.string(registration.token)
+            w.raw(",\"status\":")
+            w.string(created ? "created" : "updated")
+            w.raw("}")
+            return (created ? .created : .ok, w.bytes)
         }
     }
 
     /// `DELETE /v1/devices/{token}`: 204 (also when already unregistered).
-    func unregister(_ request: Request, token rawToken: String) async -> Result<(Int, [UInt8]), AppAPIError> {
-        let claims: AppRegistrationClaims
-        switch await authenticate(request) {
-        case .success(let c): claims = c
-        case .failure(let e): return .failure(e)
-        }
-        let token: String
-        do throws(AppAPIError) {
-            token = try DeviceRegistrationRules.token(rawToken)
-        } catch {
-            return .failure(error)
-        }
+    func unregister(_ request: Request, token rawToken: String) async throws {
+        let claims = try await authenticate(request)
+        let token = try DeviceRegistrationRules.token(rawToken)
+        let outcome: DeviceStore.Unregistered
         do {
-            switch try await devices.unregister(token: token, user: claims.sub.value) {
-            case .unregistered: return .success((204, []))
-            case .unknownDevice: return .failure(AppAPIError(status: 404, code: "unknown_device", message: "no such device token"))
-            case .otherUser:
-                return .failure(AppAPIError(status: 403, code: "user_mismatch",
-                                            message: "this device token is registered to another user"))
-            }
+            outcome = try await devices.unregister(token: token, user: claims.sub.value)
         } catch {
             logger.error("device unregistration failed", metadata: ["error": "\(StoreError.describe(error))"])
-            return .failure(AppAPIError(status: 503, code: "unavailable", message: "the request could not be stored; retry later"))
+            throw IntakeError.notStored("the request")
+        }
+        switch outcome {
+        case .unregistered: return
+        case .unknownDevice: throw IntakeError.unknownDevice
+        case .otherUser: throw IntakeError.userMismatch("this device token is registered to another user")
         }
     }
 

@@ -1,51 +1,63 @@
 import Foundation
 import HeraldCore
+import Hummingbird
 import Store
 
-/// A refused app request: an HTTP status, a stable code and a message for
-/// the app developer (`{"error": code, "message": text}`, as in contract 4).
-/// The message never holds a token, a key or the JWT.
-public struct AppAPIError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let status: Int
-    public let code: String
-    public let message: String
-
-    public init(status: Int, code: String, message: String) {
-        self.status = status
-        self.code = code
-        self.message = message
+extension IntakeError {
+    /// 400 `malformed_json`: not strict JSON, not an object, a missing,
+    /// unknown or mistyped field, a control character in an identifier.
+    public static func malformed(_ message: String) -> Self {
+        Self(status: .badRequest, code: "malformed_json", message: message)
     }
 
-    public var description: String { "\(status) \(code): \(message)" }
+    /// 422: a well-formed value Herald cannot use; `code` names the field.
+    public static func invalid(_ code: String, _ message: String) -> Self {
+        Self(status: .unprocessableContent, code: code, message: message)
+    }
 
-    public static func malformed(_ message: String) -> Self { Self(status: 400, code: "malformed_json", message: message) }
-    public static func invalid(_ code: String, _ message: String) -> Self { Self(status: 422, code: code, message: message) }
-    public static func unauthorized(_ message: String) -> Self { Self(status: 401, code: "bad_app_token", message: message) }
-    public static let tooLarge = Self(status: 413, code: "body_too_large",
-                                      message: "the body is larger than \(DeviceRegistrationRules.maxBodyBytes) bytes")
+    /// 401 `bad_app_token` with `WWW-Authenticate`; the message never holds the token.
+    public static func unauthorized(_ message: String) -> Self {
+        var headers = HTTPFields()
+        headers[.wwwAuthenticate] = "Bearer realm=\"herald\""
+        return Self(status: .unauthorized, code: "bad_app_token", message: message, headers: headers)
+    }
 
-    /// The JSON error body.
-    public var json: [UInt8] {
-        var w = JSONWriter(capacity: 160)
-        w.raw("{\"error\":")
-        w.string(code)
-        w.raw(",\"message\":")
-        w.string(message)
-        w.raw("}")
-        return w.bytes
+    /// 403 `user_mismatch`.
+    public static func userMismatch(_ message: String) -> Self {
+        Self(status: .forbidden, code: "user_mismatch", message: message)
+    }
+
+    public static let unknownDevice = Self(status: .notFound, code: "unknown_device", message: "no such device token")
+
+    public static let registrationDisabled = Self(
+        status: .serviceUnavailable, code: "registration_disabled",
+        message: "device registration is not configured: set HERALD_APP_JWT_PUBLIC_KEY")
+
+    /// 503 `unavailable` for a registration the database did not take.
+    public static func notStored(_ what: String) -> Self {
+        var headers = HTTPFields()
+        headers[.retryAfter] = "5"
+        return Self(status: .serviceUnavailable, code: "unavailable", message: "\(what) could not be stored; retry later", headers: headers)
     }
 }
 
-/// The checks of contract 6 on `PUT /v1/devices/{token}`.
+/// The checks of contract 6 on `PUT /v1/devices/{token}`. The body is read
+/// by ``StrictJSON`` as reply bodies are: valid UTF-8, no duplicate keys, no
+/// trailing commas, bounded numbers and depth.
 public enum DeviceRegistrationRules {
     public static let maxBodyBytes = 16 * 1024
+    /// How deep `attributes` (and so the body) may nest.
+    public static let maxDepth = 8
+    /// The longest locale tag (BCP 47 advises 35 characters) and time zone name.
+    public static let maxLocaleBytes = 35
+    public static let maxTimeZoneBytes = 64
     static let fields: Set<String> = [
         "environment", "user", "locale", "time_zone", "app_version", "public_key", "key_id", "attributes",
         "marketing", "config_etag",
     ]
 
     /// The path's APNs token: 64 to 200 hex digits, stored lowercase.
-    public static func token(_ text: String) throws(AppAPIError) -> String {
+    public static func token(_ text: String) throws(IntakeError) -> String {
         let lower = text.lowercased()
         guard (64...200).contains(lower.utf8.count),
               lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
@@ -54,23 +66,61 @@ public enum DeviceRegistrationRules {
         return lower
     }
 
-    /// Parses and checks a registration body for `token`: a field of the
-    /// wrong type, a missing field, an unknown field or bad JSON is 400; a
-    /// value Herald cannot use is 422 naming the field.
-    public static func decode(_ bytes: some DataProtocol, token: String) throws(AppAPIError) -> DeviceRegistration {
-        guard bytes.count <= maxBodyBytes else { throw .tooLarge }
-        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+    /// Control characters (Unicode category Cc, and the line and paragraph
+    /// separators): never part of an identifier.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
+    }
+
+    /// The shape of an IANA zone name (`Europe/Paris`, `Etc/GMT+5`, `UTC`):
+    /// ASCII letters, digits, `_`, `-`, `+` in segments joined by `/`; no
+    /// `.` or `..` segment, so nothing reads outside the zone database.
+    static func isZoneName(_ name: String) -> Bool {
+        guard (1...maxTimeZoneBytes).contains(name.utf8.count) else { return false }
+        return name.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { segment in
+            !segment.isEmpty && segment.first != "." && segment.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                    || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "+")
+            }
+        }
+    }
+
+    static func containsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let s): s.unicodeScalars.contains("\u{0}")
+        case .array(let items): items.contains(where: containsNUL)
+        case .object(let members): members.contains { $0.key.unicodeScalars.contains("\u{0}") || containsNUL($0.value) }
+        default: false
+        }
+    }
+
+    /// Parses and checks a registration body for `token`: bad JSON, a field
+    /// of the wrong type, a missing or unknown field, or a control character
+    /// in an identifier is 400; a value Herald cannot use is 422 naming the field.
+    public static func decode(_ bytes: some Collection<UInt8>, token: String) throws(IntakeError) -> DeviceRegistration {
+        guard bytes.count <= maxBodyBytes else { throw .bodyTooLarge }
+        let document: JSONValue
+        do {
+            document = try StrictJSON.parse(bytes, limits: .init(maxDepth: maxDepth))
+        } catch {
+            throw .malformed("the body is not valid JSON: \(error.description)")
+        }
+        guard case .object(let o) = document else {
             throw .malformed("the body is not a JSON object")
         }
         if let unknown = o.keys.sorted().first(where: { !fields.contains($0) }) {
-            throw .malformed("unknown field \"\(unknown.prefix(64))\"; the fields are \(fields.sorted().joined(separator: ", "))")
+            throw .malformed("unknown field \(StrictJSON.quote(unknown, max: 64)); the fields are \(fields.sorted().joined(separator: ", "))")
         }
-        func string(_ name: String, required: Bool = false) throws(AppAPIError) -> String? {
+        func string(_ name: String, required: Bool = false) throws(IntakeError) -> String? {
             switch o[name] {
             case nil, .null?:
                 if required { throw .malformed("\"\(name)\" is missing") }
                 return nil
-            case .string(let s)?: return s
+            case .string(let s)?:
+                if s.unicodeScalars.contains(where: isControl) {
+                    throw .malformed("\"\(name)\" must not contain control characters")
+                }
+                return s
             case let v?: throw .malformed("\"\(name)\" must be a string, not \(v.typeName)")
             }
         }
@@ -83,11 +133,11 @@ public enum DeviceRegistrationRules {
             throw .invalid("bad_user", "\"user\" must be the app's user id, 1 to 256 bytes")
         }
         let locale = try string("locale")
-        if let locale, !LocaleMatch.isTag(locale) {
-            throw .invalid("bad_locale", "\"locale\" must be a BCP 47 tag such as en, fr-CA or zh-Hans")
+        if let locale, locale.utf8.count > maxLocaleBytes || !LocaleMatch.isTag(locale) {
+            throw .invalid("bad_locale", "\"locale\" must be a BCP 47 tag such as en, fr-CA or zh-Hans (at most \(maxLocaleBytes) characters)")
         }
         let timeZone = try string("time_zone")
-        if let timeZone, TimeZone(identifier: timeZone) == nil || timeZone.isEmpty {
+        if let timeZone, !isZoneName(timeZone) || TimeZone(identifier: timeZone) == nil {
             throw .invalid("bad_time_zone", "\"time_zone\" must be an IANA zone name such as Europe/Paris")
         }
         let appVersion = try string("app_version")
@@ -116,7 +166,18 @@ public enum DeviceRegistrationRules {
         var attributes: [String: JSONValue]?
         switch o["attributes"] {
         case nil, .null?: break
-        case .object(let a)?: attributes = a
+        case .object(let a)?:
+            if let key = a.keys.first(where: { $0.unicodeScalars.contains(where: isControl) }) {
+                throw .malformed("attribute names must not contain control characters: \(StrictJSON.quote(key, max: 40))")
+            }
+            if let key = a.keys.first(where: { $0.isEmpty || $0.utf8.count > 64 }) {
+                throw .invalid("bad_attributes", "attribute names must be 1 to 64 bytes, not \(StrictJSON.quote(key, max: 40))")
+            }
+            // PostgreSQL's jsonb cannot hold U+0000.
+            if a.values.contains(where: containsNUL) {
+                throw .invalid("bad_attributes", "attribute values must not contain U+0000")
+            }
+            attributes = a
         case let v?: throw .malformed("\"attributes\" must be an object, not \(v.typeName)")
         }
         var marketing: Bool?

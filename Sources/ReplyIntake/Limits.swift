@@ -115,6 +115,7 @@ public struct RateLimits: Sendable {
     /// `what` completes "too many requests …" in the message.
     public func check(_ limiter: RateLimiter, key: String, what: String) throws(IntakeError) {
         if case .limited(let seconds) = limiter.acquire(key) {
+            IntakeMetrics.rateLimited(limiter === perAddress ? "address" : limiter === perDelivery ? "delivery" : "device")
             throw IntakeError.rateLimited(what, retryAfter: seconds)
         }
     }

@@ -28,11 +28,19 @@ public enum IntakeServer {
     /// The routes, behind the middleware every route gets: JSON errors
     /// (404/405 included) and the per-address rate limit. Routes added to the
     /// returned router later get the same middleware.
+    ///
+    /// Every request is counted and timed with swift-metrics (Hummingbird's
+    /// `MetricsMiddleware`, outermost, so it sees the final status of
+    /// refusals too), as are stored and duplicate replies, registrations and
+    /// 429s (``IntakeMetrics``). `metrics` renders the process's metrics as
+    /// Prometheus text for `GET /metrics`; nil: no such route (404).
     public static func router(
-        intake: ReplyIntake, app: AppEndpoints? = nil, limits: IntakeLimits = .init(), rateLimits: RateLimits? = nil
+        intake: ReplyIntake, app: AppEndpoints? = nil, limits: IntakeLimits = .init(), rateLimits: RateLimits? = nil,
+        metrics: (@Sendable () -> String)? = nil
     ) -> Router<IntakeRequestContext> {
         let rates = rateLimits ?? RateLimits(limits)
         let router = Router(context: IntakeRequestContext.self)
+        router.add(middleware: MetricsMiddleware())
         router.add(middleware: ErrorMiddleware(logger: intake.logger))
         router.add(middleware: AddressRateLimitMiddleware(
             limits: rates, addresses: ClientAddress(trustedProxies: limits.trustedProxies)))
@@ -55,8 +63,10 @@ public enum IntakeServer {
             }
             switch outcome {
             case .success(.stored):
+                IntakeMetrics.replyStored()
                 return json(Array(#"{"status":"stored"}"#.utf8), status: .accepted)
             case .success(.duplicate):
+                IntakeMetrics.replyDuplicate()
                 return json(Array(#"{"status":"duplicate"}"#.utf8), status: .ok)
             case .failure(let error):
                 throw IntakeError(error)
@@ -68,6 +78,14 @@ public enum IntakeServer {
         }
         router.get("/v1/openapi.json") { _, _ -> Response in
             json(OpenAPIDocument.bytes, status: .ok)
+        }
+        if let metrics {
+            router.get("/metrics") { _, _ -> Response in
+                var headers = HTTPFields()
+                headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+                headers[.cacheControl] = "no-store"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: metrics())))
+            }
         }
         return router
     }
@@ -102,10 +120,10 @@ public enum IntakeServer {
     /// command's `ServiceGroup`, which stops it gracefully on SIGTERM.
     public static func application(
         intake: ReplyIntake, app: AppEndpoints? = nil, host: String, port: Int, limits: IntakeLimits = .init(), logger: Logger,
-        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, metrics: (@Sendable () -> String)? = nil
     ) -> some ApplicationProtocol {
         Application(
-            router: router(intake: intake, app: app, limits: limits),
+            router: router(intake: intake, app: app, limits: limits, metrics: metrics),
             server: serverBuilder(limits: limits),
             configuration: .init(address: .hostname(host, port: port), serverName: "herald",
                                  availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger)),

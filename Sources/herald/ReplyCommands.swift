@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import Logging
 import NIOCore
+import Observability
 import ReplyIntake
 import Runner
 import ServiceLifecycle
@@ -20,7 +21,7 @@ func requireReplySecret(_ config: HeraldConfiguration) throws -> ReplySecret {
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve reply intake (POST /v1/replies), device registration (PUT/DELETE /v1/devices/{token}), GET /v1/notification-config and GET /healthz.")
+        abstract: "Serve reply intake (POST /v1/replies), device registration (PUT/DELETE /v1/devices/{token}), GET /v1/notification-config, GET /healthz and GET /metrics (Prometheus; for the scraper, not to be forwarded by a public proxy).")
 
     @Option(help: "Address to listen on.")
     var host = ProcessInfo.processInfo.environment["HERALD_HTTP_HOST"] ?? "127.0.0.1"
@@ -39,15 +40,20 @@ struct ServeCommand: AsyncParsableCommand {
             let verifier = try await AppTokenVerifier.fromEnvironment(config.environment)
             if verifier == nil { logger.notice("HERALD_APP_JWT_PUBLIC_KEY is not set: device registration answers 503") }
             let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
-            let app = IntakeServer.application(intake: intake, app: endpoints, host: host, port: port, limits: limits, logger: logger) { port in
-                logger.notice("reply intake listening", metadata: [
-                    "address": "\(host):\(port)",
-                    "per_address": "\(limits.perAddress)", "per_delivery": "\(limits.perDelivery)",
-                    "max_connections": "\(limits.maxConnections)", "per_address_connections": "\(limits.maxConnectionsPerAddress)",
-                    "header_timeout": "\(limits.headerTimeout)", "body_timeout": "\(limits.bodyTimeout)",
-                    "trusted_proxies": "\(limits.trustedProxies.sorted().joined(separator: ","))",
-                ])
-            }
+            // Bootstraps swift-metrics before the first request is counted.
+            let registry = ProcessMetrics.registry()
+            let app = IntakeServer.application(
+                intake: intake, app: endpoints, host: host, port: port, limits: limits, logger: logger,
+                onRunning: { port in
+                    logger.notice("reply intake listening", metadata: [
+                        "address": "\(host):\(port)",
+                        "per_address": "\(limits.perAddress)", "per_delivery": "\(limits.perDelivery)",
+                        "max_connections": "\(limits.maxConnections)", "per_address_connections": "\(limits.maxConnectionsPerAddress)",
+                        "header_timeout": "\(limits.headerTimeout)", "body_timeout": "\(limits.bodyTimeout)",
+                        "trusted_proxies": "\(limits.trustedProxies.sorted().joined(separator: ","))",
+                    ])
+                },
+                metrics: { registry.emitToString() })
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: client), .init(service: app)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -9,12 +9,25 @@ import TestSupport
 @Suite("Abuse: hostile requests and ingest lines")
 struct AbuseSuiteTests {
     @Test func everyHostileRequestGetsItsDocumentedAnswerAndNothingIsStored() async throws {
-        let table = HostileTable.cases()
-        #expect(table.count >= 500)
+        let keys = try await AppKeys.make()
+        let replies = HostileTable.cases()
+        let registrations = try await HostileTable.registrationCases(keys: keys)
+        let table = replies + registrations
+        #expect(replies.count >= 500)
+        #expect(registrations.count >= 150)
         let allowedCodes = Set(ReplyError.allCodes + ["malformed_http", "not_found", "method_not_allowed",
-                                                       "unsupported_media_type", "headers_too_large", "rate_limited"])
+                                                       "unsupported_media_type", "headers_too_large", "rate_limited"]
+                               + HostileTable.registrationStatusOfCode.keys)
         try await withIntakeDatabase { intake, db, _ in
-            let outcome: TableOutcome = try await withServer(intake, limits: unlimited) { port in
+            // What the device tables hold before: nothing may change them.
+            let snapshot = """
+                SELECT (SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t.id)), '') FROM devices t) || ' ' ||
+                       (SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t.id)), '') FROM users t)
+                """
+            let before = try await db.scalar(snapshot, as: String.self)
+            let outcome: TableOutcome = try await withServer(intake, app: keys.endpoints(db), limits: unlimited) { port in
+                var registrationStatuses: [Int: Int] = [:]
+                let registrationNames = Set(registrations.map(\.name))
                 var byStatus: [Int: Int] = [:]
                 var serverErrors = 0
                 var unanswered = 0
@@ -26,6 +39,7 @@ struct AbuseSuiteTests {
                         continue
                     }
                     byStatus[response.status, default: 0] += 1
+                    if registrationNames.contains(hostile.name) { registrationStatuses[response.status, default: 0] += 1 }
                     if response.status >= 500 { serverErrors += 1 }
                     var wrong: [String] = []
                     if response.status != hostile.status { wrong.append("status \(response.status), expected \(hostile.status)") }
@@ -40,8 +54,11 @@ struct AbuseSuiteTests {
                     if response.status == 405, response.headers["allow"]?.isEmpty ?? true { wrong.append("405 without Allow") }
                     if !wrong.isEmpty { mismatches.append("\(hostile.name): " + wrong.joined(separator: "; ")) }
                 }
+                let figures = registrationStatuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
+                print("abuse: \(registrations.count) of them device registrations; by status: \(figures)")
                 return TableOutcome(byStatus: byStatus, serverErrors: serverErrors, unanswered: unanswered, mismatches: mismatches)
             }
+            let after = try await db.scalar(snapshot, as: String.self)
             let (byStatus, serverErrors, unanswered, mismatches) = (outcome.byStatus, outcome.serverErrors, outcome.unanswered, outcome.mismatches)
             let stored = try await db.scalar("SELECT count(*) FROM replies", as: Int64.self) ?? -1
             let figures = byStatus.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
@@ -50,6 +67,7 @@ struct AbuseSuiteTests {
             #expect(serverErrors == 0)
             #expect(unanswered == 0)
             #expect(stored == 0)
+            #expect(before == after, "a hostile registration changed the devices or users")
         }
     }
 

@@ -42,14 +42,16 @@ func withIntakeDatabase<T: Sendable>(_ body: @Sendable (ReplyIntake, PostgresCli
 
 /// Runs the real server (`IntakeServer.application`, as `herald serve` does)
 /// on a free loopback port under a ServiceGroup, for the time of `body`.
+/// `app`: the app's endpoints (device registration with a verifier); nil:
+/// registration answers 503 as when no key is configured.
 func withServer<T: Sendable>(
-    _ intake: ReplyIntake, limits: IntakeLimits, logger: Logger = TestDatabase.logger,
+    _ intake: ReplyIntake, app endpoints: AppEndpoints? = nil, limits: IntakeLimits, logger: Logger = TestDatabase.logger,
+    metrics: (@Sendable () -> String)? = nil,
     _ body: @Sendable (Int) async throws -> T
 ) async throws -> T {
     let (ports, sink) = AsyncStream.makeStream(of: Int.self)
-    let app = IntakeServer.application(intake: intake, host: "127.0.0.1", port: 0, limits: limits, logger: logger) { port in
-        sink.yield(port)
-    }
+    let app = IntakeServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits, logger: logger,
+                                       onRunning: { port in sink.yield(port) }, metrics: metrics)
     let group = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
         tasks.addTask {
@@ -67,6 +69,59 @@ func withServer<T: Sendable>(
         await group.triggerGracefulShutdown()
         for try await _ in tasks {}
         return try result.get()
+    }
+}
+
+/// The app backend's key pair (ES256) of these tests: it signs registration
+/// tokens, the server verifies them.
+struct AppKeys: Sendable {
+    let issuer: AppTokenIssuer
+    let verifier: AppTokenVerifier
+
+    static func make() async throws -> AppKeys {
+        let issuer = try await AppTokenIssuer(algorithm: .es256)
+        return AppKeys(issuer: issuer, verifier: try await AppTokenVerifier(publicKeyPEM: issuer.publicKeyPEM))
+    }
+
+    func endpoints(_ client: PostgresClient) -> AppEndpoints {
+        AppEndpoints(client: client, verifier: verifier, logger: TestDatabase.logger)
+    }
+
+    /// A token for `user` issued `age` seconds ago, living `lifetime` seconds.
+    func bearer(_ user: String, age: TimeInterval = 0, lifetime: TimeInterval = 900) async throws -> String {
+        try await issuer.token(user: user, issuedAt: Date(timeIntervalSinceNow: -age), lifetime: lifetime)
+    }
+
+    /// The APNs token of test device `n`: 64 hex digits.
+    static func device(_ n: Int) -> String {
+        let hex = String(n, radix: 16)
+        return String(repeating: "a", count: 64 - hex.count) + hex
+    }
+
+    /// A registration body (as JSON text) of `user` with these fields added.
+    static func registration(_ user: String, _ extra: [(String, String)] = []) -> [UInt8] {
+        var fields: [(String, [UInt8])] = [
+            ("environment", Array("\"sandbox\"".utf8)), ("user", Array(HostileTable.string(user).utf8)),
+            ("locale", Array("\"fr-CA\"".utf8)), ("time_zone", Array("\"Europe/Paris\"".utf8)),
+        ]
+        for (key, value) in extra {
+            fields.removeAll { $0.0 == key }
+            fields.append((key, Array(value.utf8)))
+        }
+        return HostileTable.object(fields)
+    }
+
+    /// The raw request of `PUT /v1/devices/{token}`.
+    static func put(_ token: String, bearer: String?, body: [UInt8], contentType: String? = "application/json",
+                    headers extra: [(String, String)] = []) -> [UInt8] {
+        var headers: [(String, String)] = extra
+        if let contentType { headers.append(("Content-Type", contentType)) }
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        return RawHTTP.request(method: "PUT", path: "/v1/devices/\(token)", headers: headers, body: body)
+    }
+
+    static func delete(_ token: String, bearer: String?) -> [UInt8] {
+        RawHTTP.request(method: "DELETE", path: "/v1/devices/\(token)", headers: bearer.map { [("Authorization", "Bearer \($0)")] } ?? [])
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import Observability
 import ReplyIntake
 import Testing
 import TestSupport
@@ -92,14 +93,78 @@ struct OpenAPITests {
     }
 
     @Test func everyAnswerIsDocumentedAndEveryDocumentedAnswerHappens() async throws {
+        let keys = try await AppKeys.make()
+        let reply = { (d: Int64, a: String, t: String?) in HostileTable.object(HostileTable.fields(delivery: d, action: a, text: t)) }
+        let same = reply(1, "love_it", nil)
+        var exchanges: [(String, String, [UInt8])] = [
+            ("POST", "/v1/replies", RawHTTP.request(body: same)),
+            ("POST", "/v1/replies", RawHTTP.request(body: same)),
+            ("POST", "/v1/replies", RawHTTP.request(body: Array("{".utf8))),
+            ("POST", "/v1/replies", RawHTTP.request(body: HostileTable.object(HostileTable.fields(delivery: 1, action: "love_it", token: "x")))),
+            ("POST", "/v1/replies", RawHTTP.request(body: reply(77, "love_it", nil))),
+            ("POST", "/v1/replies", RawHTTP.request(body: Array(repeating: UInt8(ascii: " "), count: 20_000))),
+            ("POST", "/v1/replies", RawHTTP.request(headers: [("Content-Type", "text/plain")], body: same)),
+            ("POST", "/v1/replies", RawHTTP.request(body: reply(1, "reserve", nil))),
+            ("POST", "/v1/replies", RawHTTP.request(body: same)),
+            ("POST", "/v1/replies", RawHTTP.request(body: same)),  // the fourth to delivery 1: 429
+            ("GET", "/v1/replies", RawHTTP.request(method: "GET", path: "/v1/replies", headers: [])),
+            ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [])),
+            ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config?locale=fr-CA", headers: [])),
+            ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [("Accept-Language", "de;q=0.5, ja")])),
+            ("DELETE", "/v1/notification-config", RawHTTP.request(method: "DELETE", path: "/v1/notification-config", headers: [])),
+            ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [])),
+            ("POST", "/healthz", RawHTTP.request(method: "POST", path: "/healthz", headers: [])),
+            ("GET", "/v1/openapi.json", RawHTTP.request(method: "GET", path: "/v1/openapi.json", headers: [])),
+            ("PUT", "/v1/openapi.json", RawHTTP.request(method: "PUT", path: "/v1/openapi.json", headers: [])),
+            ("GET", "/nowhere", RawHTTP.request(method: "GET", path: "/nowhere", headers: [])),
+            ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [("X-Big", String(repeating: "b", count: 20_000))])),
+            ("GET", "/healthz", Array("NOT HTTP\r\n\r\n".utf8)),
+            ("GET", "/metrics", RawHTTP.request(method: "GET", path: "/metrics", headers: [])),
+            ("POST", "/metrics", RawHTTP.request(method: "POST", path: "/metrics", headers: [])),
+        ]
+        // Device registration: every documented answer of PUT and DELETE.
+        let devices = "/v1/devices/{token}"
+        let alice = try await keys.bearer("alice")
+        let bob = try await keys.bearer("bob")
+        let d = AppKeys.device
+        exchanges += [
+            ("PUT", devices, AppKeys.put(d(1), bearer: alice, body: AppKeys.registration("alice"))),
+            ("PUT", devices, AppKeys.put(d(1), bearer: alice, body: AppKeys.registration("alice", [("app_version", "\"3.2\"")]))),
+            ("PUT", devices, AppKeys.put(d(2), bearer: alice, body: Array("{".utf8))),
+            ("PUT", devices, AppKeys.put(d(3), bearer: nil, body: AppKeys.registration("alice"))),
+            ("PUT", devices, AppKeys.put(d(4), bearer: alice, body: AppKeys.registration("mallory"))),
+            // Device 20 was declared invalid after this older token was issued.
+            ("PUT", devices, AppKeys.put(d(20), bearer: try await keys.bearer("alice", age: 600), body: AppKeys.registration("alice"))),
+            ("PUT", devices, AppKeys.put(d(5), bearer: alice, body: Array(repeating: UInt8(ascii: " "), count: 20_000))),
+            ("PUT", devices, AppKeys.put(d(6), bearer: alice, body: AppKeys.registration("alice"), contentType: "text/plain")),
+            ("PUT", devices, AppKeys.put(d(7), bearer: alice, body: AppKeys.registration("alice", [("environment", "\"staging\"")]))),
+            ("GET", devices, RawHTTP.request(method: "GET", path: "/v1/devices/\(d(1))", headers: [])),
+            ("DELETE", devices, AppKeys.delete(d(1), bearer: alice)),
+            ("DELETE", devices, AppKeys.delete(d(9), bearer: nil)),
+            ("PUT", devices, AppKeys.put(d(10), bearer: alice, body: AppKeys.registration("alice"))),
+            ("DELETE", devices, AppKeys.delete(d(10), bearer: bob)),
+            ("DELETE", devices, AppKeys.delete(d(11), bearer: alice)),
+            ("DELETE", devices, AppKeys.delete("abc", bearer: alice)),
+        ]
+        // The fourth request about device 8 is over its limit, for PUT and DELETE.
+        exchanges += Array(repeating: ("PUT", devices, AppKeys.put(d(8), bearer: alice, body: AppKeys.registration("alice"))), count: 4)
+        exchanges.append(("DELETE", devices, AppKeys.delete(d(8), bearer: alice)))
+
+        // The address may make every request above, the two added below
+        // (304s), the four of the set-up (the served document, device 20, two
+        // ETags) and three more: then each read is answered 429.
         let limits: IntakeLimits = {
             var l = unlimited
             l.perDelivery = .init(3, per: .seconds(86_400))
-            l.perAddress = .init(30, per: .seconds(86_400))
+            l.perDevice = .init(3, per: .seconds(86_400))
+            l.perAddress = .init(exchanges.count + 2 + 4 + 3, per: .seconds(86_400))
             return l
         }()
-        try await withIntakeDatabase { intake, _, _ in
-            try await withServer(intake, limits: limits) { port in
+        let listed = exchanges
+        try await withIntakeDatabase { intake, db, _ in
+            let registry = ProcessMetrics.registry()
+            try await withServer(intake, app: keys.endpoints(db), limits: limits, metrics: { registry.emitToString() }) { port in
+                var exchanges = listed
                 // The served document is the one in the repository, and valid JSON.
                 let served = try #require(try await RawHTTP.exchange(port: port, RawHTTP.request(method: "GET", path: "/v1/openapi.json", headers: [])))
                 #expect(served.status == 200)
@@ -115,37 +180,23 @@ struct OpenAPITests {
                     return
                 }
 
-                let reply = { (d: Int64, a: String, t: String?) in HostileTable.object(HostileTable.fields(delivery: d, action: a, text: t)) }
-                let same = reply(1, "love_it", nil)
-                var exchanges: [(String, String, [UInt8])] = [
-                    ("POST", "/v1/replies", RawHTTP.request(body: same)),
-                    ("POST", "/v1/replies", RawHTTP.request(body: same)),
-                    ("POST", "/v1/replies", RawHTTP.request(body: Array("{".utf8))),
-                    ("POST", "/v1/replies", RawHTTP.request(body: HostileTable.object(HostileTable.fields(delivery: 1, action: "love_it", token: "x")))),
-                    ("POST", "/v1/replies", RawHTTP.request(body: reply(77, "love_it", nil))),
-                    ("POST", "/v1/replies", RawHTTP.request(body: Array(repeating: UInt8(ascii: " "), count: 20_000))),
-                    ("POST", "/v1/replies", RawHTTP.request(headers: [("Content-Type", "text/plain")], body: same)),
-                    ("POST", "/v1/replies", RawHTTP.request(body: reply(1, "reserve", nil))),
-                    ("POST", "/v1/replies", RawHTTP.request(body: same)),
-                    ("POST", "/v1/replies", RawHTTP.request(body: same)),  // the fourth to delivery 1: 429
-                    ("GET", "/v1/replies", RawHTTP.request(method: "GET", path: "/v1/replies", headers: [])),
-                    ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [])),
-                    ("DELETE", "/v1/notification-config", RawHTTP.request(method: "DELETE", path: "/v1/notification-config", headers: [])),
-                    ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [])),
-                    ("POST", "/healthz", RawHTTP.request(method: "POST", path: "/healthz", headers: [])),
-                    ("GET", "/v1/openapi.json", RawHTTP.request(method: "GET", path: "/v1/openapi.json", headers: [])),
-                    ("PUT", "/v1/openapi.json", RawHTTP.request(method: "PUT", path: "/v1/openapi.json", headers: [])),
-                    ("GET", "/nowhere", RawHTTP.request(method: "GET", path: "/nowhere", headers: [])),
-                    ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [("X-Big", String(repeating: "b", count: 20_000))])),
-                    ("GET", "/healthz", Array("NOT HTTP\r\n\r\n".utf8)),
-                ]
-                // 304 needs the ETag of a 200.
+                // Set-up (four requests): device 20 registered half an hour ago, then declared invalid by APNs.
+                let registered = try await RawHTTP.exchange(port: port, AppKeys.put(
+                    d(20), bearer: try await keys.bearer("alice", age: 1800, lifetime: 3600), body: AppKeys.registration("alice")))
+                #expect(registered?.status == 201)
+                try await db.exec("UPDATE devices SET invalidated_at = now() - interval '5 minutes', invalid_reason = 'Unregistered'")
+                // 304 needs the ETag of a 200, per locale.
                 let first = try await RawHTTP.exchange(port: port, RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: []))
                 let etag = try #require(first?.headers["etag"])
                 exchanges.append(("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [("If-None-Match", etag)])))
+                let french = try await RawHTTP.exchange(port: port, RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [("Accept-Language", "fr")]))
+                #expect(french?.headers["content-language"] == "fr")
+                let frenchTag = try #require(french?.headers["etag"])
+                exchanges.append(("GET", "/v1/notification-config", RawHTTP.request(
+                    method: "GET", path: "/v1/notification-config", headers: [("Accept-Language", "fr"), ("If-None-Match", "W/" + frenchTag)])))
 
                 // Then the address's allowance runs out: 429 on each read.
-                for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json"] {
+                for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json", "/metrics"] {
                     exchanges += Array(repeating: ("GET", path, RawHTTP.request(method: "GET", path: path, headers: [])), count: 12)
                 }
 
@@ -179,6 +230,13 @@ struct OpenAPITests {
                         }
                         #expect(response.headers["content-type"] == "application/json")
                         problems += checker.problems(json, schema).map { "\(method) \(path) \(status): \($0)" }
+                    } else if response_["content"]?["text/plain"] != nil {
+                        #expect(response.headers["content-type"]?.hasPrefix("text/plain") == true)
+                        do {
+                            _ = try PrometheusExposition.parse(String(decoding: response.body, as: UTF8.self))
+                        } catch {
+                            problems.append("\(method) \(path) \(status): not Prometheus text: \(error)")
+                        }
                     } else if !response.body.isEmpty {
                         problems.append("\(method) \(path) \(status): a body where the document has none")
                     }

@@ -1,0 +1,17 @@
+import Metrics
+
+/// The intake's own counters, recorded through swift-metrics (whatever
+/// backend the process bootstrapped; `herald serve` exposes them at
+/// `GET /metrics`). Names follow Prometheus's conventions.
+public enum IntakeMetrics {
+    public static let repliesStored = "herald_replies_stored_total"
+    public static let repliesDuplicate = "herald_replies_duplicate_total"
+    public static let rateLimitedName = "herald_rate_limited_total"
+    public static let devicesRegistered = "herald_devices_registered_total"
+
+    static func replyStored() { Counter(label: repliesStored).increment() }
+    static func replyDuplicate() { Counter(label: repliesDuplicate).increment() }
+    /// `limit`: `address`, `delivery` or `device`.
+    static func rateLimited(_ limit: String) { Counter(label: rateLimitedName, dimensions: [("limit", limit)]).increment() }
+    static func deviceRegistered() { Counter(label: devicesRegistered).increment() }
+}
