@@ -232,7 +232,7 @@ let package = Package(
         .testTarget(
             name: "ReplyIntakeTests",
             dependencies: [
-                "ReplyIntake", "TestSupport",
+                "ReplyIntake", "TestSupport", "Runner",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),

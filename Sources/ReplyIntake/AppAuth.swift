@@ -60,25 +60,15 @@ public struct AppTokenVerifier: Sendable {
         self.clock = clock
     }
 
-    /// The key from the environment, or nil when none is configured (then
-    /// device registration answers 503).
-    public static func fromEnvironment(_ env: [String: String]) async throws(AppTokenError) -> AppTokenVerifier? {
-        var pem = env["HERALD_APP_JWT_PUBLIC_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        var source = "HERALD_APP_JWT_PUBLIC_KEY"
-        if pem == nil, let path = env["HERALD_APP_JWT_PUBLIC_KEY_FILE"], !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw AppTokenError(message: "HERALD_APP_JWT_PUBLIC_KEY_FILE: cannot read \(path)")
-            }
-            pem = String(decoding: data, as: UTF8.self)
-            source = "HERALD_APP_JWT_PUBLIC_KEY_FILE (\(path))"
-        }
+    /// The verifier of the configured key (`ServeSettings.appJWTPublicKeyPEM`),
+    /// or nil when none is configured (then device registration answers 503).
+    /// `source` names where the key came from in an error.
+    public static func configured(publicKeyPEM pem: String?, source: String?) async throws(AppTokenError) -> AppTokenVerifier? {
         guard let pem else { return nil }
-        // A PEM passed through an environment file often has its line breaks written as \n.
-        let text = pem.replacingOccurrences(of: "\\n", with: "\n")
         do {
-            return try await AppTokenVerifier(publicKeyPEM: text)
+            return try await AppTokenVerifier(publicKeyPEM: pem)
         } catch {
-            throw AppTokenError(message: "\(source): \(error.message)")
+            throw AppTokenError(message: "\(source ?? "the app JWT public key"): \(error.message)")
         }
     }
 

@@ -1,5 +1,8 @@
 import APNs
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HeraldCore
 import Store
 
@@ -30,6 +33,9 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var stopGrace: Duration
     /// `HERALD_RETRY_WAIT_SECONDS`: retries due within this time are waited for in the same run.
     public var retryWait: Duration
+    /// `herald serve`'s settings (`HERALD_HTTP_*`, `HERALD_RATE_*`,
+    /// `HERALD_TRUSTED_PROXIES`, `HERALD_APP_JWT_PUBLIC_KEY[_FILE]`).
+    public var serve: ServeSettings
     /// `HERALD_METRICS_TEXTFILE`: where `herald run` writes its figures in
     /// Prometheus's text format (for node exporter's textfile collector).
     public var metricsTextfile: String?
@@ -79,6 +85,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
             return path
         }
         replySecret = try Self.replySecret(env)
+        serve = try ServeSettings(environment: env)
         environment = env
     }
 
@@ -144,5 +151,85 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         candidates.append(URL(fileURLWithPath: "/usr/share/herald/Sql"))
         if let found = candidates.first(where: hasMigrations) { return found }
         throw StoreError.configuration("cannot find the Sql directory; set HERALD_SQL_DIR")
+    }
+}
+
+/// What `herald serve` is told (README, "Configuration" and "Security"). A
+/// value left nil keeps the intake's own default (`IntakeLimits`); a value
+/// given but not valid is refused, naming its variable.
+public struct ServeSettings: Sendable, CustomStringConvertible {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// Requests a second from one client address, and the burst allowed.
+    public var ratePerAddress: Int?
+    public var rateAddressBurst: Int?
+    /// Replies a minute to one delivery; requests a minute about one device.
+    public var ratePerDelivery: Int?
+    public var ratePerDevice: Int?
+    public var maxConnections: Int?
+    public var maxConnectionsPerAddress: Int?
+    public var headerTimeout: Duration?
+    public var bodyTimeout: Duration?
+    public var maxHeaderBytes: Int?
+    /// Addresses of reverse proxies whose `X-Forwarded-For` is believed.
+    public var trustedProxies: [String] = []
+    /// The PEM public key that verifies the app backend's registration
+    /// tokens, and where it came from (for messages). Not a secret, but
+    /// not printed either.
+    public var appJWTPublicKeyPEM: String?
+    public var appJWTPublicKeySource: String?
+
+    public init() {}
+
+    public init(environment env: [String: String]) throws {
+        typealias C = HeraldConfiguration
+        if let host = env["HERALD_HTTP_HOST"], !host.isEmpty { self.host = host }
+        port = try C.int(env, "HERALD_HTTP_PORT", default: 8080, range: 0...65_535)
+        ratePerAddress = try C.optionalInt(env, "HERALD_RATE_ADDRESS", range: 1...1_000_000)
+        rateAddressBurst = try C.optionalInt(env, "HERALD_RATE_ADDRESS_BURST", range: 1...1_000_000)
+        ratePerDelivery = try C.optionalInt(env, "HERALD_RATE_DELIVERY", range: 1...1_000_000)
+        ratePerDevice = try C.optionalInt(env, "HERALD_RATE_DEVICE", range: 1...1_000_000)
+        maxConnections = try C.optionalInt(env, "HERALD_HTTP_MAX_CONNECTIONS", range: 1...1_000_000)
+        maxConnectionsPerAddress = try C.optionalInt(env, "HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS", range: 1...1_000_000)
+        headerTimeout = try C.optionalInt(env, "HERALD_HTTP_HEADER_TIMEOUT", range: 1...3600).map { .seconds($0) }
+        bodyTimeout = try C.optionalInt(env, "HERALD_HTTP_BODY_TIMEOUT", range: 1...3600).map { .seconds($0) }
+        maxHeaderBytes = try C.optionalInt(env, "HERALD_HTTP_MAX_HEADER_BYTES", range: 1024...1_048_576)
+        if let list = env["HERALD_TRUSTED_PROXIES"], !list.isEmpty {
+            for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+                guard Self.isIPAddress(item) else {
+                    throw StoreError.configuration(
+                        "HERALD_TRUSTED_PROXIES must list IP addresses separated by commas; \"\(item)\" is not one")
+                }
+                trustedProxies.append(item)
+            }
+        }
+        if let pem = env["HERALD_APP_JWT_PUBLIC_KEY"], !pem.isEmpty {
+            // A PEM passed through an environment file often has its line breaks written as \n.
+            appJWTPublicKeyPEM = pem.replacingOccurrences(of: "\\n", with: "\n")
+            appJWTPublicKeySource = "HERALD_APP_JWT_PUBLIC_KEY"
+        } else if let path = env["HERALD_APP_JWT_PUBLIC_KEY_FILE"], !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw StoreError.configuration("HERALD_APP_JWT_PUBLIC_KEY_FILE: cannot read \(path)")
+            }
+            appJWTPublicKeyPEM = String(decoding: data, as: UTF8.self)
+            appJWTPublicKeySource = "HERALD_APP_JWT_PUBLIC_KEY_FILE (\(path))"
+        }
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+
+    public var description: String {
+        "\(host):\(port) app-jwt-key=\(appJWTPublicKeySource ?? "none")"
+    }
+}
+
+extension HeraldConfiguration {
+    static func optionalInt(_ env: [String: String], _ name: String, range: ClosedRange<Int>) throws -> Int? {
+        guard let text = env[name], !text.isEmpty else { return nil }
+        return try int(env, name, default: range.lowerBound, range: range)
     }
 }

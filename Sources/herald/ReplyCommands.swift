@@ -23,11 +23,11 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve reply intake (POST /v1/replies), device registration (PUT/DELETE /v1/devices/{token}), GET /v1/notification-config, GET /healthz and GET /metrics (Prometheus; for the scraper, not to be forwarded by a public proxy).")
 
-    @Option(help: "Address to listen on.")
-    var host = ProcessInfo.processInfo.environment["HERALD_HTTP_HOST"] ?? "127.0.0.1"
+    @Option(help: "Address to listen on (default: HERALD_HTTP_HOST, else 127.0.0.1).")
+    var host: String?
 
-    @Option(help: "Port to listen on.")
-    var port = Int(ProcessInfo.processInfo.environment["HERALD_HTTP_PORT"] ?? "") ?? 8080
+    @Option(help: "Port to listen on (default: HERALD_HTTP_PORT, else 8080).")
+    var port: Int?
 
     func run() async throws {
         let logger = makeLogger()
@@ -36,8 +36,12 @@ struct ServeCommand: AsyncParsableCommand {
             let tokens = ReplyTokens(secret: try requireReplySecret(config))
             let client = config.database.makeClient(logger: logger)
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)
-            let limits = try intakeLimits()
-            let verifier = try await AppTokenVerifier.fromEnvironment(config.environment)
+            let settings = config.serve
+            let host = self.host ?? settings.host
+            let port = self.port ?? settings.port
+            let limits = IntakeLimits(settings)
+            let verifier = try await AppTokenVerifier.configured(publicKeyPEM: settings.appJWTPublicKeyPEM,
+                                                                 source: settings.appJWTPublicKeySource)
             if verifier == nil { logger.notice("HERALD_APP_JWT_PUBLIC_KEY is not set: device registration answers 503") }
             let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
             // Bootstraps swift-metrics before the first request is counted.
@@ -64,38 +68,22 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// The intake's limits (README, "Security"): defaults, overridden from the
-/// environment. A bad value is refused naming its variable.
-func intakeLimits(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> IntakeLimits {
-    var limits = IntakeLimits()
-    func int(_ name: String, _ value: Int, _ range: ClosedRange<Int>) throws -> Int {
-        guard let text = env[name], !text.isEmpty else { return value }
-        guard let n = Int(text), range.contains(n) else {
-            throw StoreError.configuration("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
-        }
-        return n
+extension IntakeLimits {
+    /// The intake's limits (README, "Security"): its defaults, with what the
+    /// configuration sets.
+    init(_ s: ServeSettings) {
+        self.init()
+        let perSecond = s.ratePerAddress ?? perAddress.count
+        perAddress = .init(perSecond, per: .seconds(1), burst: s.rateAddressBurst ?? perAddress.burst)
+        if let n = s.ratePerDelivery { perDelivery = .init(n, per: .seconds(60)) }
+        if let n = s.ratePerDevice { perDevice = .init(n, per: .seconds(60)) }
+        if let n = s.maxConnections { maxConnections = n }
+        if let n = s.maxConnectionsPerAddress { maxConnectionsPerAddress = n }
+        if let d = s.headerTimeout { headerTimeout = d }
+        if let d = s.bodyTimeout { bodyTimeout = d }
+        if let n = s.maxHeaderBytes { maxHeaderBytes = n }
+        trustedProxies = Set(s.trustedProxies)
     }
-    let perSecond = try int("HERALD_RATE_ADDRESS", limits.perAddress.count, 1...1_000_000)
-    let burst = try int("HERALD_RATE_ADDRESS_BURST", limits.perAddress.burst, 1...1_000_000)
-    limits.perAddress = .init(perSecond, per: .seconds(1), burst: burst)
-    limits.perDelivery = .init(try int("HERALD_RATE_DELIVERY", limits.perDelivery.count, 1...1_000_000), per: .seconds(60))
-    limits.perDevice = .init(try int("HERALD_RATE_DEVICE", limits.perDevice.count, 1...1_000_000), per: .seconds(60))
-    limits.maxConnections = try int("HERALD_HTTP_MAX_CONNECTIONS", limits.maxConnections, 1...1_000_000)
-    limits.maxConnectionsPerAddress = try int("HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS", limits.maxConnectionsPerAddress, 1...1_000_000)
-    limits.headerTimeout = .seconds(try int("HERALD_HTTP_HEADER_TIMEOUT", 10, 1...3600))
-    limits.bodyTimeout = .seconds(try int("HERALD_HTTP_BODY_TIMEOUT", 30, 1...3600))
-    limits.maxHeaderBytes = try int("HERALD_HTTP_MAX_HEADER_BYTES", limits.maxHeaderBytes, 1024...1_048_576)
-    if let list = env["HERALD_TRUSTED_PROXIES"], !list.isEmpty {
-        var proxies: Set<String> = []
-        for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
-            guard (try? SocketAddress(ipAddress: item, port: 0)) != nil else {
-                throw StoreError.configuration("HERALD_TRUSTED_PROXIES must list IP addresses separated by commas; \"\(item)\" is not one")
-            }
-            proxies.insert(item)
-        }
-        limits.trustedProxies = proxies
-    }
-    return limits
 }
 
 struct IngestCommand: AsyncParsableCommand {

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JWTKit
 import PostgresNIO
 import ReplyIntake
+import Runner
 import Store
 import Testing
 import TestSupport
@@ -316,12 +317,19 @@ struct DeviceRegistrationTests {
         }
     }
 
-    @Test func theKeyComesFromTheEnvironment() async throws {
-        #expect(try await AppTokenVerifier.fromEnvironment([:]) == nil)
+    /// The key comes from the configuration (`HERALD_APP_JWT_PUBLIC_KEY`, inline or `_FILE`).
+    static func verifier(_ env: [String: String]) async throws -> AppTokenVerifier? {
+        let settings = try ServeSettings(environment: env)
+        return try await AppTokenVerifier.configured(publicKeyPEM: settings.appJWTPublicKeyPEM,
+                                                     source: settings.appJWTPublicKeySource)
+    }
+
+    @Test func theKeyComesFromTheConfiguration() async throws {
+        #expect(try await Self.verifier([:]) == nil)
         let es = try await AppTokenIssuer(algorithm: .es256)
         // Inline, with its line breaks written as \n (as in an env file).
         let inline = es.publicKeyPEM.replacingOccurrences(of: "\n", with: "\\n")
-        let fromInline = try #require(try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY": inline]))
+        let fromInline = try #require(try await Self.verifier(["HERALD_APP_JWT_PUBLIC_KEY": inline]))
         #expect(fromInline.algorithm == .es256)
         if case .failure(let e) = await fromInline.verify(authorization: "Bearer " + (try await es.token(user: "u"))) {
             Issue.record("a good token was refused: \(e)")
@@ -331,21 +339,34 @@ struct DeviceRegistrationTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("app-jwt-\(UUID()).pem").path
         try ed.publicKeyPEM.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let fromFile = try #require(try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY_FILE": path]))
+        let fromFile = try #require(try await Self.verifier(["HERALD_APP_JWT_PUBLIC_KEY_FILE": path]))
         #expect(fromFile.algorithm == .eddsa)
         // A private key or garbage is refused, naming the variable and not echoing the text.
         do {
-            _ = try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY": es.privateKeyPEM])
+            _ = try await Self.verifier(["HERALD_APP_JWT_PUBLIC_KEY": es.privateKeyPEM])
             Issue.record("a private key was accepted as the public key")
         } catch {
-            #expect(error.message.contains("HERALD_APP_JWT_PUBLIC_KEY"))
-            #expect(!error.message.contains("PRIVATE"))
+            #expect("\(error)".contains("HERALD_APP_JWT_PUBLIC_KEY"))
+            #expect(!"\(error)".contains("PRIVATE"))
         }
         do {
-            _ = try await AppTokenVerifier.fromEnvironment(["HERALD_APP_JWT_PUBLIC_KEY_FILE": "/nonexistent/key.pem"])
+            _ = try await Self.verifier(["HERALD_APP_JWT_PUBLIC_KEY_FILE": "/nonexistent/key.pem"])
             Issue.record("a missing file was accepted")
         } catch {
-            #expect(error.message.contains("/nonexistent/key.pem"))
+            #expect("\(error)".contains("HERALD_APP_JWT_PUBLIC_KEY_FILE") && "\(error)".contains("/nonexistent/key.pem"))
+        }
+    }
+
+    @Test func serveSettingsNameTheirVariable() throws {
+        let settings = try ServeSettings(environment: ["HERALD_HTTP_PORT": "9090", "HERALD_RATE_DEVICE": "3",
+                                                       "HERALD_TRUSTED_PROXIES": "10.0.0.1, ::1"])
+        #expect(settings.port == 9090 && settings.ratePerDevice == 3 && settings.trustedProxies == ["10.0.0.1", "::1"])
+        #expect(settings.ratePerAddress == nil)
+        for (name, value) in [("HERALD_HTTP_PORT", "80a"), ("HERALD_HTTP_PORT", "70000"), ("HERALD_RATE_ADDRESS", "0"),
+                              ("HERALD_HTTP_HEADER_TIMEOUT", "soon"), ("HERALD_TRUSTED_PROXIES", "proxy.local")] {
+            #expect {
+                try ServeSettings(environment: [name: value])
+            } throws: { "\($0)".contains(name) && "\($0)".contains(value) }
         }
     }
 }
