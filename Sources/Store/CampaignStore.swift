@@ -331,16 +331,7 @@ public struct CampaignStore: Sendable {
         } catch {
             throw CampaignProblem("\(due.segmentName.map { "segment \"\($0)\"" } ?? "segment"): \(error.description)")
         }
-        for b in segment.binds {
-            switch b {
-            case .text(let s): binds.append(s)
-            case .texts(let a): binds.append(a)
-            case .int(let i): binds.append(i)
-            case .double(let d): binds.append(d)
-            case .bool(let v): binds.append(v)
-            case .json(let j): binds.append(j)
-            }
-        }
+        binds.append(segment: segment)
         let sql = """
             WITH capped AS (
                 SELECT d.user_id FROM deliveries d, settings st

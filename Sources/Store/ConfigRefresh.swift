@@ -61,7 +61,7 @@ public struct ConfigRefreshStore: Sendable {
     public func audienceLocales(segmentRule: JSONValue) async throws -> [String] {
         let segment = try SegmentCompiler(firstPlaceholder: 1, deviceAlias: "dv", userAlias: "u").compile(segmentRule)
         var binds = PostgresBindings(capacity: segment.binds.count)
-        Self.append(segment.binds, to: &binds)
+        binds.append(segment: segment)
         let query = PostgresQuery(unsafeSQL: """
             SELECT DISTINCT coalesce(dv.locale, u.locale)
             FROM devices dv JOIN users u ON u.id = dv.user_id
@@ -93,7 +93,7 @@ public struct ConfigRefreshStore: Sendable {
         // The segment's condition, compiled for this statement: its binds follow the five above.
         let segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
             .compile(segmentRule)
-        Self.append(segment.binds, to: &binds)
+        binds.append(segment: segment)
         let query = PostgresQuery(unsafeSQL: """
             WITH ins AS (
                 INSERT INTO deliveries (kind, config_etag, prompted_by, device_id, user_id, status)
@@ -157,16 +157,20 @@ public struct ConfigRefreshStore: Sendable {
         }
         return out
     }
+}
 
-    static func append(_ segmentBinds: [SQLBind], to binds: inout PostgresBindings) {
-        for b in segmentBinds {
+extension PostgresBindings {
+    /// Appends a compiled segment's binds, in order (their placeholders
+    /// follow the statement's own).
+    mutating func append(segment: CompiledSegment) {
+        for b in segment.binds {
             switch b {
-            case .text(let s): binds.append(s)
-            case .texts(let a): binds.append(a)
-            case .int(let i): binds.append(i)
-            case .double(let d): binds.append(d)
-            case .bool(let v): binds.append(v)
-            case .json(let j): binds.append(j)
+            case .text(let s): append(s)
+            case .texts(let a): append(a)
+            case .int(let i): append(i)
+            case .double(let d): append(d)
+            case .bool(let v): append(v)
+            case .json(let j): append(j)
             }
         }
     }

@@ -86,3 +86,20 @@ public enum APNsSimulatorHarness {
         return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }
+
+/// Runs `body` with a simulator of its own (`customize` sets its faults),
+/// stopped afterwards whatever happens.
+public func withSimulator<T: Sendable>(
+    customize: (inout SimulatorConfiguration) -> Void = { _ in },
+    _ body: (RunningAPNsSimulator) async throws -> T
+) async throws -> T {
+    let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger, customize: customize)
+    do {
+        let result = try await body(sim)
+        await sim.stop()
+        return result
+    } catch {
+        await sim.stop()
+        throw error
+    }
+}

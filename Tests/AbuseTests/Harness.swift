@@ -210,22 +210,7 @@ enum RawHTTP {
     /// the server closes the connection. Returns how many were sent and
     /// whether the server closed it.
     static func trickle(port: Int, _ bytes: [UInt8], interval: Duration) async throws -> (sent: Int, closedByServer: Bool) {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: port).get()
-        var sent = 0
-        for byte in bytes {
-            guard channel.isActive else { break }
-            do {
-                try await channel.writeAndFlush(ByteBuffer(bytes: [byte])).get()
-            } catch {
-                break
-            }
-            sent += 1
-            try await Task.sleep(for: interval)
-        }
-        let closed = !channel.isActive
-        try? await channel.close().get()
-        return (sent, closed)
+        try await trickleAfter(port: port, prefix: [], rest: bytes, interval: interval)
     }
 }
 
@@ -234,7 +219,7 @@ extension RawHTTP {
     static func trickleAfter(port: Int, prefix: [UInt8], rest: [UInt8], interval: Duration) async throws -> (sent: Int, closedByServer: Bool) {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port).get()
-        try await channel.writeAndFlush(ByteBuffer(bytes: prefix)).get()
+        if !prefix.isEmpty { try await channel.writeAndFlush(ByteBuffer(bytes: prefix)).get() }
         var sent = 0
         for byte in rest {
             guard channel.isActive else { break }
@@ -276,18 +261,6 @@ extension RawHTTP {
 }
 
 /// The APNs simulator (HTTP/2 + TLS on loopback) for the time of `body`.
-func withSimulator<T: Sendable>(_ body: (RunningAPNsSimulator) async throws -> T) async throws -> T {
-    let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
-    do {
-        let result = try await body(sim)
-        await sim.stop()
-        return result
-    } catch {
-        await sim.stop()
-        throw error
-    }
-}
-
 extension RawHTTP {
     /// Sends `bytes` and returns everything the server sends until it closes.
     static func readAll(port: Int, _ bytes: [UInt8]) async throws -> [UInt8] {

@@ -49,10 +49,8 @@ struct FaultHandlingTests {
                     WHERE status = 'queued' AND attempts >= 1 AND last_error IS NOT NULL
                       AND not_before >= updated_at + interval '1 second' AND claimed_by IS NULL AND lease_expires_at IS NULL
                     """, as: Int64.self) == 60)
-                // (Under load a request may also end in a client timeout; either way it is transient.)
-                #expect(try await client.scalar("""
-                    SELECT count(*) FROM deliveries WHERE last_error = '503 ServiceUnavailable' AND attempts = 2
-                    """, as: Int64.self) ?? 0 > 0)
+                // (Which transient answer each got last varies with the machine's load:
+                // a 503, or the client's own deadline. Either way it is back in the queue.)
                 #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "running")
             }
         }

@@ -26,21 +26,6 @@ func sendRun(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySec
     }
 }
 
-func withSimulator<T: Sendable>(
-    customize: (inout SimulatorConfiguration) -> Void = { _ in },
-    _ body: (RunningAPNsSimulator) async throws -> T
-) async throws -> T {
-    let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger, customize: customize)
-    do {
-        let result = try await body(sim)
-        await sim.stop()
-        return result
-    } catch {
-        await sim.stop()
-        throw error
-    }
-}
-
 @Suite("Runs that send through APNs", .serialized)
 struct SendTests {
     @Test func everyDeliveryArrivesExactlyOnceWithItsHeadersAndPayload() async throws {
