@@ -8,23 +8,6 @@ import Store
 import Testing
 import TestSupport
 
-/// A run with the fault settings under test.
-func faultRun(_ client: PostgresClient, apns: APNsConfiguration, options: RunOptions) async throws -> RunSummary {
-    let store = CampaignStore(client: client, logger: TestDatabase.logger)
-    let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
-    let run = CampaignRun(store: store, options: options,
-                          personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: .generate())),
-                          transport: apnsClient, logger: TestDatabase.logger)
-    return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
-        group.addTask {
-            try await apnsClient.run()
-            return nil
-        }
-        defer { group.cancelAll() }
-        return try await run.execute()
-    }
-}
-
 @Suite("Transient faults are never permanent", .serialized)
 struct FaultHandlingTests {
     @Test func serviceUnavailableEverywhereLeavesDeliveriesQueuedNotFailed() async throws {
@@ -37,7 +20,7 @@ struct FaultHandlingTests {
             }) { sim in
                 var apns = sim.clientConfiguration
                 apns.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
-                let summary = try await faultRun(client, apns: apns, options: RunOptions(
+                let summary = try await sendRun(client, apns: apns, options: RunOptions(
                     topic: apns.topic, concurrency: 20, retryWait: .zero))
                 #expect(summary.figures.failed == 0)
                 #expect(summary.figures.sent == 0)
@@ -67,7 +50,7 @@ struct FaultHandlingTests {
                 await sim.simulator.shutdown()
                 apns.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
                 apns.connectTimeout = .seconds(1)
-                let summary = try await faultRun(client, apns: apns, options: RunOptions(
+                let summary = try await sendRun(client, apns: apns, options: RunOptions(
                     topic: apns.topic, batchSize: 100, concurrency: 10, outageBudget: .seconds(2)))
                 guard case .outage(let why)? = summary.interruption else {
                     Issue.record("expected an outage, got \(String(describing: summary.interruption))")
