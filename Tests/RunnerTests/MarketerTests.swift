@@ -143,8 +143,9 @@ struct MarketerTests {
             let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
             let token = try #require(try await client.scalar(
                 "SELECT token FROM devices WHERE public_key IS NOT NULL ORDER BY id LIMIT 1", as: String.self))
-            let funnel = "SELECT targeted || '/' || sent || '/' || skipped || '/' || status FROM analyst.campaign_funnel WHERE campaign_id = \(id)"
+            let funnel = "SELECT targeted || '/' || sent || '/' || skipped || '/' || replies || '/' || status FROM analyst.campaign_funnel WHERE campaign_id = \(id)"
             let funnelBefore = try await client.scalar(funnel, as: String.self)
+            #expect(funnelBefore == "0/0/0/0/scheduled")
             try await withSimulator { sim in
                 let answers = try await testSend(client, apns: sim.clientConfiguration, campaign: id, to: .device(token: token))
                 #expect(answers.count == 1)
@@ -159,7 +160,16 @@ struct MarketerTests {
                 // In the ledger as a test; the campaign's figures and status unchanged.
                 #expect(try await client.scalar(
                     "SELECT kind || ':' || status FROM deliveries WHERE campaign_id = \(id)", as: String.self) == "test:sent")
+                // The marketer opens it: the reply is stored, and left out of the analyst views.
+                try await client.exec("""
+                    INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
+                    SELECT gen_random_uuid(), id, campaign_id, device_id, user_id,
+                           'com.apple.UNNotificationDefaultActionIdentifier', now()
+                    FROM deliveries WHERE kind = 'test'
+                    """)
                 #expect(try await client.scalar(funnel, as: String.self) == funnelBefore)
+                #expect(try await client.scalar("SELECT count(*) FROM analyst.action_breakdown", as: Int64.self) == 0)
+                #expect(try await client.scalar("SELECT count(*) FROM analyst.replies_over_time", as: Int64.self) == 0)
                 #expect(try await client.scalar("SELECT count(*) FROM analyst.test_sends", as: Int64.self) == 1)
                 #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "scheduled")
 
@@ -178,7 +188,7 @@ struct MarketerTests {
                 #expect(summary.figures.sent == 2)   // the two keyed devices of six
                 let toDevice = await sim.simulator.accepted.filter { $0.deviceToken == token }
                 #expect(toDevice.count == 3)
-                #expect(try await client.scalar(funnel, as: String.self) == "6/2/4/completed")
+                #expect(try await client.scalar(funnel, as: String.self) == "6/2/4/0/completed")
                 #expect(try await client.scalar(
                     "SELECT count(*) FROM deliveries WHERE kind = 'campaign' AND status = 'sent' AND device_id = (SELECT id FROM devices WHERE token = '\(token)')",
                     as: Int64.self) == 1)
