@@ -54,6 +54,10 @@ public struct SnapshotResult: Sendable, Hashable {
     public var queued: Int
     public var skipped: Int
     public var deferred: Int
+    /// Of `skipped`: devices without a key for the campaign's sealed fields.
+    public var skippedNoKey: Int = 0
+    /// Of `skipped`: users at their frequency cap.
+    public var skippedCapped: Int = 0
 }
 
 public struct RunFigures: Sendable, Hashable {
@@ -317,6 +321,61 @@ public struct CampaignStore: Sendable {
     /// A dry run previews the audience of a campaign not snapshotted yet.
     public func snapshot(_ due: DueCampaign, start: Bool) async throws -> SnapshotResult {
         let c = due.campaign
+        let query = try Self.snapshotQuery(due)
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { conn in
+            let statusRows = try await conn.query(
+                "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
+            var status = ""
+            var pending = false
+            for try await (s, p) in statusRows.decode((String, Bool).self) { (status, pending) = (s, p) }
+            if !pending || !(status == "scheduled" || status == "running") {
+                return SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
+            }
+            let result = try await Self.insertAudience(query, on: conn, logger: logger)
+            if start {
+                try await conn.query(
+                    "UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now() WHERE id = \(c.id)",
+                    logger: logger)
+            }
+            return result
+        }
+    }
+
+    /// What `snapshot` would write for the campaign now, whatever its status
+    /// (a draft, a future campaign): the run's own statement, run in a
+    /// transaction that is always rolled back. Nothing is written (a
+    /// sequence may advance). Devices already in the campaign's ledger are
+    /// not counted again, as in a run.
+    public func previewSnapshot(_ due: DueCampaign) async throws -> SnapshotResult {
+        let query = try Self.snapshotQuery(due)
+        let logger = self.logger
+        return try await client.withConnection { conn in
+            try await conn.query("BEGIN", logger: logger)
+            do {
+                let result = try await Self.insertAudience(query, on: conn, logger: logger)
+                try await conn.query("ROLLBACK", logger: logger)
+                return result
+            } catch {
+                _ = try? await conn.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    private static func insertAudience(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> SnapshotResult {
+        var result = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
+        for try await (n, q, s, d, k, f) in try await conn.query(query, logger: logger)
+            .decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+            result = SnapshotResult(inserted: Int(n), queued: Int(q), skipped: Int(s), deferred: Int(d),
+                                    skippedNoKey: Int(k), skippedCapped: Int(f))
+        }
+        return result
+    }
+
+    /// The statement that writes a campaign's audience into the ledger.
+    static func snapshotQuery(_ due: DueCampaign) throws -> PostgresQuery {
+        let c = due.campaign
         var binds = PostgresBindings(capacity: 16)
         binds.append(c.id)
         binds.append(c.hasSensitiveFields)
@@ -335,7 +394,7 @@ public struct CampaignStore: Sendable {
         let sql = """
             WITH capped AS (
                 SELECT d.user_id FROM deliveries d, settings st
-                WHERE $3 AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
+                WHERE $3 AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
                 GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
             ), ins AS (
                 INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error)
@@ -353,37 +412,18 @@ public struct CampaignStore: Sendable {
                 LEFT JOIN capped cp ON cp.user_id = u.id
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND (\(segment.sql))
-                ON CONFLICT (campaign_id, device_id) DO NOTHING
-                RETURNING status, not_before
+                ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING
+                RETURNING status, not_before, last_error = 'frequency cap reached' AS capped
             )
             SELECT count(*)::bigint,
                    count(*) FILTER (WHERE status = 'queued')::bigint,
                    count(*) FILTER (WHERE status = 'skipped')::bigint,
-                   count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint
+                   count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
+                   count(*) FILTER (WHERE status = 'skipped' AND NOT capped)::bigint,
+                   count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint
             FROM ins
             """
-        let query = PostgresQuery(unsafeSQL: sql, binds: binds)
-        let logger = self.logger
-        return try await client.withTransaction(logger: logger) { conn in
-            let statusRows = try await conn.query(
-                "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
-            var status = ""
-            var pending = false
-            for try await (s, p) in statusRows.decode((String, Bool).self) { (status, pending) = (s, p) }
-            if !pending || !(status == "scheduled" || status == "running") {
-                return SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
-            }
-            var result = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
-            for try await (n, q, s, d) in try await conn.query(query, logger: logger).decode((Int64, Int64, Int64, Int64).self) {
-                result = SnapshotResult(inserted: Int(n), queued: Int(q), skipped: Int(s), deferred: Int(d))
-            }
-            if start {
-                try await conn.query(
-                    "UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now() WHERE id = \(c.id)",
-                    logger: logger)
-            }
-            return result
-        }
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
     // MARK: Deliveries

@@ -1,0 +1,224 @@
+import ExtensionKit
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+import Store
+
+/// `herald preview CAMPAIGN`: what a run would do with one campaign, of any
+/// status, without writing anything: its payload per locale, its audience
+/// (the run's own snapshot statement, rolled back) and the problems a run
+/// would fail it for.
+public struct CampaignPreview: Sendable {
+    /// One content locale's notification as a device of that locale gets it.
+    public struct LocalePayload: Sendable {
+        public var locale: String
+        /// The payload of one sample delivery (the per-device fields are samples).
+        public var payload: [UInt8]
+        /// The largest this locale's payload can get on any device (what the 4096-byte check uses).
+        public var largestBytes: Int
+        public var headers: [(name: String, value: String)]
+    }
+
+    public var campaignID: Int64
+    public var name: String
+    public var kind: String
+    public var status: String
+    public var sendAt: Date
+    public var expiresAt: Date?
+    public var segmentName: String?
+    public var locales: [LocalePayload]
+    /// Nil when the audience cannot be selected (a broken segment rule).
+    public var audience: SnapshotResult?
+    /// Why a run would not send it; empty when it could go out.
+    public var problems: [String]
+    public var notes: [String]
+
+    public var canGoOut: Bool { problems.isEmpty }
+
+    /// The fields of `herald` that exist per delivery only.
+    public static let perDeviceFields = ["herald.d", "herald.r", "herald.sealed", "apns-id"]
+
+    /// Builds the preview of campaign `id`. Throws `StoreError.notFound` for an unknown campaign.
+    public static func make(store: CampaignStore, campaign id: Int64, topic: String) async throws -> CampaignPreview {
+        // A row a run could not read throws here, naming the bad column (a run fails the campaign for it).
+        let due = try await store.loadCampaign(id)
+        let c = due.campaign
+        let status = try await store.storedStatus(id) ?? c.status.rawValue
+        var preview = CampaignPreview(
+            campaignID: c.id, name: c.name, kind: c.kind.rawValue, status: status, sendAt: c.sendAt,
+            expiresAt: c.expiresAt, segmentName: due.segmentName, locales: [], audience: nil, problems: [], notes: [])
+        switch status {
+        case "draft":
+            preview.notes.append("a draft: a run sends it once its status is 'scheduled' and send_at has come")
+        case "scheduled", "running":
+            break
+        case "paused":
+            preview.notes.append("paused: a run sends it once it is resumed ('running')")
+        default:
+            preview.problems.append("the campaign is \(status); a run sends only scheduled or running campaigns")
+        }
+        if let expires = c.expiresAt, expires <= Date() {
+            preview.problems.append("the campaign expired at \(iso(expires)); a run completes it without sending")
+        } else if c.sendAt > Date() {
+            preview.notes.append("send_at \(iso(c.sendAt)) is in the future; the audience below is who would get it now")
+        }
+        if status == "running" || status == "paused" {
+            preview.notes.append("its audience was snapshotted when it started: the figures below count only devices not in its ledger yet")
+        }
+
+        // The checks a run makes before touching any device.
+        var prepared: PreparedCampaign?
+        do {
+            prepared = try PreparedCampaign(campaign: c, segmentName: due.segmentName, segmentRule: due.segmentRule)
+        } catch {
+            preview.problems.append(error.message)
+        }
+        let largest = Dictionary(PayloadBuilder(campaign: c).largestPayloads().map { ($0.locale, $0.bytes) },
+                                 uniquingKeysWith: { a, _ in a })
+        if let prepared {
+            preview.locales = samplePayloads(prepared, topic: topic, largest: largest)
+        } else {
+            preview.locales = c.content.keys.sorted().map {
+                LocalePayload(locale: $0, payload: [], largestBytes: largest[$0] ?? 0, headers: [])
+            }
+        }
+
+        // The audience, with the run's statement in a transaction rolled back.
+        do {
+            preview.audience = try await store.previewSnapshot(due)
+        } catch let problem as CampaignProblem {
+            if !preview.problems.contains(problem.message) { preview.problems.append(problem.message) }
+        }
+        return preview
+    }
+
+    /// Each locale's payload for a sample device of that locale, through the
+    /// run's own builder and personalizer; the reply token and envelope are
+    /// made with a throwaway secret and device key.
+    static func samplePayloads(_ prepared: PreparedCampaign, topic: String, largest: [String: Int]) -> [LocalePayload] {
+        let personalizer = ReplyLoopPersonalizer(tokens: ReplyTokens(secret: .generate()))
+        let key = DeviceKeyPair.generate()
+        return prepared.campaign.content.keys.sorted().map { locale in
+            let target = DeliveryTarget(deliveryID: 1, deviceToken: String(repeating: "0", count: 64),
+                                        environment: "production", locale: locale,
+                                        publicKey: key.publicKeyBase64, keyID: key.keyID)
+            let headers = prepared.builder.headers(for: target, topic: topic).fields
+            switch personalizer.extras(for: prepared, target: target) {
+            case .success(let extras):
+                let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
+                return LocalePayload(locale: locale, payload: payload, largestBytes: largest[locale] ?? payload.count,
+                                     headers: headers)
+            case .failure:
+                return LocalePayload(locale: locale, payload: [], largestBytes: largest[locale] ?? 0, headers: headers)
+            }
+        }
+    }
+
+    static func iso(_ date: Date) -> String {
+        date.formatted(.iso8601)
+    }
+
+    /// The preview for a person.
+    public var text: String {
+        var lines: [String] = []
+        lines.append("campaign \(campaignID) \"\(name)\" [\(kind)], status \(status), send_at \(Self.iso(sendAt))"
+                     + (expiresAt.map { ", expires_at \(Self.iso($0))" } ?? ""))
+        lines.append("segment: \(segmentName ?? "(everyone)")")
+        for note in notes { lines.append("note: \(note)") }
+        for l in locales {
+            lines.append("")
+            lines.append("locale \(l.locale): \(l.payload.count) bytes for this sample device; at most \(l.largestBytes) of \(PayloadBuilder.maxBytes) on any device")
+            for h in l.headers {
+                lines.append("  \(h.name): \(h.value)" + (h.name == "apns-id" ? "   (per device)" : ""))
+            }
+            if !l.payload.isEmpty {
+                lines.append("  payload: \(String(decoding: l.payload, as: UTF8.self))")
+            }
+        }
+        if !locales.isEmpty {
+            lines.append("  (per device: herald.d is the delivery id, herald.r its reply token, herald.sealed the sensitive fields sealed to that device's key, apns-id its own; the values above are samples)")
+        }
+        lines.append("")
+        if let a = audience {
+            lines.append("audience now: \(a.inserted) devices: \(a.queued) would be queued (\(a.deferred) of them deferred by quiet hours), \(a.skipped) skipped (\(a.skippedNoKey) no key for the sealed fields, \(a.skippedCapped) frequency cap)")
+        } else {
+            lines.append("audience: cannot be selected")
+        }
+        if problems.isEmpty {
+            lines.append("ready: a run could send this campaign")
+        } else {
+            lines.append("PROBLEMS (a run would fail the campaign or not send it):")
+            for p in problems { lines.append("  - \(p)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The preview for machines: one JSON object.
+    public var json: [UInt8] {
+        var w = JSONWriter(capacity: 4096)
+        w.raw("{\"campaign\":")
+        w.int(campaignID)
+        w.raw(",\"name\":")
+        w.string(name)
+        w.raw(",\"kind\":")
+        w.string(kind)
+        w.raw(",\"status\":")
+        w.string(status)
+        w.raw(",\"send_at\":")
+        w.string(Self.iso(sendAt))
+        w.raw(",\"expires_at\":")
+        if let expiresAt { w.string(Self.iso(expiresAt)) } else { w.raw("null") }
+        w.raw(",\"segment\":")
+        if let segmentName { w.string(segmentName) } else { w.raw("null") }
+        w.raw(",\"can_go_out\":")
+        w.raw(canGoOut ? "true" : "false")
+        w.raw(",\"problems\":")
+        w.value(.array(problems.map { .string($0) }))
+        w.raw(",\"notes\":")
+        w.value(.array(notes.map { .string($0) }))
+        w.raw(",\"per_device_fields\":")
+        w.value(.array(Self.perDeviceFields.map { .string($0) }))
+        w.raw(",\"locales\":[")
+        for (i, l) in locales.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.raw("{\"locale\":")
+            w.string(l.locale)
+            w.raw(",\"bytes\":")
+            w.int(Int64(l.payload.count))
+            w.raw(",\"largest_bytes\":")
+            w.int(Int64(l.largestBytes))
+            w.raw(",\"max_bytes\":")
+            w.int(Int64(PayloadBuilder.maxBytes))
+            w.raw(",\"headers\":{")
+            for (j, h) in l.headers.enumerated() {
+                if j > 0 { w.raw(",") }
+                w.key(h.name)
+                w.string(h.value)
+            }
+            w.raw("},\"payload\":")
+            if l.payload.isEmpty { w.raw("null") } else { w.raw(l.payload) }
+            w.raw("}")
+        }
+        w.raw("],\"audience\":")
+        if let a = audience {
+            w.raw("{\"devices\":")
+            w.int(Int64(a.inserted))
+            w.raw(",\"queued\":")
+            w.int(Int64(a.queued))
+            w.raw(",\"deferred_by_quiet_hours\":")
+            w.int(Int64(a.deferred))
+            w.raw(",\"skipped\":")
+            w.int(Int64(a.skipped))
+            w.raw(",\"skipped_no_key\":")
+            w.int(Int64(a.skippedNoKey))
+            w.raw(",\"skipped_frequency_cap\":")
+            w.int(Int64(a.skippedCapped))
+            w.raw("}")
+        } else {
+            w.raw("null")
+        }
+        w.raw("}\n")
+        return w.bytes
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+/// Which devices a test send goes to.
+public enum TestSendRecipient: Sendable, Hashable {
+    /// One device, by its APNs token.
+    case device(token: String)
+    /// Every valid device of a user, by the app's user id (`users.external_id`).
+    case user(externalID: String)
+}
+
+/// The ledger's side of `herald send-test`: rows of kind 'test' (Sql/0008),
+/// which belong to the campaign (their reply tokens work) but never count in
+/// its figures, never block its real delivery to the device and never count
+/// towards a frequency cap.
+extension CampaignStore {
+    /// The campaign's status as stored (including those a run never reads, such as `archived`).
+    public func storedStatus(_ id: Int64) async throws -> String? {
+        let rows = try await client.query("SELECT status FROM campaigns WHERE id = \(id)", logger: logger)
+        for try await s in rows.decode(String.self) { return s }
+        return nil
+    }
+
+    /// Records one test delivery of `campaign` per device of `recipient`
+    /// (devices invalidated, or of users who opted out, excepted) and
+    /// returns them to send. Each row is written as `failed` ("no answer
+    /// recorded") until `recordTestSend` writes what APNs answered, so a
+    /// test send cut short never looks sent, and never enters a run's queue.
+    public func beginTestSend(campaign: Int64, to recipient: TestSendRecipient) async throws -> [ClaimedDelivery] {
+        let token: String?
+        let user: String?
+        switch recipient {
+        case .device(let t): (token, user) = (t, nil)
+        case .user(let u): (token, user) = (nil, u)
+        }
+        let rows = try await client.query("""
+            WITH ins AS (
+                INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before)
+                SELECT 'test', \(campaign), dv.id, u.id, 'failed', 'test send: no answer from APNs recorded', gen_random_uuid(), now()
+                FROM devices dv JOIN users u ON u.id = dv.user_id
+                WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+                  AND (dv.token = \(token) OR u.external_id = \(user))
+                ORDER BY dv.id
+                RETURNING id, device_id, apns_id
+            )
+            SELECT ins.id, ins.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, ins.apns_id
+            FROM ins JOIN devices dv ON dv.id = ins.device_id JOIN users u ON u.id = dv.user_id
+            ORDER BY ins.id
+            """, logger: logger)
+        var out: [ClaimedDelivery] = []
+        for try await (id, deviceID, tok, env, locale, key, kid, apnsID) in rows.decode(
+            (Int64, Int64, String, String, String, String?, String?, UUID).self) {
+            out.append(ClaimedDelivery(
+                target: DeliveryTarget(deliveryID: id, deviceToken: tok, environment: env, locale: locale,
+                                       publicKey: key, keyID: kid, apnsID: apnsID),
+                deviceID: deviceID))
+        }
+        return out
+    }
+
+    /// Writes what became of one test delivery: `sent`, `invalid` (the
+    /// device is then invalidated as a run would) or `failed`.
+    public func recordTestSend(_ outcome: DeliveryOutcome) async throws {
+        try await client.query("""
+            UPDATE deliveries SET status = \(outcome.status.rawValue), last_error = \(outcome.error),
+                attempts = attempts + \(Int32(clamping: outcome.attempts)),
+                sent_at = CASE WHEN \(outcome.status.rawValue) = 'sent' THEN now() END, updated_at = now()
+            WHERE id = \(outcome.deliveryID) AND kind = 'test'
+            """, logger: logger)
+        if outcome.status == .invalid {
+            let since = (outcome.invalidSince ?? Date()).timeIntervalSince1970
+            try await client.query("""
+                UPDATE devices SET invalidated_at = to_timestamp(\(since)), invalid_reason = \(outcome.error ?? "invalid")
+                WHERE id = \(outcome.deviceID) AND invalidated_at IS NULL
+                  AND (registered_at IS NULL OR registered_at <= to_timestamp(\(since)))
+                """, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import Runner
+import Store
+
+struct PreviewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "preview",
+        abstract: "Show what a run would do with a campaign (any status), writing nothing to the database.",
+        discussion: """
+            Prints each content locale's payload (per-device fields as samples) with its size and \
+            APNs headers, the audience a run would snapshot now (queued, skipped by reason, deferred \
+            by quiet hours; counted with the run's own statement in a transaction that is rolled back) \
+            and the problems a run would fail the campaign for. Exit status: 0 the campaign could go \
+            out; 1 it could not (the problems are listed), or an error.
+            """)
+
+    @Argument(help: "The campaign's id (campaigns.id).")
+    var campaign: Int64
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    func run() async throws {
+        let logger = makeLogger()
+        let preview: CampaignPreview
+        do {
+            let config = try HeraldConfiguration()
+            preview = try await withPostgres(config.database, logger: logger) { client in
+                try await HeraldJob(configuration: config, logger: logger).preview(client: client, campaign: campaign)
+            }
+        } catch {
+            throw readable(error)
+        }
+        if json {
+            FileHandle.standardOutput.write(Data(preview.json))
+        } else {
+            print(preview.text)
+        }
+        if !preview.canGoOut { throw ExitCode.failure }
+    }
+}
+
+struct SendTestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send-test",
+        abstract: "Send one real notification of a campaign to a named device (or every device of a user), recorded as a test.",
+        discussion: """
+            The notification is built, sealed and sent exactly as a run would, and recorded in the \
+            ledger as a delivery of kind 'test': left out of the campaign's figures and the analyst \
+            views, it changes neither the campaign's status nor its real delivery to that device. \
+            Prints what APNs answered per device. Exit status: 0 every device accepted it; 1 otherwise.
+            """)
+
+    @Argument(help: "The campaign's id (campaigns.id).")
+    var campaign: Int64
+
+    @Option(help: "The device's APNs token.")
+    var device: String?
+
+    @Option(help: "The app's user id (users.external_id): every valid device of that user.")
+    var user: String?
+
+    func validate() throws {
+        if (device == nil) == (user == nil) {
+            throw ValidationError("name exactly one recipient: --device TOKEN or --user EXTERNAL_ID")
+        }
+    }
+
+    func run() async throws {
+        let logger = makeLogger()
+        let recipient: TestSendRecipient = if let device { .device(token: device) } else { .user(externalID: user ?? "") }
+        let answers: [TestSendAnswer]
+        do {
+            let config = try HeraldConfiguration()
+            let apns = try config.apnsConfiguration()
+            answers = try await withPostgres(config.database, logger: logger) { client in
+                try await HeraldJob(configuration: config, logger: logger)
+                    .sendTest(client: client, apns: apns, campaign: campaign, to: recipient)
+            }
+        } catch {
+            throw readable(error)
+        }
+        for a in answers { print(a.line) }
+        if answers.contains(where: { $0.status != "sent" }) { throw ExitCode.failure }
+    }
+}
