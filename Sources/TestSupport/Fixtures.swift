@@ -51,4 +51,16 @@ public enum Fixtures {
                     \(media), CASE WHEN \(media) IS NULL THEN NULL ELSE 'gif' END, '\(category)', \(expires), false, false)
             """
     }
+
+    /// The catalogue, three users with a device each, and three sent
+    /// deliveries: 1 of a poster (buttons love_it, dont_care), 2 of a
+    /// feedback prompt (text input `comment`), 3 of the poster again.
+    public static let threeDeliveries = catalogue + ";\n" + audience(count: 3) + ";\n"
+        + campaign(name: "Poster") + ";\n" + campaign(name: "Feedback", kind: "feedback") + ";\n" + """
+        INSERT INTO deliveries (id, campaign_id, device_id, user_id, status, sent_at)
+        SELECT v.id, c.id, d.id, d.user_id, 'sent', now()
+        FROM (VALUES (1, 'Poster', 1), (2, 'Feedback', 2), (3, 'Poster', 3)) AS v(id, campaign, n)
+        JOIN campaigns c ON c.name = v.campaign
+        JOIN devices d ON d.id = (SELECT id FROM devices ORDER BY id OFFSET v.n - 1 LIMIT 1);
+        """
 }

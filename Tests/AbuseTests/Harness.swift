@@ -23,17 +23,7 @@ let abuseTokens = ReplyTokens(secret: abuseSecret)
 /// dont_care), 2 of a feedback prompt (text input `comment`), 3 of the poster.
 func withIntakeDatabase<T: Sendable>(_ body: @Sendable (ReplyIntake, PostgresClient, DatabaseConfiguration) async throws -> T) async throws -> T {
     try await TestDatabase.with { client, config in
-        try await client.exec(Fixtures.catalogue)
-        try await client.exec(Fixtures.audience(count: 3))
-        try await client.exec(Fixtures.campaign(name: "Poster"))
-        try await client.exec(Fixtures.campaign(name: "Feedback", kind: "feedback"))
-        try await client.exec("""
-            INSERT INTO deliveries (id, campaign_id, device_id, user_id, status, sent_at)
-            SELECT v.id, c.id, d.id, d.user_id, 'sent', now()
-            FROM (VALUES (1, 'Poster', 1), (2, 'Feedback', 2), (3, 'Poster', 3)) AS v(id, campaign, n)
-            JOIN campaigns c ON c.name = v.campaign
-            JOIN devices d ON d.id = (SELECT id FROM devices ORDER BY id OFFSET v.n - 1 LIMIT 1);
-            """)
+        try await client.exec(Fixtures.threeDeliveries)
         let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                  tokens: abuseTokens, logger: TestDatabase.logger)
         return try await body(intake, client, config)
