@@ -104,7 +104,7 @@ ALTER TABLE deliveries
     ALTER COLUMN campaign_id DROP NOT NULL,
     ADD CONSTRAINT "delivery kind must be campaign or config_refresh"
         CHECK (kind IN ('campaign', 'config_refresh')),
-    ADD CONSTRAINT "a campaign delivery names its campaign, a config refresh its config"
+    ADD CONSTRAINT "campaign deliveries name a campaign, config refreshes an ETag"
         CHECK ((kind = 'campaign' AND campaign_id IS NOT NULL AND config_etag IS NULL)
             OR (kind = 'config_refresh' AND campaign_id IS NULL AND config_etag IS NOT NULL));
 CREATE UNIQUE INDEX deliveries_config_refresh_once ON deliveries (device_id, config_etag)

@@ -10,10 +10,10 @@
 
 ALTER TABLE deliveries
     DROP CONSTRAINT "delivery kind must be campaign or config_refresh",
-    DROP CONSTRAINT "a campaign delivery names its campaign, a config refresh its config",
+    DROP CONSTRAINT "campaign deliveries name a campaign, config refreshes an ETag",
     ADD CONSTRAINT "delivery kind must be campaign, config_refresh or test"
         CHECK (kind IN ('campaign', 'config_refresh', 'test')),
-    ADD CONSTRAINT "a campaign or test delivery names its campaign, a config refresh its config"
+    ADD CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag"
         CHECK ((kind IN ('campaign', 'test') AND campaign_id IS NOT NULL AND config_etag IS NULL)
             OR (kind = 'config_refresh' AND campaign_id IS NULL AND config_etag IS NOT NULL));
 

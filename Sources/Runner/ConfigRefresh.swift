@@ -110,6 +110,7 @@ struct ConfigRefresh: Sendable {
     private func send(runID: Int64, summary: inout ConfigRefreshSummary) async throws {
         var fatal: String?
         while fatal == nil {
+            try Task.checkCancellation()
             let batch = try await refreshes.claim(run: runID, limit: options.batchSize, lease: options.lease)
             if batch.isEmpty { break }
             var outcomes: [DeliveryOutcome] = []
