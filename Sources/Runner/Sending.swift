@@ -153,6 +153,8 @@ extension CampaignRun {
         pending.reserveCapacity(options.recordEvery)
         var lastFlush = clock.now
         var end: SessionEnd?
+        var progress = CampaignProgress(campaign: campaign.id, total: summary.snapshot?.queued, now: clock.now)
+        defer { progress.finish() }
         // Claims of this session are sent only while no lease lapsed since it began.
         let epoch = leases.epoch
 
@@ -168,6 +170,8 @@ extension CampaignRun {
                 pending.removeAll(keepingCapacity: true)
                 try await db("record outcomes") { try await store.record(batch, run: runID) }
                 lastFlush = clock.now
+                progress.update(done: summary.sent + summary.invalid + summary.failed + summary.skipped,
+                                now: lastFlush, logger: logger)
             }
             func collect(_ outcome: DeliveryOutcome) async throws {
                 pending.append(outcome)
