@@ -90,15 +90,7 @@ public final class APNsClient: Service, Sendable {
         let stop = self.stop
         let pool = self.pool
         let eventLoop = self.eventLoop
-        let level = await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await stop.wait(for: .graceful)
-            } onGracefulShutdown: {
-                stop.request(.graceful)
-            }
-        } onCancel: {
-            stop.request(.immediate)
-        }
+        let level = await stop.untilShutdown()
         if level == .graceful {
             logger.debug("apns client draining")
             eventLoop.execute {

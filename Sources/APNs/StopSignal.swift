@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import ServiceLifecycle
 
 /// How a long-lived part is asked to stop, for services that wait without polling: `request`
 /// raises the level (never lowers it) and wakes whoever waits for that level or less.
@@ -48,6 +49,21 @@ package final class StopSignal: Sendable {
                 return nil
             }
             if let current { continuation.resume(returning: current) }
+        }
+    }
+
+    /// What a service's `run()` waits on: a graceful shutdown of its group
+    /// asks for `.graceful`, cancelling its task for `.immediate`. Returns
+    /// the level asked for first.
+    package func untilShutdown() async -> Level {
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await wait(for: .graceful)
+            } onGracefulShutdown: {
+                self.request(.graceful)
+            }
+        } onCancel: {
+            self.request(.immediate)
         }
     }
 }

@@ -111,15 +111,7 @@ public final class APNsSimulator: Service, Sendable {
     public func run() async throws {
         try await start()
         let stop = self.stop
-        let level = await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await stop.wait(for: .graceful)
-            } onGracefulShutdown: {
-                stop.request(.graceful)
-            }
-        } onCancel: {
-            stop.request(.immediate)
-        }
+        let level = await stop.untilShutdown()
         if level == .graceful {
             await drain()
         }
