@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        // The configuration file (`--config FILE`) is TOML (Sources/Runner/ConfigurationFile.swift says why).
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         // What an iOS notification extension links: Foundation + Crypto only.
@@ -90,6 +92,7 @@ let package = Package(
             dependencies: [
                 "HeraldCore", "Store", "APNs",
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -143,6 +146,7 @@ let package = Package(
                 "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

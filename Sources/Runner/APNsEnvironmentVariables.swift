@@ -2,53 +2,47 @@ import APNs
 import Foundation
 import Store
 
-/// The APNs client's settings from the environment: `APNS_KEY_PATH`, `APNS_KEY_ID`,
-/// `APNS_TEAM_ID`, `APNS_TOPIC` (required) and `APNS_URL`, `APNS_CA_PATH`,
+/// The APNs client's settings: `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`,
+/// `APNS_TOPIC` (required) and `APNS_URL`, `APNS_CA_PATH`,
 /// `APNS_MAX_CONNECTIONS`, `APNS_STREAMS_PER_CONNECTION`, `APNS_TIMEOUT_SECONDS`,
-/// `APNS_MAX_ATTEMPTS` (optional). Every error names the variable; none shows key material.
+/// `APNS_MAX_ATTEMPTS` (optional), from the environment or the `[apns]` table
+/// of a configuration file. Every error names the variable (and the file, for
+/// a value from it); none shows key material.
 enum APNsEnvironmentVariables {
     static func configuration(_ env: [String: String]) throws -> APNsConfiguration {
-        func required(_ name: String) throws -> String {
-            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
-                throw StoreError.configuration("\(name) is not set")
-            }
-            return value
+        try configuration(ConfigurationSource(environment: env), defaultTopic: nil)
+    }
+
+    static func configuration(_ source: ConfigurationSource, defaultTopic: String?) throws -> APNsConfiguration {
+        func missing(_ key: ConfigurationKey) -> StoreError {
+            .configuration("\(key.environment) is not set" + (key.fileKey.map { " (nor \($0) in a configuration file)" } ?? ""))
         }
-        func optional(_ name: String) -> String? {
-            guard let value = env[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-            return value
+        func required(_ key: ConfigurationKey) throws -> String {
+            guard let value = source.text(key) else { throw missing(key) }
+            return value.text
         }
-        func positiveInt(_ name: String) throws -> Int? {
-            guard let raw = optional(name) else { return nil }
-            guard let value = Int(raw), value > 0 else {
-                throw StoreError.configuration("\(name) must be a whole number above 0, not \"\(raw)\"")
-            }
-            return value
-        }
-        let keyPath = try required("APNS_KEY_PATH")
+        guard let keyPath = source.text(.apnsKeyPath) else { throw missing(.apnsKeyPath) }
         let key: APNsSigningKey
         do {
-            key = try APNsSigningKey(pemPath: keyPath)
+            key = try APNsSigningKey(pemPath: keyPath.text)
         } catch {
-            throw StoreError.configuration("APNS_KEY_PATH: \(error)")
+            throw StoreError.configuration("\(keyPath.label): \(error)")
         }
-        var configuration = APNsConfiguration(
-            signingKey: key,
-            keyID: try required("APNS_KEY_ID"),
-            teamID: try required("APNS_TEAM_ID"),
-            topic: try required("APNS_TOPIC")
-        )
-        if let url = optional("APNS_URL") {
-            guard APNsConfiguration.isValidBaseURL(url) else {
-                throw StoreError.configuration("APNS_URL must be https://host[:port], not \"\(url)\"")
+        let keyID = try required(.apnsKeyID)
+        let teamID = try required(.apnsTeamID)
+        guard let topic = source.text(.apnsTopic)?.text ?? defaultTopic else { throw missing(.apnsTopic) }
+        var configuration = APNsConfiguration(signingKey: key, keyID: keyID, teamID: teamID, topic: topic)
+        if let url = source.text(.apnsURL) {
+            guard APNsConfiguration.isValidBaseURL(url.text) else {
+                throw url.invalid("must be https://host[:port]")
             }
-            configuration.baseURLOverride = url
+            configuration.baseURLOverride = url.text
         }
-        configuration.extraTrustedCAPath = optional("APNS_CA_PATH")
-        if let value = try positiveInt("APNS_MAX_CONNECTIONS") { configuration.maxConnections = value }
-        if let value = try positiveInt("APNS_STREAMS_PER_CONNECTION") { configuration.maxStreamsPerConnection = value }
-        if let value = try positiveInt("APNS_TIMEOUT_SECONDS") { configuration.requestTimeout = .seconds(value) }
-        if let value = try positiveInt("APNS_MAX_ATTEMPTS") { configuration.retry.maxAttempts = value }
+        configuration.extraTrustedCAPath = source.text(.apnsCAPath)?.text
+        if let value = try source.int(.apnsMaxConnections) { configuration.maxConnections = value }
+        if let value = try source.int(.apnsStreams) { configuration.maxStreamsPerConnection = value }
+        if let value = try source.int(.apnsTimeout) { configuration.requestTimeout = .seconds(value) }
+        if let value = try source.int(.apnsMaxAttempts) { configuration.retry.maxAttempts = value }
         return configuration
     }
 }

@@ -4,10 +4,12 @@ import Foundation
 import Glibc
 #endif
 import HeraldCore
+import Logging
 import Store
 
-/// Herald's settings, read from the environment (README, "Configuration").
-/// Secrets are never part of `description`.
+/// Herald's settings, read from the environment and an optional
+/// configuration file (README, "Configuration"; the keys are
+/// `ConfigurationKey.all`). Secrets are never part of `description`.
 public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var database: DatabaseConfiguration
     /// Where the numbered migrations and the sample data are.
@@ -42,75 +44,93 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
     /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
     public var replySecret: ReplySecret?
-    /// The environment the APNs settings (`APNS_*`) are read from when a run sends.
-    public var environment: [String: String]
+    /// `LOG_LEVEL` (nil: not set, `info`) and `HERALD_LOG_FORMAT` (`json`,
+    /// `text`, `auto`; nil: not set, `auto`).
+    public var logLevel: Logger.Level?
+    public var logFormat: String?
+    /// Where the settings came from; the APNs settings (`APNS_*`) are read
+    /// from it when a command sends.
+    public var source: ConfigurationSource
 
     public static let defaultTopic = "com.example.herald"
 
-    public init(environment env: [String: String] = ProcessInfo.processInfo.environment) throws {
-        guard let url = env["DATABASE_URL"], !url.isEmpty else {
+    /// The environment over the file `configFile` names (else the one
+    /// `HERALD_CONFIG` names, else none) over the defaults.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, configFile: String? = nil) throws {
+        try self.init(source: ConfigurationSource(environment: environment, configFile: configFile))
+    }
+
+    public init(source: ConfigurationSource) throws {
+        self.source = source
+        guard let url = source.text(.databaseURL) else {
             throw StoreError.configuration("DATABASE_URL is not set; start a local database with scripts/pg start")
         }
-        database = try DatabaseConfiguration(url: url, maxConnections: try Self.int(env, "HERALD_DB_CONNECTIONS", default: 8, range: 2...100))
-        if let path = env["DATABASE_PASSWORD_FILE"], !path.isEmpty {
+        let connections = try source.number(.databaseConnections)
+        database = try url.within { try DatabaseConfiguration(url: url.text, maxConnections: connections) }
+        if let file = source.text(.databasePasswordFile) {
             guard database.password == nil else {
-                throw StoreError.configuration("DATABASE_URL has a password and DATABASE_PASSWORD_FILE is set; give the password one way")
+                throw StoreError.configuration(
+                    "\(url.label) has a password and \(file.label) is set; give the password one way")
             }
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw StoreError.configuration("DATABASE_PASSWORD_FILE: cannot read \(path)")
+            guard let data = FileManager.default.contents(atPath: file.text) else {
+                throw StoreError.configuration("\(file.label): cannot read \(file.text)")
             }
             // The file's text without its final newline (as `echo secret > file` writes it).
             var text = String(decoding: data, as: UTF8.self)
             while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
-            guard !text.isEmpty else { throw StoreError.configuration("DATABASE_PASSWORD_FILE: \(path) is empty") }
+            guard !text.isEmpty else { throw StoreError.configuration("\(file.label): \(file.text) is empty") }
             database.password = text
         }
-        sqlDirectory = try Self.findSQLDirectory(env["HERALD_SQL_DIR"])
-        topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultTopic
-        batchSize = try Self.int(env, "HERALD_BATCH_SIZE", default: 1000, range: 1...100_000)
-        concurrency = try Self.int(env, "HERALD_CONCURRENCY", default: 200, range: 1...10_000)
-        configRefreshLeadMinutes = try Self.int(env, "HERALD_CONFIG_REFRESH_LEAD_MINUTES", default: 60, range: 0...10_080)
-        recordEvery = try Self.int(env, "HERALD_RECORD_EVERY", default: 100, range: 1...100_000)
-        recordInterval = .milliseconds(try Self.int(env, "HERALD_RECORD_INTERVAL_MS", default: 250, range: 10...60_000))
-        lease = .seconds(try Self.int(env, "HERALD_LEASE_SECONDS", default: 300, range: 5...86_400))
-        outageBudget = .seconds(try Self.int(env, "HERALD_OUTAGE_BUDGET_SECONDS", default: 300, range: 0...86_400))
-        databaseBudget = .seconds(try Self.int(env, "HERALD_DB_OUTAGE_SECONDS", default: 120, range: 1...86_400))
-        stopGrace = .seconds(try Self.int(env, "HERALD_STOP_GRACE_SECONDS", default: 20, range: 0...3_600))
-        retryWait = .seconds(try Self.int(env, "HERALD_RETRY_WAIT_SECONDS", default: 60, range: 0...3_600))
-        metricsTextfile = try env["HERALD_METRICS_TEXTFILE"].flatMap { path -> String? in
-            guard !path.isEmpty else { return nil }
-            guard path.hasSuffix(".prom") else {
-                throw StoreError.configuration("HERALD_METRICS_TEXTFILE must name a .prom file (node exporter reads only those), not \"\(path)\"")
+        sqlDirectory = try Self.findSQLDirectory(source.text(.sqlDirectory))
+        topic = source.text(.apnsTopic)?.text ?? Self.defaultTopic
+        batchSize = try source.number(.batchSize)
+        concurrency = try source.number(.concurrency)
+        configRefreshLeadMinutes = try source.number(.configRefreshLead)
+        recordEvery = try source.number(.recordEvery)
+        recordInterval = .milliseconds(try source.number(.recordInterval))
+        lease = .seconds(try source.number(.lease))
+        outageBudget = .seconds(try source.number(.outageBudget))
+        databaseBudget = .seconds(try source.number(.databaseOutage))
+        stopGrace = .seconds(try source.number(.stopGrace))
+        retryWait = .seconds(try source.number(.retryWait))
+        metricsTextfile = nil
+        if let path = source.text(.metricsTextfile) {
+            guard path.text.hasSuffix(".prom") else {
+                throw path.invalid("must name a .prom file (node exporter reads only those)")
             }
-            return path
+            metricsTextfile = path.text
         }
-        replySecret = try Self.replySecret(env)
-        serve = try ServeSettings(environment: env)
-        environment = env
+        replySecret = try Self.replySecret(source)
+        serve = try ServeSettings(source: source)
+        logLevel = try source.choice(.logLevel).flatMap(Logger.Level.init(rawValue:))
+        logFormat = try source.choice(.logFormat)
     }
 
     /// `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`, `APNS_TOPIC` and the
     /// optional `APNS_URL`, `APNS_CA_PATH`, … (README, "Configuration").
     public func apnsConfiguration() throws -> APNsConfiguration {
-        var env = environment
-        if env["APNS_TOPIC"] == nil { env["APNS_TOPIC"] = topic }
-        return try APNsEnvironmentVariables.configuration(env)
+        try APNsEnvironmentVariables.configuration(source, defaultTopic: topic)
     }
 
-    static func replySecret(_ env: [String: String]) throws -> ReplySecret? {
-        var text = env["HERALD_REPLY_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
-        var source = "HERALD_REPLY_SECRET"
-        if text == nil, let path = env["HERALD_REPLY_SECRET_FILE"], !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw StoreError.configuration("HERALD_REPLY_SECRET_FILE: cannot read \(path)")
+    static func replySecret(_ source: ConfigurationSource) throws -> ReplySecret? {
+        let text: String
+        let setting: Setting
+        if let inline = source.text(.replySecret) {
+            setting = inline
+            text = inline.text
+        } else if let file = source.text(.replySecretFile) {
+            guard let data = FileManager.default.contents(atPath: file.text) else {
+                throw StoreError.configuration("\(file.label): cannot read \(file.text)")
             }
+            setting = file
             text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            source = "HERALD_REPLY_SECRET_FILE (\(path))"
+        } else {
+            return nil
         }
-        guard let text else { return nil }
         do {
             return try ReplySecret(base64: text)
         } catch {
+            let source = setting.key == .replySecretFile ? "\(setting.label) (\(setting.text))" : setting.label
             throw StoreError.configuration("\(source): \(error.description)")
         }
     }
@@ -119,26 +139,22 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         "database=\(database) sql=\(sqlDirectory.path) topic=\(topic) batch=\(batchSize) concurrency=\(concurrency) record-every=\(recordEvery) lease=\(lease)"
     }
 
-    static func int(_ env: [String: String], _ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let text = env[name], !text.isEmpty else { return value }
-        guard let n = Int(text), range.contains(n) else {
-            throw StoreError.configuration("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
-        }
-        return n
-    }
-
     /// `HERALD_SQL_DIR`, else `Sql/` in the working directory or beside the
     /// executable's checkout (`.build/debug/herald` → `Sql/`), else
     /// `/usr/share/herald/Sql`.
     public static func findSQLDirectory(_ explicit: String?) throws -> URL {
+        try findSQLDirectory(explicit.map { Setting(key: .sqlDirectory, text: $0, origin: .environment) })
+    }
+
+    static func findSQLDirectory(_ explicit: Setting?) throws -> URL {
         let fm = FileManager.default
         func hasMigrations(_ url: URL) -> Bool {
             fm.fileExists(atPath: url.appendingPathComponent("0001_init.sql").path)
         }
-        if let explicit, !explicit.isEmpty {
-            let url = URL(fileURLWithPath: explicit)
+        if let explicit, !explicit.text.isEmpty {
+            let url = URL(fileURLWithPath: explicit.text)
             guard hasMigrations(url) else {
-                throw StoreError.configuration("HERALD_SQL_DIR=\(explicit) holds no 0001_init.sql")
+                throw StoreError.configuration("\(explicit.label): \(explicit.text) holds no 0001_init.sql")
             }
             return url
         }
@@ -182,37 +198,40 @@ public struct ServeSettings: Sendable, CustomStringConvertible {
     public init() {}
 
     public init(environment env: [String: String]) throws {
-        typealias C = HeraldConfiguration
-        if let host = env["HERALD_HTTP_HOST"], !host.isEmpty { self.host = host }
-        port = try C.int(env, "HERALD_HTTP_PORT", default: 8080, range: 0...65_535)
-        ratePerAddress = try C.optionalInt(env, "HERALD_RATE_ADDRESS", range: 1...1_000_000)
-        rateAddressBurst = try C.optionalInt(env, "HERALD_RATE_ADDRESS_BURST", range: 1...1_000_000)
-        ratePerDelivery = try C.optionalInt(env, "HERALD_RATE_DELIVERY", range: 1...1_000_000)
-        ratePerDevice = try C.optionalInt(env, "HERALD_RATE_DEVICE", range: 1...1_000_000)
-        maxConnections = try C.optionalInt(env, "HERALD_HTTP_MAX_CONNECTIONS", range: 1...1_000_000)
-        maxConnectionsPerAddress = try C.optionalInt(env, "HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS", range: 1...1_000_000)
-        headerTimeout = try C.optionalInt(env, "HERALD_HTTP_HEADER_TIMEOUT", range: 1...3600).map { .seconds($0) }
-        bodyTimeout = try C.optionalInt(env, "HERALD_HTTP_BODY_TIMEOUT", range: 1...3600).map { .seconds($0) }
-        maxHeaderBytes = try C.optionalInt(env, "HERALD_HTTP_MAX_HEADER_BYTES", range: 1024...1_048_576)
-        if let list = env["HERALD_TRUSTED_PROXIES"], !list.isEmpty {
-            for item in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
+        try self.init(source: ConfigurationSource(environment: env))
+    }
+
+    public init(source: ConfigurationSource) throws {
+        if let host = source.text(.httpHost) { self.host = host.text }
+        port = try source.number(.httpPort)
+        ratePerAddress = try source.int(.rateAddress)
+        rateAddressBurst = try source.int(.rateAddressBurst)
+        ratePerDelivery = try source.int(.rateDelivery)
+        ratePerDevice = try source.int(.rateDevice)
+        maxConnections = try source.int(.httpMaxConnections)
+        maxConnectionsPerAddress = try source.int(.httpMaxConnectionsPerAddress)
+        headerTimeout = try source.int(.httpHeaderTimeout).map { .seconds($0) }
+        bodyTimeout = try source.int(.httpBodyTimeout).map { .seconds($0) }
+        maxHeaderBytes = try source.int(.httpMaxHeaderBytes)
+        if let list = source.text(.trustedProxies) {
+            for item in list.text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
                 guard Self.isIPAddress(item) else {
                     throw StoreError.configuration(
-                        "HERALD_TRUSTED_PROXIES must list IP addresses separated by commas; \"\(item)\" is not one")
+                        "\(list.label) must list IP addresses separated by commas; \"\(item)\" is not one")
                 }
                 trustedProxies.append(item)
             }
         }
-        if let pem = env["HERALD_APP_JWT_PUBLIC_KEY"], !pem.isEmpty {
+        if let pem = source.text(.appJWTPublicKey) {
             // A PEM passed through an environment file often has its line breaks written as \n.
-            appJWTPublicKeyPEM = pem.replacingOccurrences(of: "\\n", with: "\n")
-            appJWTPublicKeySource = "HERALD_APP_JWT_PUBLIC_KEY"
-        } else if let path = env["HERALD_APP_JWT_PUBLIC_KEY_FILE"], !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw StoreError.configuration("HERALD_APP_JWT_PUBLIC_KEY_FILE: cannot read \(path)")
+            appJWTPublicKeyPEM = pem.text.replacingOccurrences(of: "\\n", with: "\n")
+            appJWTPublicKeySource = pem.label
+        } else if let path = source.text(.appJWTPublicKeyFile) {
+            guard let data = FileManager.default.contents(atPath: path.text) else {
+                throw StoreError.configuration("\(path.label): cannot read \(path.text)")
             }
             appJWTPublicKeyPEM = String(decoding: data, as: UTF8.self)
-            appJWTPublicKeySource = "HERALD_APP_JWT_PUBLIC_KEY_FILE (\(path))"
+            appJWTPublicKeySource = "\(path.label) (\(path.text))"
         }
     }
 
@@ -224,12 +243,5 @@ public struct ServeSettings: Sendable, CustomStringConvertible {
 
     public var description: String {
         "\(host):\(port) app-jwt-key=\(appJWTPublicKeySource ?? "none")"
-    }
-}
-
-extension HeraldConfiguration {
-    static func optionalInt(_ env: [String: String], _ name: String, range: ClosedRange<Int>) throws -> Int? {
-        guard let text = env[name], !text.isEmpty else { return nil }
-        return try int(env, name, default: range.lowerBound, range: range)
     }
 }

@@ -17,11 +17,13 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Only print the payloads each device would receive (no APNs, no replies).")
     var dryRun = false
 
+    @OptionGroup var settings: ConfigFileOption
+
     func run() async throws {
-        var logger = makeLogger()
-        if ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { logger.logLevel = .warning }
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            var logger = makeLogger("herald", config)
+            if config.logLevel == nil { logger.logLevel = .warning }
             let demo = try await DemoSetup(server: config.database, database: database,
                                            sqlDirectory: config.sqlDirectory, logger: logger).prepare()
             var demoConfig = config

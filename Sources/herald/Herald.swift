@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import Observability
 import Runner
 import Store
@@ -10,38 +11,66 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Campaign push orchestrator: campaigns in PostgreSQL → APNs → replies back in PostgreSQL.",
-        subcommands: [MigrateCommand.self, RunCommand.self, ServeCommand.self, IngestCommand.self, ReportCommand.self, KeysCommand.self, PreviewCommand.self, SendTestCommand.self, APNsSimCommand.self, DemoCommand.self])
+        subcommands: [MigrateCommand.self, RunCommand.self, ServeCommand.self, IngestCommand.self, ReportCommand.self, KeysCommand.self, PreviewCommand.self, SendTestCommand.self, ConfigCommand.self, APNsSimCommand.self, DemoCommand.self])
 }
 
 /// Logs to standard error at LOG_LEVEL (default: info), as JSON lines or
 /// text (HERALD_LOG_FORMAT: json, text, or auto = JSON unless standard error
-/// is a terminal).
-func makeLogger(_ label: String = "herald") -> Logger {
-    LoggingSystem.bootstrapOnce()
-    var logger = Logger(label: label)
-    if let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) {
-        logger.logLevel = level
+/// is a terminal), as `configuration` says (the environment over the
+/// configuration file); without one (commands that read no configuration),
+/// as the environment says.
+func makeLogger(_ label: String = "herald", _ configuration: HeraldConfiguration? = nil) -> Logger {
+    let environment = ProcessInfo.processInfo.environment
+    let format: LogFormat
+    if let configuration {
+        format = configuration.logFormat.flatMap { LogFormat(rawValue: $0) } ?? .automatic()
     } else {
-        logger.logLevel = .info
+        do {
+            format = try LogFormat.from(environment: environment)
+        } catch {
+            FileHandle.standardError.write(Data("herald: \(error); writing text logs\n".utf8))
+            format = .text
+        }
+    }
+    LoggingSystem.bootstrapOnce(format)
+    var logger = Logger(label: label)
+    if let configuration {
+        logger.logLevel = configuration.logLevel ?? .info
+    } else {
+        logger.logLevel = environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
     }
     return logger
 }
 
 extension LoggingSystem {
-    private static let once: Void = {
-        let format: LogFormat
-        do {
-            format = try LogFormat.from(environment: ProcessInfo.processInfo.environment)
-        } catch {
-            FileHandle.standardError.write(Data("herald: \(error); writing text logs\n".utf8))
-            format = .text
+    private static let bootstrapped = NIOLockedValueBox(false)
+
+    /// The first call bootstraps the logging system; later calls keep it.
+    static func bootstrapOnce(_ format: LogFormat) {
+        let first = bootstrapped.withLockedValue { done in
+            defer { done = true }
+            return !done
         }
+        guard first else { return }
         switch format {
         case .json: LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
         case .text: LoggingSystem.bootstrap(StreamLogHandler.standardError)
         }
-    }()
-    static func bootstrapOnce() { _ = once }
+    }
+}
+
+/// `--config FILE`: a TOML file of settings, for every command that reads
+/// Herald's configuration (README, "Configuration").
+struct ConfigFileOption: ParsableArguments {
+    @Option(name: .customLong("config"),
+            help: ArgumentHelp("A TOML file of settings (README, \"Configuration\"); environment variables override it. Default: the file HERALD_CONFIG names, if any.",
+                               valueName: "file"))
+    var path: String?
+
+    /// The configuration: the environment over the file over the defaults.
+    func load() throws -> HeraldConfiguration {
+        try HeraldConfiguration(environment: ProcessInfo.processInfo.environment, configFile: path)
+    }
 }
 
 /// Turns any error into one readable line and exit code 1.
@@ -58,10 +87,12 @@ struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate", abstract: "Apply pending Sql/NNNN_*.sql migrations to DATABASE_URL.")
 
+    @OptionGroup var settings: ConfigFileOption
+
     func run() async throws {
-        let logger = makeLogger()
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             let applied = try await withPostgres(config.database, logger: logger) { client in
                 try await Migrator(directory: config.sqlDirectory).migrate(client: client, logger: logger)
             }
@@ -90,18 +121,24 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "With --dry-run: write the JSON lines to this file instead of standard output.")
     var out: String?
 
+    @OptionGroup var settings: ConfigFileOption
+
     /// EX_TEMPFAIL: the next run continues.
     static let tempFail: Int32 = 75
 
     func run() async throws {
-        let logger = makeLogger()
+        let config: HeraldConfiguration
+        do {
+            config = try settings.load()
+        } catch {
+            throw readable(error)
+        }
+        let logger = makeLogger("herald", config)
         let stop = StopSignal()
         let signals = Self.onStopSignals(stop, logger: logger)
         defer { signals.forEach { $0.cancel() } }
         let summary: RunSummary
-        let config: HeraldConfiguration
         do {
-            config = try HeraldConfiguration()
             summary = try await withPostgres(config.database, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger).run(client: client, dryRun: dryRun, out: out, stop: stop)
             }

@@ -22,11 +22,13 @@ struct PreviewCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @OptionGroup var settings: ConfigFileOption
+
     func run() async throws {
-        let logger = makeLogger()
         let preview: CampaignPreview
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             preview = try await withPostgres(config.database, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger).preview(client: client, campaign: campaign)
             }
@@ -62,6 +64,8 @@ struct SendTestCommand: AsyncParsableCommand {
     @Option(help: "The app's user id (users.external_id): every valid device of that user.")
     var user: String?
 
+    @OptionGroup var settings: ConfigFileOption
+
     func validate() throws {
         if (device == nil) == (user == nil) {
             throw ValidationError("name exactly one recipient: --device TOKEN or --user EXTERNAL_ID")
@@ -69,11 +73,11 @@ struct SendTestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = makeLogger()
         let recipient: TestSendRecipient = if let device { .device(token: device) } else { .user(externalID: user ?? "") }
         let answers: [TestSendAnswer]
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             let apns = try config.apnsConfiguration()
             answers = try await withPostgres(config.database, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger)

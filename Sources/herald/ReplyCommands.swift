@@ -13,7 +13,7 @@ import Store
 func requireReplySecret(_ config: HeraldConfiguration) throws -> ReplySecret {
     guard let secret = config.replySecret else {
         throw StoreError.configuration(
-            "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE) is not set; make one with `herald keys reply-secret`")
+            "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE, or reply.secret or reply.secret_file in the configuration file) is not set; make one with `herald keys reply-secret`")
     }
     return secret
 }
@@ -29,10 +29,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (default: HERALD_HTTP_PORT, else 8080).")
     var port: Int?
 
+    @OptionGroup var settings: ConfigFileOption
+
     func run() async throws {
-        let logger = makeLogger()
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             let tokens = ReplyTokens(secret: try requireReplySecret(config))
             let client = config.database.makeClient(logger: logger)
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)
@@ -95,11 +97,13 @@ struct IngestCommand: AsyncParsableCommand {
     @Argument(help: "The JSON-lines file.")
     var file: String
 
+    @OptionGroup var settings: ConfigFileOption
+
     func run() async throws {
-        let logger = makeLogger()
         let report: ReplyIntake.IngestReport
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             let tokens = ReplyTokens(secret: try requireReplySecret(config))
             let path = file
             report = try await withPostgres(config.database, logger: logger) { client in
@@ -129,10 +133,12 @@ struct ReportCommand: AsyncParsableCommand {
     @Option(name: .customLong("html"), help: "Write the report as an HTML page to this file.")
     var htmlPath: String?
 
+    @OptionGroup var settings: ConfigFileOption
+
     func run() async throws {
-        let logger = makeLogger()
         do {
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             let campaign = self.campaign
             if let htmlPath {
                 let data = try await withPostgres(config.database, logger: logger) { client in

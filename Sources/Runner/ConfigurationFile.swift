@@ -1,0 +1,262 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Store
+// TOML rather than JSON: operators write this file by hand, and TOML has
+// comments, sections and no quoting of keys. TOMLKit (toml++ inside, a
+// complete TOML 1.0 parser with line and column in its errors) parses it;
+// Foundation's JSON reader would have needed no library, but gives neither
+// comments nor positions. swift-configuration (already built, through
+// Hummingbird) reads JSON and the environment, but it neither reports keys a
+// file holds that nobody reads (a misspelt key would silently fall back to
+// its default) nor names the file in its errors, and its types need macOS 15.
+import TOMLKit
+
+/// A configuration file (`--config FILE`, or `HERALD_CONFIG`): TOML whose
+/// tables and keys are those of `ConfigurationKey.all` (`[serve]` `port = 8080`
+/// for `HERALD_HTTP_PORT`). Reading it refuses a key it does not know, a
+/// value of the wrong TOML type, and a file holding a secret that others may
+/// read; every message names the file and the key, never a secret's value.
+public struct ConfigurationFile: Sendable {
+    public let path: String
+    /// The file's values by environment variable name, as text the readers
+    /// parse (an integer in decimal, a list joined by commas).
+    let values: [String: String]
+    /// The secret keys the file holds (`database.url` only when it holds a password).
+    public let secrets: [String]
+
+    public static func load(path: String) throws(StoreError) -> ConfigurationFile {
+        guard !path.isEmpty else { throw StoreError.configuration("the configuration file's path is empty") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw StoreError.configuration("configuration file \(path) does not exist")
+        }
+        guard !isDirectory.boolValue else {
+            throw StoreError.configuration("configuration file \(path) is a directory, not a file")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw StoreError.configuration("configuration file \(path) cannot be read (permissions?)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw StoreError.configuration("configuration file \(path) is not UTF-8 text")
+        }
+        let file = try parse(text, path: path)
+        if !file.secrets.isEmpty, let mode = permissions(path), mode & 0o007 != 0 {
+            throw StoreError.configuration(
+                "configuration file \(path) holds secrets (\(file.secrets.joined(separator: ", "))) and anyone on the machine may read it (mode \(String(mode & 0o777, radix: 8))); `chmod o-rwx \(path)`, or move the secrets to files (database.password_file, reply.secret_file)")
+        }
+        return file
+    }
+
+    /// The file's permission bits, following a symbolic link (a Kubernetes
+    /// mount is one) to what it names.
+    static func permissions(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_mode) & 0o7777
+    }
+
+    /// Reads TOML text (`path` only names it in messages).
+    static func parse(_ text: String, path: String) throws(StoreError) -> ConfigurationFile {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            // toml++'s description says what it expected, and sometimes the
+            // character it saw instead ("…, saw 'x'"): that character may be
+            // part of a secret, so only the position and the expectation are shown.
+            var what = error.description
+            if let saw = what.range(of: ", saw '") { what = String(what[..<saw.lowerBound]) }
+            throw StoreError.configuration(
+                "configuration file \(path) is not valid TOML at line \(error.source.begin.line), column \(error.source.begin.column): \(what)")
+        } catch {
+            throw StoreError.configuration("configuration file \(path) is not valid TOML")
+        }
+        var values: [String: String] = [:]
+        var secrets: [String] = []
+        let known = ConfigurationKey.sections
+        for (section, content) in table {
+            guard known.contains(section) else {
+                throw StoreError.configuration(
+                    "configuration file \(path): unknown key \"\(section)\" (the tables are \(known.map { "[\($0)]" }.joined(separator: ", ")))")
+            }
+            guard let entries = content.table else {
+                throw StoreError.configuration(
+                    "configuration file \(path): \"\(section)\" must be a table ([\(section)]), not a \(content.type)")
+            }
+            for (name, value) in entries {
+                guard let key = ConfigurationKey.inFile(section: section, name: name) else {
+                    let names = ConfigurationKey.all.filter { $0.section == section }.compactMap(\.name)
+                    throw StoreError.configuration(
+                        "configuration file \(path): unknown key \"\(section).\(name)\" (the keys of [\(section)] are \(names.joined(separator: ", ")))")
+                }
+                let text = try Self.text(of: value, for: key, path: path)
+                values[key.environment] = text
+                if key.secret, key != .databaseURL || Self.urlHasPassword(text) {
+                    secrets.append(key.fileKey ?? key.environment)
+                }
+            }
+        }
+        return ConfigurationFile(path: path, values: values, secrets: secrets)
+    }
+
+    /// The value as the environment would give it, refusing the wrong TOML type.
+    static func text(of value: any TOMLValueConvertible, for key: ConfigurationKey, path: String) throws(StoreError) -> String {
+        func wrongType(_ expected: String) -> StoreError {
+            .configuration("configuration file \(path): \(key.fileKey ?? key.environment) must be \(expected), not a TOML \(value.type)")
+        }
+        switch key.kind {
+        case .integer:
+            guard let n = value.int else { throw wrongType("a whole number (no quotes)") }
+            return "\(n)"
+        case .text, .choice:
+            guard let s = value.string else { throw wrongType("a string (in quotes)") }
+            return s
+        case .list:
+            guard let array = value.array else { throw wrongType("an array of strings ([\"…\", \"…\"])") }
+            var items: [String] = []
+            for item in array {
+                guard let s = item.string else { throw wrongType("an array of strings ([\"…\", \"…\"])") }
+                items.append(s)
+            }
+            return items.joined(separator: ",")
+        }
+    }
+
+    static func urlHasPassword(_ url: String) -> Bool {
+        URLComponents(string: url)?.password.map { !$0.isEmpty } ?? false
+    }
+}
+
+/// Where a setting's value came from, for messages.
+enum SettingOrigin: Sendable, Hashable {
+    case environment
+    case file(String)
+}
+
+/// One setting's value and where it came from.
+struct Setting: Sendable {
+    let key: ConfigurationKey
+    let text: String
+    let origin: SettingOrigin
+
+    /// How a message names the setting: `HERALD_HTTP_PORT`, or
+    /// `configuration file herald.toml: serve.port (HERALD_HTTP_PORT)`.
+    var label: String {
+        switch origin {
+        case .environment: key.environment
+        case .file(let path): "configuration file \(path): \(key.fileKey ?? key.environment) (\(key.environment))"
+        }
+    }
+
+    /// "`label` must be …, not "value"" — without the value when it is a secret.
+    func invalid(_ requirement: String) -> StoreError {
+        .configuration(key.secret ? "\(label) \(requirement)" : "\(label) \(requirement), not \"\(text)\"")
+    }
+
+    /// Runs `body`, putting the file and key before a message that came from
+    /// the value of a file (a message about an environment variable already
+    /// names it).
+    func within<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as StoreError {
+            guard case .file(let path) = origin else { throw error }
+            throw StoreError.configuration("configuration file \(path): \(key.fileKey ?? key.environment): \(error.message)")
+        }
+    }
+}
+
+/// The settings of one process: the environment over a configuration file
+/// over the defaults. An empty environment variable counts as unset.
+public struct ConfigurationSource: Sendable {
+    public let environment: [String: String]
+    public let file: ConfigurationFile?
+
+    public init(environment: [String: String], file: ConfigurationFile? = nil) {
+        self.environment = environment
+        self.file = file
+    }
+
+    /// The file named by `--config` (`path`), else by `HERALD_CONFIG`, else none.
+    public init(environment: [String: String], configFile path: String?) throws(StoreError) {
+        let named = path ?? environment[ConfigurationKey.config.environment].flatMap { $0.isEmpty ? nil : $0 }
+        if let named {
+            self.init(environment: environment, file: try ConfigurationFile.load(path: named))
+        } else {
+            self.init(environment: environment, file: nil)
+        }
+    }
+
+    func setting(_ key: ConfigurationKey) -> Setting? {
+        if let text = environment[key.environment], !text.isEmpty {
+            return Setting(key: key, text: text, origin: .environment)
+        }
+        guard let file, let text = file.values[key.environment] else { return nil }
+        if let group = ConfigurationKey.alternatives.first(where: { $0.contains(key) }),
+           group.contains(where: { environment[$0.environment].map { !$0.isEmpty } ?? false }) {
+            return nil
+        }
+        return Setting(key: key, text: text, origin: .file(file.path))
+    }
+
+    /// Non-empty text (trimmed of spaces), or nil when unset.
+    func text(_ key: ConfigurationKey) -> Setting? {
+        guard let s = setting(key) else { return nil }
+        let trimmed = s.text.trimmingCharacters(in: .whitespaces)
+        return trimmed.isEmpty ? nil : Setting(key: key, text: trimmed, origin: s.origin)
+    }
+
+    func int(_ key: ConfigurationKey) throws(StoreError) -> Int? {
+        guard case .integer(let range, let fallback) = key.kind else {
+            throw StoreError.configuration("\(key.environment) is not a number setting")
+        }
+        guard let s = text(key) else { return fallback }
+        guard let n = Int(s.text), range.contains(n) else {
+            throw s.invalid("must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return n
+    }
+
+    /// A whole number that has a default (`ConfigurationKey.Kind.integer`).
+    func number(_ key: ConfigurationKey) throws(StoreError) -> Int {
+        guard let n = try int(key) else { throw StoreError.configuration("\(key.environment) is not set") }
+        return n
+    }
+
+    func choice(_ key: ConfigurationKey) throws(StoreError) -> String? {
+        guard case .choice(let words) = key.kind else {
+            throw StoreError.configuration("\(key.environment) is not a choice")
+        }
+        guard let s = text(key) else { return nil }
+        guard words.contains(s.text) else {
+            throw s.invalid("must be one of \(words.joined(separator: ", "))")
+        }
+        return s.text
+    }
+}
+
+extension ConfigurationSource {
+    /// One line per key: its variable, its value (a secret's hidden) and
+    /// where the value came from (`herald config check`).
+    public func lines() -> [String] {
+        let width = ConfigurationKey.all.map(\.environment.count).max() ?? 0
+        return ConfigurationKey.all.map { key in
+            let name = key.environment.padding(toLength: width, withPad: " ", startingAt: 0)
+            guard let s = setting(key) else {
+                return "\(name)  (default: \(key.defaultText.replacingOccurrences(of: "`", with: "")))"
+            }
+            let value = key.secret ? "(set; hidden)" : s.text
+            switch s.origin {
+            case .environment: return "\(name)  \(value)  (environment)"
+            case .file(let path): return "\(name)  \(value)  (\(path): \(key.fileKey ?? key.environment))"
+            }
+        }
+    }
+
+    /// Whether any APNs setting is given (then `herald config check` checks them all).
+    public var namesAPNs: Bool {
+        [ConfigurationKey.apnsKeyPath, .apnsKeyID, .apnsTeamID].contains { text($0) != nil }
+    }
+}
