@@ -51,6 +51,9 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     /// Where the settings came from; the APNs settings (`APNS_*`) are read
     /// from it when a command sends.
     public var source: ConfigurationSource
+    /// The process environment alone; a setting is read through `source`
+    /// (a `ConfigurationKey`), which also sees the configuration file.
+    public var environment: [String: String] { source.environment }
 
     public static let defaultTopic = "com.example.herald"
 
