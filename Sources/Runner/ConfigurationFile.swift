@@ -57,7 +57,9 @@ public struct ConfigurationFile: Sendable {
         return Int(info.st_mode) & 0o7777
     }
 
-    /// Reads TOML text (`path` only names it in messages).
+    /// Reads TOML text (`path` only names it in messages). TOMLKit keeps
+    /// the parsed table for the life of the process (it never frees one);
+    /// a command reads one file once.
     static func parse(_ text: String, path: String) throws(StoreError) -> ConfigurationFile {
         let table: TOMLTable
         do {
@@ -247,7 +249,8 @@ extension ConfigurationSource {
             guard let s = setting(key) else {
                 return "\(name)  (default: \(key.defaultText.replacingOccurrences(of: "`", with: "")))"
             }
-            let value = key.secret ? "(set; hidden)" : s.text
+            let lines = s.text.split(separator: "\n", omittingEmptySubsequences: false).count
+            let value = key.secret ? "(set; hidden)" : lines > 1 ? "(set; \(lines) lines)" : s.text
             switch s.origin {
             case .environment: return "\(name)  \(value)  (environment)"
             case .file(let path): return "\(name)  \(value)  (\(path): \(key.fileKey ?? key.environment))"
