@@ -64,13 +64,13 @@ struct SendTestCommand: AsyncParsableCommand {
     @Option(help: "The app's user id (users.external_id): every valid device of that user.")
     var user: String?
 
-    @OptionGroup var settings: ConfigFileOption
-
     func validate() throws {
         if (device == nil) == (user == nil) {
             throw ValidationError("name exactly one recipient: --device TOKEN or --user EXTERNAL_ID")
         }
     }
+
+    @OptionGroup var settings: ConfigFileOption
 
     func run() async throws {
         let recipient: TestSendRecipient = if let device { .device(token: device) } else { .user(externalID: user ?? "") }
