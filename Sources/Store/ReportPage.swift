@@ -372,7 +372,7 @@ public enum ReportPage {
     /// One bar a variant: its response rate, with the 95% interval
     /// (p ± 1.96·√(p(1−p)/n)) as a whisker.
     static func rateChart(_ variants: [ReportData.Variant]) -> String {
-        let rowHeight = 30, labelWidth = 110, barWidth = 280, width = 480
+        let rowHeight = 30, labelWidth = 110, barWidth = 440, width = 720
         let height = variants.count * rowHeight + 4
         func interval(_ v: ReportData.Variant) -> (Double, Double, Double) {
             guard v.sent > 0 else { return (0, 0, 0) }
@@ -381,7 +381,7 @@ public enum ReportPage {
             return (p, max(0, p - half), min(1, p + half))
         }
         let top = max(variants.map { interval($0).2 }.max() ?? 0, 0.01)
-        var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart\">"
+        var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart rates\">"
         for (i, v) in variants.enumerated() {
             let y = i * rowHeight + 2
             let (p, lo, hi) = interval(v)
@@ -513,7 +513,7 @@ public enum ReportPage {
         .rate .muted{font-size:.9rem;font-weight:400}table.figures td{padding:.15rem .3rem}td.n{text-align:right;font-variant-numeric:tabular-nums}
         .verdict{margin:.5rem 0 0;padding:.4rem .5rem;border-radius:.4rem;background:#f2f2f7}.verdict.sig{background:#e3f5e1}.verdict.base{color:#6e6e73}
         .ci{stroke:#1d1d1f;stroke-width:1.5}
-        @media (max-width:30rem){body{padding:.6rem}td.when{white-space:normal}.timeline{font-size:22px}}
+        @media (max-width:30rem){body{padding:.6rem}td.when{white-space:normal}.timeline{font-size:22px}.rates{font-size:20px}}
         """
 
     static let script = """
