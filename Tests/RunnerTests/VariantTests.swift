@@ -56,6 +56,24 @@ private func addVariants(_ client: PostgresClient, campaign: String, _ rows: [(S
     }
 }
 
+/// Runs `body` logged in as a new member of `group` (herald_job,
+/// herald_analyst), a role dropped afterwards: what the grants allow.
+private func asMember<T: Sendable>(of group: String, _ database: DatabaseConfiguration, admin: PostgresClient,
+                                   _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    let name = "t_variant_\(group.replacingOccurrences(of: "herald_", with: ""))_" + UUID().uuidString.prefix(8).lowercased()
+    try await admin.exec("CREATE ROLE \(name) LOGIN IN ROLE \(group)")
+    var config = database
+    config.username = name
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await withPostgres(config, logger: TestDatabase.logger, body))
+    } catch {
+        result = .failure(error)
+    }
+    try await admin.exec("DROP ROLE \(name)")
+    return try result.get()
+}
+
 /// What a statement refuses, in the server's words (nil when it passes).
 private func refusal(_ client: PostgresClient, _ sql: String) async -> String? {
     do {
@@ -178,8 +196,9 @@ struct VariantTests {
         }
     }
 
+    /// Sent as the job's least-privilege role would send it.
     @Test func eachDeviceGetsItsVariantsTextAndMedia() async throws {
-        try await TestDatabase.with { client, _ in
+        try await TestDatabase.with { client, database in
             try await client.exec(Fixtures.catalogue)
             try await client.exec(Fixtures.audience(count: 90))   // en, zh-Hans, fr in turn
             try await client.exec(Fixtures.campaign(name: "Poster"))   // en "Hello", zh-Hans "你好"; p.gif
@@ -214,7 +233,9 @@ struct VariantTests {
             #expect(preview.text.contains("variant B (50%): \(audience.variants[1].devices) devices"))
 
             try await withSimulator { sim in
-                let summary = try await sendRun(client, apns: sim.clientConfiguration)
+                let summary = try await asMember(of: "herald_job", database, admin: client) { job in
+                    try await sendRun(job, apns: sim.clientConfiguration)
+                }
                 #expect(summary.figures.sent == 90)
                 var variantOf: [Int64: String] = [:]
                 var localeOf: [Int64: String] = [:]
@@ -253,7 +274,9 @@ struct VariantTests {
                 } catch let problem as CampaignProblem {
                     #expect(problem.message == #"campaign "Poster" has no variant "C"; its variants are "A", "B""#)
                 }
-                let b = try await testSendVariant(client, apns: sim.clientConfiguration, campaign: id, token: token, variant: "B")
+                let b = try await asMember(of: "herald_job", database, admin: client) { job in
+                    try await testSendVariant(job, apns: sim.clientConfiguration, campaign: id, token: token, variant: "B")
+                }
                 #expect(b.map(\.variant) == ["B"])
                 let last = try #require(await sim.simulator.accepted.last)
                 let alert = ((try JSONSerialization.jsonObject(with: Data(last.payload)) as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
@@ -266,7 +289,7 @@ struct VariantTests {
 
     /// The report's variant figures are the view's, and the view's are the ledger's.
     @Test func theReportShowsTheViewsComparison() async throws {
-        try await TestDatabase.with { client, _ in
+        try await TestDatabase.with { client, database in
             try await client.exec(Fixtures.catalogue)
             try await client.exec(Fixtures.audience(count: 400))
             try await client.exec(Fixtures.campaign(name: "AB"))
@@ -299,6 +322,11 @@ struct VariantTests {
             let report = AnalystReport(client: client, logger: TestDatabase.logger)
             let data = try await report.data()
             let ab = try #require(data.campaigns.first { $0.id == id })
+            // An analyst's own login (the views only) reads the same comparison.
+            let asAnalyst = try await asMember(of: "herald_analyst", database, admin: client) { analyst in
+                try await AnalystReport(client: analyst, logger: TestDatabase.logger).variants(campaign: id)
+            }
+            #expect(asAnalyst == ab.variants)
             #expect(data.campaigns.first { $0.name == "Plain" }?.variants.isEmpty == true)
             #expect(ab.variants.map(\.name) == ["A", "B"])
 
