@@ -121,11 +121,14 @@ ALTER TABLE deliveries ADD COLUMN variant text;
 -- PostgreSQL has no erfc on every supported version, so this is Abramowitz
 -- and Stegun's 7.1.26 (Handbook of Mathematical Functions, 1964):
 -- erfc(x) ≈ t(a1 + t(a2 + t(a3 + t(a4 + t a5)))) e^(−x²), t = 1 / (1 + p x),
--- absolute error at most 1.5e-7 for any x ≥ 0.
+-- absolute error at most 1.5e-7 for any x ≥ 0. Beyond |z| = 37 the p-value
+-- is below 1e-298 and is returned as 0 (exp() would underflow, an error in
+-- PostgreSQL).
 CREATE FUNCTION herald_two_sided_p(z double precision) RETURNS double precision
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-    SELECT least(1.0, t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
-                 + t * (-1.453152027 + t * 1.061405429)))) * exp(-x * x))
+    SELECT CASE WHEN abs(z) > 37 THEN 0.0::float8
+           ELSE least(1.0, t * (0.254829592 + t * (-0.284496736 + t * (1.421413741
+                    + t * (-1.453152027 + t * 1.061405429)))) * exp(-x * x)) END
     FROM (SELECT abs(z) / sqrt(2.0) AS x) AS a,
          LATERAL (SELECT 1.0 / (1.0 + 0.3275911 * a.x) AS t) AS b
 $$;
