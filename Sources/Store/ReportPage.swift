@@ -355,7 +355,14 @@ public enum ReportPage {
             }
             s += "</tbody></table>"
             if !v.actions.isEmpty {
-                s += actionChart(v.actions)
+                // Replies by action: a bar a row, as wide as its share of the variant's replies.
+                s += "<table class=\"figures actions\"><tbody>"
+                for a in v.actions {
+                    s += "<tr><td>\(escape(truncated(a.title, 22)))</td>"
+                    s += String(format: "<td class=\"bar\"><span style=\"width:%.0f%%\"></span></td>", min(max(a.sharePct, 0), 100))
+                    s += String(format: "<td class=\"n\">%d (%.0f%%)</td></tr>", a.replies, a.sharePct)
+                }
+                s += "</tbody></table>"
             }
             let cls = v.position == 1 ? "verdict base" : ((v.pValue ?? 1) < v.alpha ? "verdict sig" : "verdict")
             var detail = ""
@@ -512,7 +519,8 @@ public enum ReportPage {
         .variant{border:1px solid #d2d2d7;border-radius:.6rem;padding:.7rem}.rate{font-size:1.6rem;font-weight:600;margin:.2rem 0}
         .rate .muted{font-size:.9rem;font-weight:400}table.figures td{padding:.15rem .3rem}td.n{text-align:right;font-variant-numeric:tabular-nums}
         .verdict{margin:.5rem 0 0;padding:.4rem .5rem;border-radius:.4rem;background:#f2f2f7}.verdict.sig{background:#e3f5e1}.verdict.base{color:#6e6e73}
-        .ci{stroke:#1d1d1f;stroke-width:1.5}
+        .ci{stroke:#1d1d1f;stroke-width:1.5}table.actions{margin-top:.5rem;font-size:.85rem}td.bar{width:40%}td.n{white-space:nowrap}
+        td.bar span{display:block;height:.8rem;border-radius:2px;background:#0a84ff;min-width:1px}
         @media (max-width:30rem){body{padding:.6rem}td.when{white-space:normal}.timeline{font-size:22px}.rates{font-size:20px}}
         """
 
