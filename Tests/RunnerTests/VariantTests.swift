@@ -231,6 +231,11 @@ struct VariantTests {
             #expect(audience.variants.map(\.name) == ["A", "B"])
             #expect(audience.variants.map(\.queued).reduce(0, +) == 90)
             #expect(preview.text.contains("variant B (50%): \(audience.variants[1].devices) devices"))
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(preview.json)) as? [String: Any])
+            let listed = try #require(json["variants"] as? [[String: Any]])
+            #expect(listed.map { $0["name"] as? String } == ["A", "B"])
+            #expect(listed.compactMap { $0["queued"] as? Int }.reduce(0, +) == 90)
+            #expect((json["locales"] as? [[String: Any]])?.map { $0["variant"] as? String } == ["A", "A", "B", "B", "B"])
 
             try await withSimulator { sim in
                 let summary = try await asMember(of: "herald_job", database, admin: client) { job in
@@ -284,6 +289,35 @@ struct VariantTests {
                 #expect(try await client.scalar(
                     "SELECT string_agg(variant, ',' ORDER BY id) FROM deliveries WHERE kind = 'test'", as: String.self) == "A,B")
             }
+        }
+    }
+
+    /// A dry run's lines name each device's variant, and carry its text.
+    @Test func dryRunLinesNameTheVariant() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 40, locales: ["en"]))
+            try await client.exec(Fixtures.campaign(name: "Dry"))
+            try await addVariants(client, campaign: "Dry", [
+                ("A", 30, #"{"en": {"title": "A title", "body": "A"}}"#), ("B", 70, #"{"en": {"title": "B title", "body": "B"}}"#),
+            ])
+            let id = try await campaignID(client, "Dry")
+            let sink = CollectingSink()
+            _ = try await dryRun(client, sink: sink)
+            var variantOf: [Int: String] = [:]
+            for try await (delivery, variant) in try await client.query(
+                "SELECT id, variant FROM deliveries WHERE campaign_id = \(id)", logger: TestDatabase.logger).decode((Int64, String).self) {
+                variantOf[Int(delivery)] = variant
+            }
+            let lines = await sink.payloads(campaign: Int(id))
+            #expect(lines.count == 40)
+            for line in lines {
+                let variant = try #require(line["variant"] as? String)
+                #expect(variant == variantOf[line["delivery"] as? Int ?? 0])
+                let alert = ((line["payload"] as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
+                #expect(alert?["title"] as? String == "\(variant) title")
+            }
+            #expect(Set(lines.compactMap { $0["variant"] as? String }) == ["A", "B"])
         }
     }
 
