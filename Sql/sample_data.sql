@@ -71,6 +71,22 @@ SELECT 'Autumn poster', 'poster', 'scheduled', s.id,
        'en', 'https://cdn.example.com/p/autumn.gif', 'gif', 'poster.v1', now() + interval '30 minutes', false
 FROM segments s WHERE s.name = 'everyone';
 
+-- An A/B test of the poster: half its audience gets A (the wording above),
+-- half B (another wording and GIF). A device's variant is decided by a hash
+-- of the campaign and device, the same on every run; a variant's content
+-- replaces the campaign's text in the locales it gives (B gives all four).
+INSERT INTO campaign_variants (campaign_id, name, share, content)
+SELECT id, 'A', 50, '{"en": {"title": "Autumn is here", "body": "Our new collection just landed."}}'
+FROM campaigns WHERE name = 'Autumn poster';
+INSERT INTO campaign_variants (campaign_id, name, share, content, media_url, media_type)
+SELECT id, 'B', 50,
+       '{"en":      {"title": "New in: cosy autumn", "body": "Knits, boots and scarves. Take a look before they go."},
+         "zh-Hans": {"title": "秋季新品：温暖上新", "body": "针织衫、靴子和围巾，先睹为快。"},
+         "ja":      {"title": "秋の新作、入荷", "body": "ニット、ブーツ、マフラー。お早めにどうぞ。"},
+         "fr":      {"title": "Nouveau : l''automne douillet", "body": "Mailles, bottes et écharpes. À découvrir vite."}}',
+       'https://cdn.example.com/p/autumn-cosy.gif', 'gif'
+FROM campaigns WHERE name = 'Autumn poster';
+
 -- A flash sale in 30 minutes: buttons, an end time, time-sensitive, and a
 -- coupon sealed to each device. Its audience's apps need the flash_sale.v1
 -- category first: devices whose reported config lacks it receive a config

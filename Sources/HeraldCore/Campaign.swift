@@ -92,6 +92,9 @@ public struct Campaign: Sendable, Hashable {
     public var sound: String?
     public var quietHours: Bool
     public var frequencyCapped: Bool
+    /// The campaign's A/B variants in name order (the first is the
+    /// baseline); empty when it has none.
+    public var variants: [CampaignVariant]
 
     public init(
         id: Int64, name: String, kind: CampaignKind, status: CampaignStatus = .scheduled,
@@ -101,7 +104,7 @@ public struct Campaign: Sendable, Hashable {
         sendAt: Date = Date(), expiresAt: Date? = nil, priority: Int = 10,
         collapseID: String? = nil, threadID: String? = nil, interruptionLevel: String? = nil,
         relevanceScore: Double? = nil, sound: String? = "default",
-        quietHours: Bool = true, frequencyCapped: Bool = true
+        quietHours: Bool = true, frequencyCapped: Bool = true, variants: [CampaignVariant] = []
     ) {
         self.id = id
         self.name = name
@@ -124,6 +127,7 @@ public struct Campaign: Sendable, Hashable {
         self.sound = sound
         self.quietHours = quietHours
         self.frequencyCapped = frequencyCapped
+        self.variants = variants
     }
 
     /// The collapse id every delivery of this campaign carries, so that a
@@ -146,6 +150,82 @@ public struct Campaign: Sendable, Hashable {
     /// `zh-Hans` → `zh`), then any entry of the same language, then the default.
     public func contentLocale(for deviceLocale: String) -> String {
         LocaleMatch.best(for: deviceLocale, among: content.keys, default: defaultLocale)
+    }
+}
+
+/// One A/B variant of a campaign (Sql/0009_variants.sql): its own text in
+/// the locales it gives, optionally its own media, and its share of the
+/// audience in whole percent.
+public struct CampaignVariant: Sendable, Hashable {
+    public var name: String
+    public var share: Int
+    /// Replaces the campaign's text in these locales; the others keep the campaign's.
+    public var content: [String: LocalizedText]
+    /// Replaces the campaign's media (with `mediaType`) when set.
+    public var mediaURL: String?
+    public var mediaType: String?
+
+    public init(name: String, share: Int, content: [String: LocalizedText], mediaURL: String? = nil, mediaType: String? = nil) {
+        self.name = name
+        self.share = share
+        self.content = content
+        self.mediaURL = mediaURL
+        self.mediaType = mediaType
+    }
+}
+
+extension Campaign {
+    /// The campaign as the devices of `variant` get it: the variant's text
+    /// over the campaign's, its media instead of the campaign's. The
+    /// result has no variants of its own.
+    public func applying(_ variant: CampaignVariant) -> Campaign {
+        var c = self
+        c.variants = []
+        c.content.merge(variant.content) { _, mine in mine }
+        if let url = variant.mediaURL {
+            c.mediaURL = url
+            c.mediaType = variant.mediaType
+        }
+        return c
+    }
+
+    /// The variant named `name`, if the campaign has it.
+    public func variant(named name: String) -> CampaignVariant? {
+        variants.first { $0.name == name }
+    }
+
+    /// Why the campaign's set of variants cannot be sent, naming the
+    /// campaign (nil when it has none, or a valid set): 2 to 4 variants
+    /// whose shares add up to 100.
+    public var variantProblem: CampaignProblem? {
+        guard !variants.isEmpty else { return nil }
+        let list = variants.map { "\($0.name) \($0.share)%" }.joined(separator: ", ")
+        if variants.count == 1 {
+            return CampaignProblem("campaign \"\(name)\": it has one variant (\(list)); give it 2 to 4 variants, or none")
+        }
+        if variants.count > 4 {
+            return CampaignProblem("campaign \"\(name)\": it has \(variants.count) variants (\(list)); a campaign has at most 4")
+        }
+        if let bad = variants.first(where: { !(1...99).contains($0.share) }) {
+            return CampaignProblem("campaign \"\(name)\": variant \"\(bad.name)\" has a share of \(bad.share)%; each share is 1 to 99")
+        }
+        let total = variants.reduce(0) { $0 + $1.share }
+        if total != 100 {
+            return CampaignProblem("campaign \"\(name)\": its variant shares add up to \(total)% (\(list)); they must add up to 100%")
+        }
+        return nil
+    }
+
+    /// Each variant's lower bound among the 100 buckets of
+    /// `herald_variant_bucket` (Sql/0009): shares laid end to end from 0.
+    public var variantLowerBounds: [Int] {
+        var bounds: [Int] = []
+        var at = 0
+        for v in variants {
+            bounds.append(at)
+            at += v.share
+        }
+        return bounds
     }
 }
 
@@ -198,9 +278,11 @@ public struct DeliveryTarget: Sendable, Hashable {
     public var publicKey: String?
     public var keyID: String?
     public var apnsID: UUID
+    /// The campaign variant recorded on the delivery (nil: the campaign has none).
+    public var variant: String?
 
     public init(deliveryID: Int64, deviceToken: String, environment: String, locale: String,
-                publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID()) {
+                publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID(), variant: String? = nil) {
         self.deliveryID = deliveryID
         self.deviceToken = deviceToken
         self.environment = environment
@@ -208,5 +290,6 @@ public struct DeliveryTarget: Sendable, Hashable {
         self.publicKey = publicKey
         self.keyID = keyID
         self.apnsID = apnsID
+        self.variant = variant
     }
 }

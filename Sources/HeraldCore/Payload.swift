@@ -24,8 +24,9 @@ public struct PushHeaders: Sendable, Hashable {
 }
 
 /// Builds the payload of contract 2 for every device of one campaign. The
-/// parts that depend only on the campaign and the locale are rendered once;
-/// a delivery appends its own ids, reply token and envelope.
+/// parts that depend only on the campaign, the variant and the locale are
+/// rendered once; a delivery appends its own ids, reply token and envelope.
+/// A delivery of a variant gets that variant's text and media.
 public struct PayloadBuilder: Sendable {
     /// APNs refuses larger bodies (PayloadTooLarge).
     public static let maxBytes = 4096
@@ -33,31 +34,49 @@ public struct PayloadBuilder: Sendable {
     public let campaign: Campaign
     /// The campaign's sensitive fields as the JSON object that is sealed to each device.
     public let sensitiveJSON: [UInt8]?
-    private let apsByLocale: [String: [UInt8]]
-    private let kindAndMedia: [UInt8]
+    /// The campaign as sent to deliveries without a variant.
+    private let base: Rendering
+    /// Per variant name: the campaign as that variant's devices get it.
+    private let byVariant: [String: Rendering]
     private let customTail: [UInt8]
+
+    /// What one variant (or the campaign without one) renders once.
+    private struct Rendering: Sendable {
+        let campaign: Campaign
+        let apsByLocale: [String: [UInt8]]
+        let kindAndMedia: [UInt8]
+
+        init(_ campaign: Campaign) {
+            self.campaign = campaign
+            var aps: [String: [UInt8]] = [:]
+            for (locale, text) in campaign.content {
+                aps[locale] = PayloadBuilder.renderAPS(campaign: campaign, text: text)
+            }
+            apsByLocale = aps
+            var w = JSONWriter(capacity: 128)
+            w.raw(",\"k\":")
+            w.string(campaign.kind.rawValue)
+            if let url = campaign.mediaURL {
+                w.raw(",\"media\":{\"url\":")
+                w.string(url)
+                if let type = campaign.mediaType {
+                    w.raw(",\"type\":")
+                    w.string(type)
+                }
+                w.raw("}")
+            }
+            kindAndMedia = w.bytes
+        }
+    }
 
     public init(campaign: Campaign) {
         self.campaign = campaign
-        var aps: [String: [UInt8]] = [:]
-        for (locale, text) in campaign.content {
-            aps[locale] = Self.renderAPS(campaign: campaign, text: text)
+        base = Rendering(campaign)
+        var variants: [String: Rendering] = [:]
+        for v in campaign.variants {
+            variants[v.name] = Rendering(campaign.applying(v))
         }
-        apsByLocale = aps
-
-        var w = JSONWriter(capacity: 128)
-        w.raw(",\"k\":")
-        w.string(campaign.kind.rawValue)
-        if let url = campaign.mediaURL {
-            w.raw(",\"media\":{\"url\":")
-            w.string(url)
-            if let type = campaign.mediaType {
-                w.raw(",\"type\":")
-                w.string(type)
-            }
-            w.raw("}")
-        }
-        kindAndMedia = w.bytes
+        byVariant = variants
 
         var x = JSONWriter(capacity: 64)
         if !campaign.custom.isEmpty {
@@ -75,7 +94,20 @@ public struct PayloadBuilder: Sendable {
         }
     }
 
-    private static func renderAPS(campaign: Campaign, text: LocalizedText) -> [UInt8] {
+    /// The rendering a delivery of `variant` gets (the campaign's own without
+    /// one). A delivery always names a variant of the loaded campaign: the
+    /// snapshot assigns from that list, and Sql/0009 refuses to rename or
+    /// delete a variant once the audience is assigned.
+    private func rendering(_ variant: String?) -> Rendering {
+        variant.flatMap { byVariant[$0] } ?? base
+    }
+
+    /// The campaign as the devices of `variant` get it (the campaign itself for nil).
+    public func campaign(variant: String?) -> Campaign {
+        rendering(variant).campaign
+    }
+
+    fileprivate static func renderAPS(campaign: Campaign, text: LocalizedText) -> [UInt8] {
         var w = JSONWriter(capacity: 256)
         w.raw("{\"alert\":{")
         part(text.title, literal: "title", key: "title-loc-key", args: "title-loc-args", first: true, into: &w)
@@ -130,12 +162,15 @@ public struct PayloadBuilder: Sendable {
 
     /// The payload bytes for one device.
     public func payload(for target: DeliveryTarget, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
-        payload(locale: campaign.contentLocale(for: target.locale), deliveryID: target.deliveryID,
-                replyToken: replyToken, sealed: sealed)
+        let r = rendering(target.variant)
+        return payload(r, locale: r.campaign.contentLocale(for: target.locale), deliveryID: target.deliveryID,
+                       replyToken: replyToken, sealed: sealed)
     }
 
-    func payload(locale: String, deliveryID: Int64, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
-        let aps = apsByLocale[locale] ?? apsByLocale[campaign.defaultLocale] ?? []
+    private func payload(_ r: Rendering, locale: String, deliveryID: Int64, replyToken: String?,
+                         sealed: SealedEnvelope?) -> [UInt8] {
+        let aps = r.apsByLocale[locale] ?? r.apsByLocale[campaign.defaultLocale] ?? []
+        let kindAndMedia = r.kindAndMedia
         var w = JSONWriter(capacity: aps.count + kindAndMedia.count + customTail.count + 220)
         w.raw("{\"aps\":")
         w.raw(aps)
@@ -174,7 +209,8 @@ public struct PayloadBuilder: Sendable {
     /// The largest payload any device of this campaign can get, per content
     /// locale: the longest ids, a reply token and, when the campaign has
     /// sensitive fields, an envelope of the size their plaintext seals to.
-    public func largestPayloads() -> [(locale: String, bytes: Int)] {
+    public func largestPayloads(variant: String? = nil) -> [(locale: String, bytes: Int)] {
+        let r = rendering(variant)
         var envelope: SealedEnvelope?
         if let sensitiveJSON {
             let ctBytes = sensitiveJSON.count + HeraldUserInfo.tagByteCount
@@ -183,8 +219,8 @@ public struct PayloadBuilder: Sendable {
                 enc: String(repeating: "A", count: 44),
                 ct: String(repeating: "A", count: (ctBytes + 2) / 3 * 4))
         }
-        return campaign.content.keys.sorted().map { locale in
-            let bytes = payload(locale: locale, deliveryID: Int64.max,
+        return r.campaign.content.keys.sorted().map { locale in
+            let bytes = payload(r, locale: locale, deliveryID: Int64.max,
                                 replyToken: String(repeating: "A", count: 22), sealed: envelope)
             return (locale, bytes.count)
         }

@@ -6,7 +6,8 @@ public struct CampaignProblem: Error, Hashable, CustomStringConvertible {
 }
 
 /// What a run needs to send a campaign, checked before any device is
-/// touched: the segment compiles and no device's payload can exceed 4096 bytes.
+/// touched: the segment compiles, its variants (if any) make a valid set and
+/// no device's payload, of any variant, can exceed 4096 bytes.
 public struct PreparedCampaign: Sendable {
     public let campaign: Campaign
     public let builder: PayloadBuilder
@@ -26,10 +27,15 @@ public struct PreparedCampaign: Sendable {
         guard campaign.content[campaign.defaultLocale] != nil else {
             throw CampaignProblem("content has no entry for the default locale \"\(campaign.defaultLocale)\"")
         }
+        if let problem = campaign.variantProblem { throw problem }
         builder = PayloadBuilder(campaign: campaign)
-        for (locale, bytes) in builder.largestPayloads() where bytes > PayloadBuilder.maxBytes {
-            throw CampaignProblem(
-                "the payload for locale \"\(locale)\" can reach \(bytes) bytes; APNs accepts at most \(PayloadBuilder.maxBytes): shorten its text, custom or sensitive fields")
+        let variants: [String?] = campaign.variants.isEmpty ? [nil] : campaign.variants.map(\.name)
+        for variant in variants {
+            for (locale, bytes) in builder.largestPayloads(variant: variant) where bytes > PayloadBuilder.maxBytes {
+                let which = variant.map { "variant \"\($0)\": " } ?? ""
+                throw CampaignProblem(
+                    "\(which)the payload for locale \"\(locale)\" can reach \(bytes) bytes; APNs accepts at most \(PayloadBuilder.maxBytes): shorten its text, custom or sensitive fields")
+            }
         }
     }
 }

@@ -409,6 +409,10 @@ enum DryRunLine {
         w.string(t.deviceToken)
         w.raw(",\"environment\":")
         w.string(t.environment)
+        if let variant = t.variant {
+            w.raw(",\"variant\":")
+            w.string(variant)
+        }
         return w
     }
 }

@@ -10,8 +10,11 @@ import Store
 /// (the run's own snapshot statement, rolled back) and the problems a run
 /// would fail it for.
 public struct CampaignPreview: Sendable {
-    /// One content locale's notification as a device of that locale gets it.
+    /// One content locale's notification as a device of that locale (and
+    /// of that variant, when the campaign has variants) gets it.
     public struct LocalePayload: Sendable {
+        /// The campaign variant; nil for a campaign without variants.
+        public var variant: String?
         public var locale: String
         /// The payload of one sample delivery (the per-device fields are samples).
         public var payload: [UInt8]
@@ -27,6 +30,9 @@ public struct CampaignPreview: Sendable {
     public var sendAt: Date
     public var expiresAt: Date?
     public var segmentName: String?
+    /// The campaign's A/B variants in name order (the first is the baseline); empty when it has none.
+    public var variants: [(name: String, share: Int)] = []
+    /// Per variant, then per locale (one variant, nil, for a campaign without variants).
     public var locales: [LocalePayload]
     /// Nil when the audience cannot be selected (a broken segment rule).
     public var audience: SnapshotResult?
@@ -67,6 +73,7 @@ public struct CampaignPreview: Sendable {
             preview.notes.append("its audience was snapshotted when it started: the figures below count only devices not in its ledger yet")
         }
 
+        preview.variants = c.variants.map { ($0.name, $0.share) }
         // The checks a run makes before touching any device.
         var prepared: PreparedCampaign?
         do {
@@ -74,13 +81,17 @@ public struct CampaignPreview: Sendable {
         } catch {
             preview.problems.append(error.message)
         }
-        let largest = Dictionary(PayloadBuilder(campaign: c).largestPayloads().map { ($0.locale, $0.bytes) },
-                                 uniquingKeysWith: { a, _ in a })
-        if let prepared {
-            preview.locales = samplePayloads(prepared, topic: topic, largest: largest)
-        } else {
-            preview.locales = c.content.keys.sorted().map {
-                LocalePayload(locale: $0, payload: [], largestBytes: largest[$0] ?? 0, headers: [])
+        let builder = prepared?.builder ?? PayloadBuilder(campaign: c)
+        let variants: [String?] = c.variants.isEmpty ? [nil] : c.variants.map(\.name)
+        for variant in variants {
+            let largest = Dictionary(builder.largestPayloads(variant: variant).map { ($0.locale, $0.bytes) },
+                                     uniquingKeysWith: { a, _ in a })
+            if let prepared {
+                preview.locales += samplePayloads(prepared, variant: variant, topic: topic, largest: largest)
+            } else {
+                preview.locales += builder.campaign(variant: variant).content.keys.sorted().map {
+                    LocalePayload(variant: variant, locale: $0, payload: [], largestBytes: largest[$0] ?? 0, headers: [])
+                }
             }
         }
 
@@ -93,24 +104,26 @@ public struct CampaignPreview: Sendable {
         return preview
     }
 
-    /// Each locale's payload for a sample device of that locale, through the
-    /// run's own builder and personalizer; the reply token and envelope are
-    /// made with a throwaway secret and device key.
-    static func samplePayloads(_ prepared: PreparedCampaign, topic: String, largest: [String: Int]) -> [LocalePayload] {
+    /// Each locale's payload for a sample device of that locale and
+    /// variant, through the run's own builder and personalizer; the reply
+    /// token and envelope are made with a throwaway secret and device key.
+    static func samplePayloads(_ prepared: PreparedCampaign, variant: String?, topic: String,
+                               largest: [String: Int]) -> [LocalePayload] {
         let personalizer = ReplyLoopPersonalizer(tokens: ReplyTokens(secret: .generate()))
         let key = DeviceKeyPair.generate()
-        return prepared.campaign.content.keys.sorted().map { locale in
+        return prepared.builder.campaign(variant: variant).content.keys.sorted().map { locale in
             let target = DeliveryTarget(deliveryID: 1, deviceToken: String(repeating: "0", count: 64),
                                         environment: "production", locale: locale,
-                                        publicKey: key.publicKeyBase64, keyID: key.keyID)
+                                        publicKey: key.publicKeyBase64, keyID: key.keyID, variant: variant)
             let headers = prepared.builder.headers(for: target, topic: topic).fields
             switch personalizer.extras(for: prepared, target: target) {
             case .success(let extras):
                 let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
-                return LocalePayload(locale: locale, payload: payload, largestBytes: largest[locale] ?? payload.count,
-                                     headers: headers)
+                return LocalePayload(variant: variant, locale: locale, payload: payload,
+                                     largestBytes: largest[locale] ?? payload.count, headers: headers)
             case .failure:
-                return LocalePayload(locale: locale, payload: [], largestBytes: largest[locale] ?? 0, headers: headers)
+                return LocalePayload(variant: variant, locale: locale, payload: [], largestBytes: largest[locale] ?? 0,
+                                     headers: headers)
             }
         }
     }
@@ -126,9 +139,19 @@ public struct CampaignPreview: Sendable {
                      + (expiresAt.map { ", expires_at \(Self.iso($0))" } ?? ""))
         lines.append("segment: \(segmentName ?? "(everyone)")")
         for note in notes { lines.append("note: \(note)") }
+        if !variants.isEmpty {
+            lines.append("variants (A/B; each device gets one, the first is the baseline): "
+                         + variants.map { "\($0.name) \($0.share)%" }.joined(separator: ", "))
+        }
+        var shownVariant: String?
         for l in locales {
+            if let v = l.variant, v != shownVariant {
+                shownVariant = v
+                lines.append("")
+                lines.append("== variant \(v)")
+            }
             lines.append("")
-            lines.append("locale \(l.locale): \(l.payload.count) bytes for this sample device; at most \(l.largestBytes) of \(PayloadBuilder.maxBytes) on any device")
+            lines.append("\(l.variant.map { "variant \($0), " } ?? "")locale \(l.locale): \(l.payload.count) bytes for this sample device; at most \(l.largestBytes) of \(PayloadBuilder.maxBytes) on any device")
             for h in l.headers {
                 lines.append("  \(h.name): \(h.value)" + (h.name == "apns-id" ? "   (per device)" : ""))
             }
@@ -142,6 +165,10 @@ public struct CampaignPreview: Sendable {
         lines.append("")
         if let a = audience {
             lines.append("audience now: \(a.inserted) devices: \(a.queued) would be queued (\(a.deferred) of them deferred by quiet hours), \(a.skipped) skipped (\(a.skippedNoKey) no key for the sealed fields, \(a.skippedCapped) frequency cap)")
+            for v in variants {
+                let n = a.variants.first { $0.name == v.name }
+                lines.append("  variant \(v.name) (\(v.share)%): \(n?.devices ?? 0) devices, \(n?.queued ?? 0) would be queued")
+            }
         } else {
             lines.append("audience: cannot be selected")
         }
@@ -177,12 +204,31 @@ public struct CampaignPreview: Sendable {
         w.value(.array(problems.map { .string($0) }))
         w.raw(",\"notes\":")
         w.value(.array(notes.map { .string($0) }))
+        w.raw(",\"variants\":[")
+        for (i, v) in variants.enumerated() {
+            if i > 0 { w.raw(",") }
+            w.raw("{\"name\":")
+            w.string(v.name)
+            w.raw(",\"share_pct\":")
+            w.int(Int64(v.share))
+            if let a = audience {
+                let n = a.variants.first { $0.name == v.name }
+                w.raw(",\"devices\":")
+                w.int(Int64(n?.devices ?? 0))
+                w.raw(",\"queued\":")
+                w.int(Int64(n?.queued ?? 0))
+            }
+            w.raw("}")
+        }
+        w.raw("]")
         w.raw(",\"per_device_fields\":")
         w.value(.array(Self.perDeviceFields.map { .string($0) }))
         w.raw(",\"locales\":[")
         for (i, l) in locales.enumerated() {
             if i > 0 { w.raw(",") }
-            w.raw("{\"locale\":")
+            w.raw("{\"variant\":")
+            if let v = l.variant { w.string(v) } else { w.raw("null") }
+            w.raw(",\"locale\":")
             w.string(l.locale)
             w.raw(",\"bytes\":")
             w.int(Int64(l.payload.count))

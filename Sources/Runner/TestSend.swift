@@ -11,6 +11,8 @@ public struct TestSendAnswer: Sendable, Hashable {
     public var deliveryID: Int64
     public var deviceToken: String
     public var locale: String
+    /// The campaign variant whose text was sent (nil: the campaign has none).
+    public var variant: String?
     /// `sent`, `invalid`, `failed` or `skipped` (not sent: e.g. no key for the sealed fields).
     public var status: String
     /// The HTTP status APNs answered, when it answered.
@@ -22,7 +24,7 @@ public struct TestSendAnswer: Sendable, Hashable {
     /// One line for a person; the token is shortened.
     public var line: String {
         let token = deviceToken.count > 12 ? "\(deviceToken.prefix(8))…\(deviceToken.suffix(4))" : deviceToken
-        var s = "device \(token) (\(locale)), delivery \(deliveryID): \(status)"
+        var s = "device \(token) (\(variant.map { "variant \($0), " } ?? "")\(locale)), delivery \(deliveryID): \(status)"
         s += ", status \(httpStatus.map(String.init) ?? "none"), apns-id \(apnsID.uuidString.lowercased())"
         if let reason { s += ", reason \(reason)" }
         s += ", \(payloadBytes) bytes"
@@ -46,12 +48,15 @@ public struct TestSend: Sendable {
         self.transport = transport
     }
 
-    /// Sends campaign `id` to `recipient`. Throws `CampaignProblem` when a
-    /// run would fail the campaign, or no device matches.
-    public func send(campaign id: Int64, to recipient: TestSendRecipient) async throws -> [TestSendAnswer] {
+    /// Sends campaign `id` to `recipient`: the text of `variant` when the
+    /// campaign has variants (the first by name when nil). Throws
+    /// `CampaignProblem` when a run would fail the campaign, the variant is
+    /// not one of the campaign's, or no device matches.
+    public func send(campaign id: Int64, to recipient: TestSendRecipient, variant: String? = nil) async throws -> [TestSendAnswer] {
         let due = try await store.loadCampaign(id)
         let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
-        let deliveries = try await store.beginTestSend(campaign: id, to: recipient)
+        let chosen = try Self.variant(variant, of: due.campaign)
+        let deliveries = try await store.beginTestSend(campaign: id, to: recipient, variant: chosen)
         guard !deliveries.isEmpty else {
             switch recipient {
             case .device:
@@ -64,7 +69,8 @@ public struct TestSend: Sendable {
         for delivery in deliveries {
             let target = delivery.target
             var answer = TestSendAnswer(deliveryID: target.deliveryID, deviceToken: target.deviceToken,
-                                        locale: prepared.campaign.contentLocale(for: target.locale), status: "skipped",
+                                        locale: prepared.builder.campaign(variant: chosen).contentLocale(for: target.locale),
+                                        variant: chosen, status: "skipped",
                                         httpStatus: nil, apnsID: target.apnsID, reason: nil, payloadBytes: 0)
             let outcome: DeliveryOutcome
             switch personalizer.extras(for: prepared, target: target) {
@@ -109,12 +115,25 @@ public struct TestSend: Sendable {
         }
         return answers
     }
+
+    /// The variant a test send carries: the one named (which must be the
+    /// campaign's), else the campaign's first; nil for a campaign without variants.
+    static func variant(_ name: String?, of campaign: Campaign) throws(CampaignProblem) -> String? {
+        guard let name else { return campaign.variants.first?.name }
+        guard campaign.variant(named: name) != nil else {
+            let known = campaign.variants.map { "\"\($0.name)\"" }.joined(separator: ", ")
+            throw CampaignProblem(campaign.variants.isEmpty
+                ? "campaign \"\(campaign.name)\" has no variants; leave out --variant"
+                : "campaign \"\(campaign.name)\" has no variant \"\(name)\"; its variants are \(known)")
+        }
+        return name
+    }
 }
 
 extension HeraldJob {
     /// `herald send-test`: the APNs client lives as long as the test send.
     public func sendTest(client: PostgresClient, apns: APNsConfiguration, campaign: Int64,
-                         to recipient: TestSendRecipient) async throws -> [TestSendAnswer] {
+                         to recipient: TestSendRecipient, variant: String? = nil) async throws -> [TestSendAnswer] {
         let personalizer = try personalizer()
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
         let test = TestSend(store: CampaignStore(client: client, logger: logger), topic: configuration.topic,
@@ -125,7 +144,7 @@ extension HeraldJob {
                 return nil
             }
             defer { group.cancelAll() }
-            return try await test.send(campaign: campaign, to: recipient)
+            return try await test.send(campaign: campaign, to: recipient, variant: variant)
         }
     }
 

@@ -58,6 +58,21 @@ public struct SnapshotResult: Sendable, Hashable {
     public var skippedNoKey: Int = 0
     /// Of `skipped`: users at their frequency cap.
     public var skippedCapped: Int = 0
+    /// Per variant (name order), when the campaign has variants: the
+    /// devices assigned to it and how many of them are queued.
+    public var variants: [VariantCount] = []
+
+    public struct VariantCount: Sendable, Hashable {
+        public var name: String
+        public var devices: Int
+        public var queued: Int
+
+        public init(name: String, devices: Int, queued: Int) {
+            self.name = name
+            self.devices = devices
+            self.queued = queued
+        }
+    }
 }
 
 public struct RunFigures: Sendable, Hashable {
@@ -245,6 +260,7 @@ public struct CampaignStore: Sendable {
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             WHERE c.id = \(id)
             """, logger: logger)
+        var loaded: DueCampaign?
         for try await row in rows {
             let r = row.makeRandomAccess()
             let kindText = try r[2].decode(String.self)
@@ -278,9 +294,31 @@ public struct CampaignStore: Sendable {
                 quietHours: try r[19].decode(Bool.self),
                 frequencyCapped: try r[20].decode(Bool.self))
             let rule = try JSONDecoder().decode(JSONValue.self, from: Data(try r[22].decode(String.self).utf8))
-            return DueCampaign(campaign: campaign, segmentName: try r[21].decode(String?.self), segmentRule: rule)
+            loaded = DueCampaign(campaign: campaign, segmentName: try r[21].decode(String?.self), segmentRule: rule)
         }
-        throw StoreError.notFound("campaign \(id) does not exist")
+        guard var due = loaded else { throw StoreError.notFound("campaign \(id) does not exist") }
+        due.campaign.variants = try await loadVariants(id)
+        return due
+    }
+
+    /// A campaign's A/B variants in name order (byte order, as the analyst
+    /// views order them); a row that cannot be read throws naming the variant.
+    func loadVariants(_ id: Int64) async throws -> [CampaignVariant] {
+        let rows = try await client.query("""
+            SELECT name, share, content::text, media_url, media_type FROM campaign_variants
+            WHERE campaign_id = \(id) ORDER BY name COLLATE "C"
+            """, logger: logger)
+        var variants: [CampaignVariant] = []
+        for try await (name, share, content, url, type) in rows.decode((String, Int32, String, String?, String?).self) {
+            let text: [String: LocalizedText]
+            do {
+                text = try Self.decodeContent(content)
+            } catch {
+                throw StoreError.database("variant \"\(name)\": \(error.message)")
+            }
+            variants.append(CampaignVariant(name: name, share: Int(share), content: text, mediaURL: url, mediaType: type))
+        }
+        return variants
     }
 
     static func decodeContent(_ text: String) throws(StoreError) -> [String: LocalizedText] {
@@ -365,10 +403,13 @@ public struct CampaignStore: Sendable {
 
     private static func insertAudience(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> SnapshotResult {
         var result = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
-        for try await (n, q, s, d, k, f) in try await conn.query(query, logger: logger)
-            .decode((Int64, Int64, Int64, Int64, Int64, Int64).self) {
+        for try await (n, q, s, d, k, f, names, devices, queued) in try await conn.query(query, logger: logger)
+            .decode((Int64, Int64, Int64, Int64, Int64, Int64, [String], [Int64], [Int64]).self) {
             result = SnapshotResult(inserted: Int(n), queued: Int(q), skipped: Int(s), deferred: Int(d),
                                     skippedNoKey: Int(k), skippedCapped: Int(f))
+            result.variants = zip(names, zip(devices, queued)).map {
+                SnapshotResult.VariantCount(name: $0.0, devices: Int($0.1.0), queued: Int($0.1.1))
+            }
         }
         return result
     }
@@ -381,8 +422,12 @@ public struct CampaignStore: Sendable {
         binds.append(c.hasSensitiveFields)
         binds.append(c.frequencyCapped)
         binds.append(c.quietHours)
+        // The variants in name order and where each one's buckets begin
+        // (empty: the campaign has none, deliveries carry no variant).
+        binds.append(c.variants.map(\.name))
+        binds.append(c.variantLowerBounds.map { Int32($0) })
         // The segment's condition is compiled for this statement: its binds
-        // follow the four above, and it names devices `dv` and users `u`.
+        // follow the six above, and it names devices `dv` and users `u`.
         let segment: CompiledSegment
         do {
             segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
@@ -397,7 +442,7 @@ public struct CampaignStore: Sendable {
                 WHERE $3 AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
                 GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
             ), ins AS (
-                INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error)
+                INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
                 SELECT $1, dv.id, u.id,
                        CASE WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
                             WHEN cp.user_id IS NOT NULL THEN 'skipped'
@@ -405,7 +450,9 @@ public struct CampaignStore: Sendable {
                        CASE WHEN $4 THEN herald_quiet_until(u.time_zone, now(), st.quiet_hours_start, st.quiet_hours_end)
                             ELSE now() END,
                        CASE WHEN $2 AND dv.public_key IS NULL THEN 'device has no registered key for the sealed fields'
-                            WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached' END
+                            WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached' END,
+                       CASE WHEN cardinality($5::text[]) > 0
+                            THEN ($5::text[])[width_bucket(herald_variant_bucket($1, dv.id), $6::int4[])] END
                 FROM devices dv
                 JOIN users u ON u.id = dv.user_id
                 CROSS JOIN settings st
@@ -413,14 +460,20 @@ public struct CampaignStore: Sendable {
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND (\(segment.sql))
                 ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING
-                RETURNING status, not_before, last_error = 'frequency cap reached' AS capped
+                RETURNING status, not_before, last_error = 'frequency cap reached' AS capped, variant
+            ), by_variant AS (
+                SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status = 'queued') AS queued
+                FROM ins WHERE variant IS NOT NULL GROUP BY variant
             )
             SELECT count(*)::bigint,
                    count(*) FILTER (WHERE status = 'queued')::bigint,
                    count(*) FILTER (WHERE status = 'skipped')::bigint,
                    count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
                    count(*) FILTER (WHERE status = 'skipped' AND NOT capped)::bigint,
-                   count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint
+                   count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint,
+                   coalesce((SELECT array_agg(variant ORDER BY variant COLLATE "C") FROM by_variant), '{}')::text[],
+                   coalesce((SELECT array_agg(devices ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[],
+                   coalesce((SELECT array_agg(queued ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[]
             FROM ins
             """
         return PostgresQuery(unsafeSQL: sql, binds: binds)
@@ -431,7 +484,7 @@ public struct CampaignStore: Sendable {
     /// Queued deliveries after `afterID`, read only (the dry run).
     public func peekQueued(campaign: Int64, afterID: Int64, limit: Int) async throws -> [ClaimedDelivery] {
         let rows = try await client.query("""
-            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id
+            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id, d.variant
             FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
             WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
             ORDER BY d.id LIMIT \(limit)
@@ -474,9 +527,9 @@ public struct CampaignStore: Sendable {
                     updated_at = now()
                 FROM picked, devices dv, users u
                 WHERE d.id = picked.id AND dv.id = d.device_id AND u.id = d.user_id
-                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant
             )
-            SELECT id, device_id, token, environment, locale, public_key, key_id, apns_id
+            SELECT id, device_id, token, environment, locale, public_key, key_id, apns_id, variant
             FROM upd WHERE status = 'in_flight' ORDER BY id
             """, logger: logger)
         return try await Self.claimed(rows)
@@ -496,11 +549,11 @@ public struct CampaignStore: Sendable {
 
     private static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {
         var out: [ClaimedDelivery] = []
-        for try await (id, deviceID, token, env, locale, key, kid, apnsID) in rows.decode(
-            (Int64, Int64, String, String, String, String?, String?, UUID?).self) {
+        for try await (id, deviceID, token, env, locale, key, kid, apnsID, variant) in rows.decode(
+            (Int64, Int64, String, String, String, String?, String?, UUID?, String?).self) {
             out.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
-                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID()),
+                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant),
                 deviceID: deviceID))
         }
         return out

@@ -47,6 +47,13 @@ public struct AnalystReport: Sendable {
                 actions.append("\(title) \(n) (" + String(format: "%.0f%%", share) + ")")
             }
             if !actions.isEmpty { out.append("  by action: " + actions.joined(separator: ", ")) }
+            for v in try await variants(campaign: id) {
+                let rate = v.responseRatePct.map { String(format: "%.1f%%", $0) } ?? "–"
+                var line = "  variant \(v.name) (\(v.sharePct)%): sent \(v.sent), answered \(v.respondingDevices) (\(rate)), opened \(v.opened)"
+                if v.position > 1, let z = v.z { line += "; vs \(v.baseline) " + String(format: "z = %.2f", z) }
+                line += ": \(v.verdict)"
+                out.append(line)
+            }
             for try await (text, locale) in try await client.query("""
                 SELECT text, locale FROM analyst.feedback_text WHERE campaign_id = \(id)
                 ORDER BY received_at, text LIMIT \(samples)

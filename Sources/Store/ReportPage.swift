@@ -42,6 +42,66 @@ public struct ReportData: Sendable {
         }
     }
 
+    /// One A/B variant of a campaign, from `analyst.variant_comparison` and
+    /// `analyst.variant_actions`.
+    public struct Variant: Sendable, Equatable {
+        public var name: String
+        /// 1 for the baseline (the first by name).
+        public var position: Int64
+        /// How many variants the campaign has.
+        public var variants: Int64
+        public var sharePct: Int32
+        public var targeted: Int64 = 0
+        /// The share of the campaign's targeted devices it actually got.
+        public var targetedPct: Double?
+        public var sent: Int64 = 0
+        public var replies: Int64 = 0
+        public var respondingDevices: Int64 = 0
+        public var opened: Int64 = 0
+        public var dismissed: Int64 = 0
+        public var typedAnswers: Int64 = 0
+        public var responseRatePct: Double?
+        public var baseline: String
+        /// The two-proportion z statistic of its response rate against the baseline's.
+        public var z: Double?
+        /// Its two-sided p-value.
+        public var pValue: Double?
+        public var actions: [Action] = []
+
+        public init(name: String, position: Int64, variants: Int64, sharePct: Int32, baseline: String) {
+            self.name = name
+            self.position = position
+            self.variants = variants
+            self.sharePct = sharePct
+            self.baseline = baseline
+        }
+
+        /// The significance level each comparison is held to: 5%, split
+        /// between the comparisons with the baseline (Bonferroni), so that
+        /// with 3 or 4 variants one of them is not declared a winner by
+        /// chance alone.
+        public var alpha: Double { 0.05 / Double(max(variants - 1, 1)) }
+
+        /// The comparison with the baseline in plain words, for a person.
+        public var verdict: String {
+            if position == 1 { return "baseline: the others are compared with it" }
+            guard let p = pValue, let z else {
+                return sent == 0 ? "nothing sent yet" : "no comparison yet: too few sends or answers on one side"
+            }
+            let pText = Self.format(p: p)
+            if p < alpha {
+                return "significant (\(pText)): \(name) answers \(z > 0 ? "more" : "less") than \(baseline)"
+            }
+            return "not significant yet (\(pText))"
+        }
+
+        /// `p = 0.31`, `p = 0.012`, `p < 0.001`.
+        public static func format(p: Double) -> String {
+            if p < 0.001 { return "p < 0.001" }
+            return p >= 0.1 ? String(format: "p = %.2f", p) : String(format: "p = %.3f", p)
+        }
+    }
+
     public struct Campaign: Sendable {
         public var id: Int64
         public var name: String
@@ -66,6 +126,8 @@ public struct ReportData: Sendable {
         public var feedback: [Feedback] = []
         /// How many typed answers there are in all.
         public var feedbackTotal: Int64 = 0
+        /// Its A/B variants side by side (empty when it has none).
+        public var variants: [Variant] = []
 
         public init(id: Int64, name: String, kind: String, status: String) {
             self.id = id
@@ -141,8 +203,50 @@ extension AnalystReport {
                 """, logger: logger).decode(Int64.self) {
                 campaigns[i].feedbackTotal = n
             }
+            campaigns[i].variants = try await variants(campaign: id)
         }
         return ReportData(generatedAt: now, campaigns: campaigns)
+    }
+}
+
+extension AnalystReport {
+    /// A campaign's variants side by side, from `analyst.variant_comparison`
+    /// and `analyst.variant_actions`, baseline first.
+    public func variants(campaign id: Int64) async throws -> [ReportData.Variant] {
+        var out: [ReportData.Variant] = []
+        let rows = try await client.query("""
+            SELECT variant, position, variants, share_pct, targeted, targeted_pct::float8, sent, replies,
+                   responding_devices, opened, dismissed, typed_answers, response_rate_pct::float8, baseline, z, p_value
+            FROM analyst.variant_comparison WHERE campaign_id = \(id) ORDER BY position
+            """, logger: logger)
+        for try await row in rows {
+            let r = row.makeRandomAccess()
+            var v = ReportData.Variant(name: try r[0].decode(String.self), position: try r[1].decode(Int64.self),
+                                       variants: try r[2].decode(Int64.self), sharePct: try r[3].decode(Int32.self),
+                                       baseline: try r[13].decode(String.self))
+            v.targeted = try r[4].decode(Int64.self)
+            v.targetedPct = try r[5].decode(Double?.self)
+            v.sent = try r[6].decode(Int64.self)
+            v.replies = try r[7].decode(Int64.self)
+            v.respondingDevices = try r[8].decode(Int64.self)
+            v.opened = try r[9].decode(Int64.self)
+            v.dismissed = try r[10].decode(Int64.self)
+            v.typedAnswers = try r[11].decode(Int64.self)
+            v.responseRatePct = try r[12].decode(Double?.self)
+            v.z = try r[14].decode(Double?.self)
+            v.pValue = try r[15].decode(Double?.self)
+            out.append(v)
+        }
+        for i in out.indices {
+            for try await (action, title, n, share) in try await client.query("""
+                SELECT action, coalesce(action_title, action), replies, share_pct::float8
+                FROM analyst.variant_actions WHERE campaign_id = \(id) AND variant = \(out[i].name)
+                ORDER BY replies DESC, action
+                """, logger: logger).decode((String, String, Int64, Double).self) {
+                out[i].actions.append(.init(action: action, title: title, replies: n, sharePct: share))
+            }
+        }
+        return out
     }
 }
 
@@ -184,6 +288,7 @@ public enum ReportPage {
         s += "<figure><figcaption>Delivery funnel</figcaption>\n\(funnelChart(c))</figure>\n"
         s += "<figure><figcaption>Replies by action</figcaption>\n\(actionChart(c.actions))</figure>\n"
         s += "</div>\n"
+        s += variantsSection(c.variants)
         s += "<figure><figcaption>Replies over time (UTC)</figcaption>\n\(timelineChart(c.timeline))</figure>\n"
         s += feedbackTable(c)
         s += "</section>\n"
@@ -221,6 +326,86 @@ public enum ReportPage {
             svg += "<text x=\"0\" y=\"\(y + 17)\">\(escape(truncated(row.label, 22)))</text>"
             svg += "<rect class=\"\(row.cls)\" x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(max(w, row.value > 0 ? 1 : 0))\" height=\"18\" rx=\"3\"><title>\(escape(row.label)): \(escape(row.text))</title></rect>"
             svg += "<text x=\"\(labelWidth + max(w, 0) + 6)\" y=\"\(y + 17)\" class=\"num\">\(escape(row.text))</text>"
+        }
+        return svg + "</svg>"
+    }
+
+    /// The variants side by side: each one's response rate with its 95%
+    /// interval, then a card per variant (figures, actions, the comparison
+    /// with the baseline in words). Nothing when the campaign has none.
+    static func variantsSection(_ variants: [ReportData.Variant]) -> String {
+        guard let first = variants.first else { return "" }
+        var s = "<h3>Variants</h3>\n"
+        let alpha = first.alpha
+        let level = alpha < 0.05 ? String(format: "p &lt; %.3g (5%% split over %d comparisons)", alpha, Int(first.variants - 1))
+                                 : "p &lt; 0.05"
+        s += "<p class=\"muted\">Each device got one variant, by a stable hash of campaign and device. Response rate: devices that answered ÷ devices sent. Each variant is compared with \(escape(first.name)) by a two-proportion z-test; significant means \(level).</p>\n"
+        s += "<figure><figcaption>Response rate by variant (bars: 95% interval)</figcaption>\n\(rateChart(variants))</figure>\n"
+        s += "<div class=\"variants\">\n"
+        for v in variants {
+            s += "<div class=\"variant\">"
+            s += "<h4>\(escape(v.name)) <span class=\"tag\">\(v.sharePct)%</span></h4>"
+            let got = v.targetedPct.map { String(format: "%.1f%%", $0) } ?? "–"
+            s += "<p class=\"muted\">share \(v.sharePct)% · got \(got) of the audience</p>"
+            s += "<p class=\"rate\">\(v.responseRatePct.map { String(format: "%.1f%%", $0) } ?? "–")<span class=\"muted\"> answered</span></p>"
+            s += "<table class=\"figures\"><tbody>"
+            for (label, n) in [("Targeted", v.targeted), ("Sent", v.sent), ("Answered (devices)", v.respondingDevices),
+                               ("Opened", v.opened), ("Dismissed", v.dismissed), ("Replies", v.replies)] {
+                s += "<tr><td>\(label)</td><td class=\"n\">\(n)</td></tr>"
+            }
+            s += "</tbody></table>"
+            if !v.actions.isEmpty {
+                // Replies by action: a bar a row, as wide as its share of the variant's replies.
+                s += "<table class=\"figures actions\"><tbody>"
+                for a in v.actions {
+                    s += "<tr><td>\(escape(truncated(a.title, 22)))</td>"
+                    s += String(format: "<td class=\"bar\"><span style=\"width:%.0f%%\"></span></td>", min(max(a.sharePct, 0), 100))
+                    s += String(format: "<td class=\"n\">%d (%.0f%%)</td></tr>", a.replies, a.sharePct)
+                }
+                s += "</tbody></table>"
+            }
+            let cls = v.position == 1 ? "verdict base" : ((v.pValue ?? 1) < v.alpha ? "verdict sig" : "verdict")
+            var detail = ""
+            if v.position > 1, let z = v.z, let rate = v.responseRatePct, let base = first.responseRatePct {
+                detail = String(format: "%+.1f points vs ", rate - base) + escape(v.baseline) + String(format: ", z = %.2f · ", z)
+            }
+            s += "<p class=\"\(cls)\">\(detail)\(escape(v.verdict))</p>"
+            s += "</div>\n"
+        }
+        s += "</div>\n"
+        return s
+    }
+
+    /// One bar a variant: its response rate, with the 95% interval
+    /// (p ± 1.96·√(p(1−p)/n)) as a whisker.
+    static func rateChart(_ variants: [ReportData.Variant]) -> String {
+        let rowHeight = 30, labelWidth = 110, barWidth = 440, width = 720
+        let height = variants.count * rowHeight + 4
+        func interval(_ v: ReportData.Variant) -> (Double, Double, Double) {
+            guard v.sent > 0 else { return (0, 0, 0) }
+            let p = Double(v.respondingDevices) / Double(v.sent)
+            let half = 1.96 * (p * (1 - p) / Double(v.sent)).squareRoot()
+            return (p, max(0, p - half), min(1, p + half))
+        }
+        let top = max(variants.map { interval($0).2 }.max() ?? 0, 0.01)
+        var svg = "<svg viewBox=\"0 0 \(width) \(height)\" role=\"img\" class=\"chart rates\">"
+        for (i, v) in variants.enumerated() {
+            let y = i * rowHeight + 2
+            let (p, lo, hi) = interval(v)
+            let w = p / top * Double(barWidth)
+            svg += "<text x=\"0\" y=\"\(y + 19)\">\(escape(truncated(v.name, 16)))</text>"
+            svg += "<rect class=\"\(v.position == 1 ? "bar-total" : "bar-good")\" x=\"\(labelWidth)\" y=\"\(y + 4)\" "
+                + String(format: "width=\"%.1f\"", max(w, v.sent > 0 ? 1 : 0)) + " height=\"20\" rx=\"3\">"
+            svg += "<title>\(escape(v.name)): \(String(format: "%.1f%% (95%%: %.1f–%.1f%%)", p * 100, lo * 100, hi * 100))</title></rect>"
+            if v.sent > 0 {
+                let x1 = Double(labelWidth) + lo / top * Double(barWidth)
+                let x2 = Double(labelWidth) + hi / top * Double(barWidth)
+                svg += String(format: "<line class=\"ci\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x1, y + 14, x2, y + 14)
+                svg += String(format: "<line class=\"ci\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x1, y + 8, x1, y + 20)
+                svg += String(format: "<line class=\"ci\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>", x2, y + 8, x2, y + 20)
+            }
+            let label = v.sent > 0 ? String(format: "%.1f%% of %d", p * 100, v.sent) : "nothing sent"
+            svg += "<text x=\"\(labelWidth + barWidth + 8)\" y=\"\(y + 19)\" class=\"num\">\(label)</text>"
         }
         return svg + "</svg>"
     }
@@ -330,7 +515,13 @@ public enum ReportPage {
         .filter{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #d2d2d7;border-radius:.4rem}
         table{border-collapse:collapse;width:100%;margin-top:.4rem}td,th{text-align:left;padding:.3rem .4rem;border-bottom:1px solid #f2f2f7;vertical-align:top}
         td.when{white-space:nowrap;color:#6e6e73}
-        @media (max-width:30rem){body{padding:.6rem}td.when{white-space:normal}.timeline{font-size:22px}}
+        h4{margin:0 0 .2rem;font-size:1rem}.variants{display:grid;grid-template-columns:repeat(auto-fit,minmax(13rem,1fr));gap:.8rem}
+        .variant{border:1px solid #d2d2d7;border-radius:.6rem;padding:.7rem}.rate{font-size:1.6rem;font-weight:600;margin:.2rem 0}
+        .rate .muted{font-size:.9rem;font-weight:400}table.figures td{padding:.15rem .3rem}td.n{text-align:right;font-variant-numeric:tabular-nums}
+        .verdict{margin:.5rem 0 0;padding:.4rem .5rem;border-radius:.4rem;background:#f2f2f7}.verdict.sig{background:#e3f5e1}.verdict.base{color:#6e6e73}
+        .ci{stroke:#1d1d1f;stroke-width:1.5}table.actions{margin-top:.5rem;font-size:.85rem}td.bar{width:40%}td.n{white-space:nowrap}
+        td.bar span{display:block;height:.8rem;border-radius:2px;background:#0a84ff;min-width:1px}
+        @media (max-width:30rem){body{padding:.6rem}td.when{white-space:normal}.timeline{font-size:22px}.rates{font-size:20px}}
         """
 
     static let script = """

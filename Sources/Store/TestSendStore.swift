@@ -28,7 +28,9 @@ extension CampaignStore {
     /// returns them to send. Each row is written as `failed` ("no answer
     /// recorded") until `recordTestSend` writes what APNs answered, so a
     /// test send cut short never looks sent, and never enters a run's queue.
-    public func beginTestSend(campaign: Int64, to recipient: TestSendRecipient) async throws -> [ClaimedDelivery] {
+    /// `variant` is recorded on the rows (the variant whose text they carry).
+    public func beginTestSend(campaign: Int64, to recipient: TestSendRecipient,
+                              variant: String? = nil) async throws -> [ClaimedDelivery] {
         let token: String?
         let user: String?
         switch recipient {
@@ -37,8 +39,8 @@ extension CampaignStore {
         }
         let rows = try await client.query("""
             WITH ins AS (
-                INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before)
-                SELECT 'test', \(campaign), dv.id, u.id, 'failed', 'test send: no answer from APNs recorded', gen_random_uuid(), now()
+                INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before, variant)
+                SELECT 'test', \(campaign), dv.id, u.id, 'failed', 'test send: no answer from APNs recorded', gen_random_uuid(), now(), \(variant)
                 FROM devices dv JOIN users u ON u.id = dv.user_id
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND (dv.token = \(token) OR u.external_id = \(user))
@@ -54,7 +56,7 @@ extension CampaignStore {
             (Int64, Int64, String, String, String, String?, String?, UUID).self) {
             out.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: tok, environment: env, locale: locale,
-                                       publicKey: key, keyID: kid, apnsID: apnsID),
+                                       publicKey: key, keyID: kid, apnsID: apnsID, variant: variant),
                 deviceID: deviceID))
         }
         return out

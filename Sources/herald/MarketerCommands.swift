@@ -52,7 +52,8 @@ struct SendTestCommand: AsyncParsableCommand {
             The notification is built, sealed and sent exactly as a run would, and recorded in the \
             ledger as a delivery of kind 'test': left out of the campaign's figures and the analyst \
             views, it changes neither the campaign's status nor its real delivery to that device. \
-            Prints what APNs answered per device. Exit status: 0 every device accepted it; 1 otherwise.
+            A campaign with A/B variants sends the text of --variant NAME (default: the first by name), \
+            recorded on the test delivery. Prints what APNs answered per device. Exit status: 0 every device accepted it; 1 otherwise.
             """)
 
     @Argument(help: "The campaign's id (campaigns.id).")
@@ -63,6 +64,9 @@ struct SendTestCommand: AsyncParsableCommand {
 
     @Option(help: "The app's user id (users.external_id): every valid device of that user.")
     var user: String?
+
+    @Option(help: "For a campaign with A/B variants: the variant whose text to send (default: the first by name).")
+    var variant: String?
 
     func validate() throws {
         if (device == nil) == (user == nil) {
@@ -81,7 +85,7 @@ struct SendTestCommand: AsyncParsableCommand {
             let apns = try config.apnsConfiguration()
             answers = try await withPostgres(config.database, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger)
-                    .sendTest(client: client, apns: apns, campaign: campaign, to: recipient)
+                    .sendTest(client: client, apns: apns, campaign: campaign, to: recipient, variant: variant)
             }
         } catch {
             throw readable(error)
