@@ -156,7 +156,7 @@ let package = Package(
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "APNs", "APNsSimulator",
+                "APNs", "APNsSimulator", "HeraldCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

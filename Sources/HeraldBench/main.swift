@@ -4,6 +4,7 @@
 //   herald-bench --url https://127.0.0.1:8443 --ca ca.pem -n 200000 -c 100 [--payload-bytes 300]
 //                [--connections 1] [--streams 100] [--key AuthKey.p8 --key-id K --team-id T --topic T]
 //   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
+//   herald-bench seal [-n 100000]                (HPKE seals per second per core, SealBench.swift)
 import APNs
 import APNsSimulator
 import Crypto
@@ -84,6 +85,10 @@ func makePayload(bytes: Int) -> [UInt8] {
     let tail = "\"},\"sound\":\"default\"},\"herald\":{\"c\":42}}"
     let filler = max(0, bytes - head.utf8.count - tail.utf8.count)
     return Array((head + String(repeating: "x", count: filler) + tail).utf8)
+}
+
+if CommandLine.arguments.dropFirst().first == "seal" {
+    exit(SealBench.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 
 guard let parsedOptions = Options.parse(Array(CommandLine.arguments.dropFirst())) else {

@@ -188,7 +188,7 @@ public struct CampaignRun: Sendable {
         let options = self.options
         let pid = ProcessInfo.processInfo.processIdentifier
         let runID = try await db("begin the run") {
-            try await store.beginRun(host: options.host, pid: pid, dryRun: options.dryRun)
+            try await store.beginRun(host: options.host, pid: pid, dryRun: options.dryRun, lease: options.lease)
         }
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"

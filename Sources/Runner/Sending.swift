@@ -137,14 +137,34 @@ extension CampaignRun {
     enum Event: Sendable {
         case sent(Sent)
         case tick
+        /// The ledger write under way ended (nil: written).
+        case recorded((any Error)?)
+        /// A claim ended: the deliveries claimed, and the campaign's status
+        /// when none was.
+        case claimed(Result<ClaimAnswer, any Error>)
+    }
+
+    struct ClaimAnswer: Sendable {
+        var deliveries: [ClaimedDelivery]
+        /// The last row the claim read: the next one reads on from there.
+        var end: Int64
+        var status: CampaignStatus?
     }
 
     /// One sending session: claim, send, record, in one task group.
+    ///
+    /// Three things overlap so that neither the database's commits nor
+    /// APNs' answers wait for the other: the sends in flight, one ledger
+    /// write (the outcomes gathered while the previous write committed) and
+    /// one claim of the next batch (started when half of the current one is
+    /// sent). Outcomes not yet written, together with the sends in flight,
+    /// never exceed `repeatBound`: a send starts only below it.
     private func session(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
                          logger: Logger) async throws -> SessionEnd {
         guard let transport else { return .drained }
         let clock = ContinuousClock()
         let store = self.store
+        let db = self.db
         let options = self.options
         let campaign = prepared.campaign
         let runID = state.runID
@@ -157,28 +177,93 @@ extension CampaignRun {
         defer { progress.finish() }
         // Claims of this session are sent only while no lease lapsed since it began.
         let epoch = leases.epoch
+        // A write starts once this many outcomes wait (or `recordInterval` passed).
+        let writeAt = max(1, options.recordEvery / 2)
 
         try await withThrowingTaskGroup(of: Event.self) { group in
             var inFlight = 0
             var ticking = false
             var sendsCancelled = false
             var fatal: String?
+            /// Outcomes in the ledger write under way.
+            var writing = 0
+            var claiming = false
+            /// The answer of the last claim, not used yet.
+            var answer: ClaimAnswer?
+            /// Where the next claim reads on (the end of the last window read).
+            var cursor: Int64 = 0
 
-            func flush() async throws {
-                guard !pending.isEmpty else { return }
+            func progressed() {
+                progress.update(done: summary.sent + summary.invalid + summary.failed + summary.skipped,
+                                now: clock.now, logger: logger)
+            }
+            /// Starts writing what is pending, unless a write is under way.
+            /// The write is a task of its own, awaited by a task of the
+            /// group: fencing cancels the group's sends, never a ledger write.
+            func startWrite() {
+                guard writing == 0, !pending.isEmpty else { return }
                 let batch = pending
                 pending.removeAll(keepingCapacity: true)
-                try await db("record outcomes") { try await store.record(batch, run: runID) }
+                writing = batch.count
                 lastFlush = clock.now
-                progress.update(done: summary.sent + summary.invalid + summary.failed + summary.skipped,
-                                now: lastFlush, logger: logger)
+                let write = Task { try await db("record outcomes") { try await store.record(batch, run: runID) } }
+                group.addTask {
+                    do {
+                        _ = try await write.value
+                        return .recorded(nil)
+                    } catch {
+                        return .recorded(error)
+                    }
+                }
             }
-            func collect(_ outcome: DeliveryOutcome) async throws {
+            func startClaim() {
+                guard !claiming, answer == nil else { return }
+                claiming = true
+                let limit = options.batchSize
+                let after = cursor
+                let claim = Task {
+                    let take = { @Sendable (from: Int64) in
+                        try await db("claim deliveries") {
+                            try await store.claimWindow(campaign: campaign.id, run: runID, limit: limit,
+                                                        lease: options.lease, after: from)
+                        }
+                    }
+                    let first = { @Sendable () in
+                        try await db("find claimable deliveries") { try await store.firstClaimable(campaign: campaign.id) }
+                    }
+                    var window = ClaimWindow(deliveries: [], end: after, full: false)
+                    // A session starts at the campaign's first claimable row.
+                    if after > 0 {
+                        window = try await take(after)
+                    } else if let start = try await first() {
+                        window = try await take(start - 1)
+                    }
+                    // Windows of rows sent already (another worker's): read on.
+                    while window.deliveries.isEmpty, window.full { window = try await take(window.end) }
+                    if window.deliveries.isEmpty, after > 0, let behind = try await first() {
+                        // Rows given back behind the cursor (a retry, a stopped run's): read from there.
+                        window = try await take(behind - 1)
+                        while window.deliveries.isEmpty, window.full { window = try await take(window.end) }
+                    }
+                    // Nothing claimable: a marketer's pause or cancel, or the end.
+                    let status = window.deliveries.isEmpty
+                        ? try await db("read the campaign's status") { try await store.campaignStatus(campaign.id) } : nil
+                    return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status)
+                }
+                group.addTask {
+                    do {
+                        return .claimed(.success(try await claim.value))
+                    } catch {
+                        return .claimed(.failure(error))
+                    }
+                }
+            }
+            func collect(_ outcome: DeliveryOutcome) {
                 pending.append(outcome)
                 summary.count(outcome, into: &state.figures)
-                if pending.count >= options.recordEvery { try await flush() }
             }
-            /// Waits for one answer, or `recordInterval`; writes the outcomes due.
+            /// Waits for one event (an answer, a write or claim ending, or
+            /// `recordInterval`); starts the ledger write when one is due.
             func waitOne() async throws {
                 if !ticking, !sendsCancelled {
                     ticking = true
@@ -197,10 +282,22 @@ extension CampaignRun {
                         state.breakers[done.host].record(transportFailure: done.transportFailure, error: done.outcome.error,
                                                          at: clock.now)
                         if fatal == nil { fatal = done.fatal }
-                        try await collect(done.outcome)
+                        collect(done.outcome)
+                    case .recorded(let error):
+                        writing = 0
+                        if let error { throw error }
+                        progressed()
+                    case .claimed(let result):
+                        claiming = false
+                        let claimed = try result.get()
+                        cursor = claimed.end
+                        answer = claimed
                     }
                 }
-                if clock.now - lastFlush >= options.recordInterval { try await flush() }
+                writeIfDue()
+            }
+            func writeIfDue() {
+                if pending.count >= writeAt || clock.now - lastFlush >= options.recordInterval { startWrite() }
             }
 
             var claimed: [ClaimedDelivery] = []
@@ -211,28 +308,31 @@ extension CampaignRun {
                 if options.stop.isRequested { end = .stopped; break }
                 let lease = leases.check(at: clock.now)
                 if !lease.maySend || lease.epoch != epoch { end = .fenced; break }
-                if inFlight >= options.concurrency {
+                if inFlight >= options.concurrency || inFlight + pending.count + writing >= options.repeatBound {
                     try await waitOne()
                     continue
                 }
                 if next == claimed.count {
-                    // A marketer's pause or cancel is honoured before each claim.
-                    switch try await db("read the campaign's status", { try await store.campaignStatus(campaign.id) }) {
-                    case .paused?: end = .paused
-                    case .cancelled?: end = .cancelled
-                    case .failed?, .completed?, .draft?, nil: end = .drained
-                    case .running?, .scheduled?: break
+                    guard let ready = answer else {
+                        startClaim()
+                        try await waitOne()
+                        continue
                     }
-                    if end != nil { break }
-                    if let expiry = campaign.expiresAt, expiry <= Date() { end = .expired; break }
-                    let limit = options.batchSize
-                    claimed = try await db("claim deliveries") {
-                        try await store.claim(campaign: campaign.id, run: runID, limit: limit, lease: options.lease)
+                    answer = nil
+                    if ready.deliveries.isEmpty {
+                        switch ready.status {
+                        case .paused?: end = .paused
+                        case .cancelled?: end = .cancelled
+                        default: end = .drained
+                        }
+                        break
                     }
+                    claimed = ready.deliveries
                     next = 0
-                    if claimed.isEmpty { end = .drained; break }
+                    if let expiry = campaign.expiresAt, expiry <= Date() { end = .expired; break }
                     continue
                 }
+                if claimed.count - next <= options.batchSize / 2, answer == nil { startClaim() }
 
                 let delivery = claimed[next]
                 let host = delivery.target.environment == "sandbox" ? APNsEnvironment.sandbox.host : APNsEnvironment.production.host
@@ -240,8 +340,9 @@ extension CampaignRun {
                 switch personalizer.extras(for: prepared, target: delivery.target) {
                 case .failure(let problem):
                     next += 1
-                    try await collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
-                                                      status: .skipped, error: problem.message, attempts: 0))
+                    collect(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
+                                            status: .skipped, error: problem.message, attempts: 0))
+                    writeIfDue()
                     continue
                 case .success(let extras):
                     let payload = prepared.builder.payload(for: delivery.target, replyToken: extras.replyToken,
@@ -277,13 +378,6 @@ extension CampaignRun {
                 inFlight += 1
             }
 
-            // Claims not sent go back to the queue as they were.
-            for delivery in claimed[next...] {
-                pending.append(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
-                                               status: .queued, attempts: 0, delay: giveBackDelay))
-                state.figures.requeued += 1
-                summary.requeued += 1
-            }
             if case .stopped? = end, let asked = options.stop.requestedAt {
                 // In flight: let them finish within the grace period, then end them.
                 while inFlight > 0, clock.now < asked + options.stopGrace { try await waitOne() }
@@ -299,9 +393,21 @@ extension CampaignRun {
                 sendsCancelled = true
                 group.cancelAll()
             }
-            while inFlight > 0 { try await waitOne() }
+            while inFlight > 0 || writing > 0 || claiming { try await waitOne() }
+            // Claims not sent go back to the queue as they were.
+            for delivery in claimed[next...] + (answer?.deliveries ?? []) {
+                pending.append(DeliveryOutcome(deliveryID: delivery.target.deliveryID, deviceID: delivery.deviceID,
+                                               status: .queued, attempts: 0, delay: giveBackDelay))
+                state.figures.requeued += 1
+                summary.requeued += 1
+            }
             group.cancelAll()
-            try await flush()
+            if !pending.isEmpty {
+                let batch = pending
+                pending.removeAll()
+                try await db("record outcomes") { try await store.record(batch, run: runID) }
+                progressed()
+            }
         }
         return end ?? .drained
     }

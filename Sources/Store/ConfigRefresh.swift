@@ -96,8 +96,8 @@ public struct ConfigRefreshStore: Sendable {
         binds.append(segment: segment)
         let query = PostgresQuery(unsafeSQL: """
             WITH ins AS (
-                INSERT INTO deliveries (kind, config_etag, prompted_by, device_id, user_id, status)
-                SELECT 'config_refresh', m.etag, $1, dv.id, u.id, 'queued'
+                INSERT INTO deliveries (kind, config_etag, prompted_by, device_id, user_id, status, refresh_open)
+                SELECT 'config_refresh', m.etag, $1, dv.id, u.id, 'queued', true
                 FROM devices dv
                 JOIN users u ON u.id = dv.user_id
                 JOIN unnest($3::text[], $4::text[], $5::text[]) AS m(locale, etag, hash)
@@ -123,16 +123,24 @@ public struct ConfigRefreshStore: Sendable {
     public func claim(run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedRefresh] {
         let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
-            WITH picked AS (
+            WITH live AS (
+                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds)))
+                WHERE id = \(run) AND status = 'running'
+                RETURNING id
+            ), picked AS (
                 SELECT d.id FROM deliveries d
-                WHERE d.kind = 'config_refresh'
+                WHERE d.refresh_open
                   AND ((d.status = 'queued' AND d.not_before <= now())
-                       OR (d.status = 'in_flight' AND d.lease_expires_at < now()))
+                       OR (d.status = 'in_flight' AND NOT EXISTS (
+                               SELECT 1 FROM runs r WHERE r.id = d.claimed_by AND r.status = 'running'
+                                                      AND r.lease_expires_at >= now())))
+                  AND EXISTS (SELECT 1 FROM live)
                 ORDER BY d.id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ), upd AS (
                 UPDATE deliveries d SET
                     status = CASE WHEN dv.invalidated_at IS NOT NULL THEN 'skipped' ELSE 'in_flight' END,
+                    refresh_open = CASE WHEN dv.invalidated_at IS NULL THEN true END,
                     last_error = CASE WHEN dv.invalidated_at IS NOT NULL
                                       THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
                                       ELSE d.last_error END,

@@ -475,7 +475,10 @@ extension FaultSuite {
                 #expect(try await Self.status(client, campaign) == "running")
                 // Once they expire, the next run takes them over and finishes.
                 try await waitUntil("the frozen run's leases expire", limit: .seconds(60)) {
-                    try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND lease_expires_at > now()") == 0
+                    try await Self.count(client, """
+                        SELECT count(*) FROM deliveries d JOIN runs r ON r.id = d.claimed_by
+                        WHERE d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at > now()
+                        """) == 0
                 }
                 try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
                 #expect(try await Self.status(client, campaign) == "completed")

@@ -96,13 +96,14 @@ struct LeaseTests {
             #expect(Set(first.map(\.target.deliveryID)).isDisjoint(with: second.map(\.target.deliveryID)))
             #expect(try await store.claim(campaign: campaign, run: 2, limit: 20, lease: .seconds(60)).isEmpty)
             // Renewal keeps them; once run 1's leases expire, run 2 takes them over, same apns-id.
-            #expect(try await store.renewLeases(run: 1, lease: .seconds(60)) == 10)
-            try await client.exec("UPDATE deliveries SET lease_expires_at = now() - interval '1 second' WHERE claimed_by = 1")
+            #expect(try await store.renewLeases(run: 1, lease: .seconds(60)))
+            try await client.exec("UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = 1")
             let takeover = try await store.claim(campaign: campaign, run: 2, limit: 20, lease: .seconds(60))
             #expect(Set(takeover.map(\.target.deliveryID)) == Set(first.map(\.target.deliveryID)))
             #expect(Set(takeover.map(\.target.apnsID)) == Set(first.map(\.target.apnsID)))
-            // Run 1, back, can neither renew nor record over run 2.
-            #expect(try await store.renewLeases(run: 1, lease: .seconds(60)) == 0)
+            // Run 1, back, holds nothing after renewing, and cannot record over run 2.
+            #expect(try await store.renewLeases(run: 1, lease: .seconds(60)))
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE claimed_by = 1 AND status = 'in_flight'", as: Int64.self) == 0)
             let late = first.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .failed, error: "late") }
             #expect(try await store.record(late, run: 1) == 0)
             #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
@@ -130,7 +131,7 @@ struct LeaseTests {
             // Run 1 went silent a while ago; run 2 is alive.
             try await client.exec("""
                 UPDATE runs SET heartbeat_at = now() - interval '5 minutes' WHERE id = 1;
-                UPDATE deliveries SET lease_expires_at = now() - interval '4 minutes' WHERE claimed_by = 1;
+                UPDATE runs SET lease_expires_at = now() - interval '4 minutes' WHERE id = 1;
                 INSERT INTO runs (id, host, pid) VALUES (3, 'c', 3);
                 """)
             let recovered = try await store.recoverAbandoned(currentRun: 3, deadRuns: [], lease: .seconds(60))
