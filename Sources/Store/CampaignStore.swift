@@ -461,9 +461,10 @@ public struct CampaignStore: Sendable {
             WITH capped AS (
                 SELECT d.user_id FROM deliveries d, settings st
                 WHERE $3 AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
+                  -- The campaigns that may have sent within the window (not
+                  -- those that ended before it): the ledger partitions to read.
                   AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
-                                                 WHERE rc.started_at IS NOT NULL
-                                                   AND coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
+                                                 WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
                 GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
             ), ins AS (
                 INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
