@@ -63,32 +63,42 @@ public struct ReplyIntake: Sendable {
 
     /// Checks and stores a JSON-lines file, `batch` lines at a time: each
     /// batch's good lines go through `COPY` into a staging table and one
-    /// set-based merge, committed before the next batch is stored, while the
-    /// following batch is being read and checked. Memory stays flat whatever
-    /// the file's size (two batches at most). Blank lines are ignored.
-    public func ingest(file path: String, batch: Int = 5000) async throws -> IngestReport {
+    /// set-based merge, in a transaction of its own, while the next batches
+    /// are read and checked and up to `writers` batches are stored at once
+    /// (on as many connections). A batch that shares a `reply_id` with one
+    /// still being stored waits for it, so the first line of a reply is the
+    /// one stored, as if the file were read in one go. Memory stays flat
+    /// whatever the file's size (`writers` + 1 batches at most). Blank lines
+    /// are ignored.
+    public func ingest(file path: String, batch: Int = 5000, writers: Int = 2) async throws -> IngestReport {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError.configuration("cannot read \(path)")
         }
         defer { try? handle.close() }
         var reader = LineReader(handle: handle)
         var report = IngestReport()
-        try await withThrowingTaskGroup(of: Written.self) { group in
-            var writing = false
+        let writers = max(1, writers)
+        try await withThrowingTaskGroup(of: (Int, Written).self) { group in
+            // The reply ids of the batches being stored, by batch number.
+            var storing: [Int: Set<UUID>] = [:]
+            var number = 0
             while true {
                 let lines = try reader.next(max(1, batch))
                 if lines.isEmpty { break }
                 let accepted = try await check(lines, into: &report)
-                // One batch is written at a time, in the file's order.
-                if writing, let done = try await group.next() {
-                    report.add(done)
-                    writing = false
-                }
                 guard !accepted.isEmpty else { continue }
-                group.addTask { try await self.write(accepted) }
-                writing = true
+                let ids = Set(accepted.map(\.reply.replyID))
+                while storing.count >= writers || storing.values.contains(where: { !$0.isDisjoint(with: ids) }),
+                      case let (done, written)? = try await group.next() {
+                    storing[done] = nil
+                    report.add(written)
+                }
+                number += 1
+                storing[number] = ids
+                let this = number
+                group.addTask { (this, try await self.write(accepted)) }
             }
-            while let done = try await group.next() { report.add(done) }
+            while case let (_, written)? = try await group.next() { report.add(written) }
         }
         return report
     }

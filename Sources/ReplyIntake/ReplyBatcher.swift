@@ -20,7 +20,7 @@ public struct ReplyBatching: Sendable, Hashable {
     /// with `Retry-After` instead of queueing without end.
     public var maxQueued: Int
 
-    public init(maxBatch: Int = 500, maxConcurrentBatches: Int = 2, maxQueued: Int = 10_000) {
+    public init(maxBatch: Int = 500, maxConcurrentBatches: Int = 4, maxQueued: Int = 10_000) {
         self.maxBatch = max(1, maxBatch)
         self.maxConcurrentBatches = max(1, maxConcurrentBatches)
         self.maxQueued = max(1, maxQueued)

@@ -155,7 +155,13 @@ public struct ReplyStore: Sendable {
             do {
                 value = try await body(conn)
             } catch {
-                _ = try? await conn.query("ROLLBACK", logger: logger)
+                // A connection that cannot even roll back (lost, cancelled)
+                // must not go back to the pool inside a transaction.
+                do {
+                    try await conn.query("ROLLBACK", logger: logger)
+                } catch {
+                    try? await conn.close()
+                }
                 throw error
             }
             try await conn.query("COMMIT", logger: logger)

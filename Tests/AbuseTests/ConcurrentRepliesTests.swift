@@ -40,9 +40,11 @@ struct ConcurrentRepliesTests {
         try await withIntakeDatabase { intake, db, _ in
             let bodies = (0..<240).map(Self.body)
             try await withServer(intake, limits: unlimited) { port in
-                #expect(try await Self.postAll(port, bodies) == Array(repeating: 202, count: bodies.count))
+                let first = try await Self.postAll(port, bodies)
+                #expect(first == Array(repeating: 202, count: bodies.count))
                 // Every app retries: nothing is stored twice.
-                #expect(try await Self.postAll(port, bodies) == Array(repeating: 200, count: bodies.count))
+                let again = try await Self.postAll(port, bodies)
+                #expect(again == Array(repeating: 200, count: bodies.count))
             }
             #expect(try await db.scalar("SELECT count(*) FROM replies", as: Int64.self) == Int64(bodies.count))
             #expect(try await db.scalar("SELECT count(DISTINCT text) FROM replies", as: Int64.self) == Int64(bodies.count / 3))

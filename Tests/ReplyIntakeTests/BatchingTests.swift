@@ -96,22 +96,23 @@ struct BatchingTests {
             #expect(try await intake.submit(Array(IntakeTests.reply(delivery: 1, action: "love_it", replyID: storedBefore).utf8)) == .success(.stored))
 
             let twice = UUID()
-            var cases: [(body: String, expected: String)] = []
+            var list: [(body: String, expected: String)] = []
             for i in 0..<20 {
-                cases.append((IntakeTests.reply(delivery: Int64(1 + i % 3), action: i % 3 == 1 ? "comment" : "dont_care",
+                list.append((IntakeTests.reply(delivery: Int64(1 + i % 3), action: i % 3 == 1 ? "comment" : "dont_care",
                                                 text: i % 3 == 1 ? "tab\there, back\\slash, new\nline \(i)" : nil), "stored"))
             }
             if withARefusal {
-                cases.append((IntakeTests.reply(delivery: 2, action: "comment", text: "bad"), "reply_refused"))
+                list.append((IntakeTests.reply(delivery: 2, action: "comment", text: "bad"), "reply_refused"))
             }
-            cases.append((IntakeTests.reply(delivery: 999, action: "love_it"), "unknown_delivery"))
-            cases.append((IntakeTests.reply(delivery: 1, action: "reserve"), "action_not_allowed"))
-            cases.append((IntakeTests.reply(delivery: 1, action: "love_it", text: "no text here"), "text_not_allowed"))
-            cases.append((IntakeTests.reply(delivery: 1, action: "love_it", replyID: storedBefore), "duplicate"))
-            cases.append((IntakeTests.reply(delivery: 3, action: "love_it", replyID: twice), "stored"))
-            cases.append((IntakeTests.reply(delivery: 3, action: "love_it", replyID: twice), "duplicate"))
-            cases.append((IntakeTests.reply(delivery: 2, action: "comment", text: "after the refused one"), "stored"))
+            list.append((IntakeTests.reply(delivery: 999, action: "love_it"), "unknown_delivery"))
+            list.append((IntakeTests.reply(delivery: 1, action: "reserve"), "action_not_allowed"))
+            list.append((IntakeTests.reply(delivery: 1, action: "love_it", text: "no text here"), "text_not_allowed"))
+            list.append((IntakeTests.reply(delivery: 1, action: "love_it", replyID: storedBefore), "duplicate"))
+            list.append((IntakeTests.reply(delivery: 3, action: "love_it", replyID: twice), "stored"))
+            list.append((IntakeTests.reply(delivery: 3, action: "love_it", replyID: twice), "duplicate"))
+            list.append((IntakeTests.reply(delivery: 2, action: "comment", text: "after the refused one"), "stored"))
 
+            let cases = list
             // A first reply takes the only batch slot and waits for the lock;
             // every other one queues behind it and they form one batch.
             let answers = try await Self.lockingReplies(db) { release in
@@ -167,7 +168,7 @@ struct BatchingTests {
                 case 1777: line = IntakeTests.reply(delivery: 2, action: "comment", text: "bad"); expectedBad[i] = "reply_refused"
                 case 2000: line = "   "
                 default:
-                    line = i % 2 == 0 ? IntakeTests.reply(delivery: 2, action: "comment", text: texts[i % texts.count])
+                    line = i % 2 == 0 ? IntakeTests.reply(delivery: 2, action: "comment", text: texts[(i / 2) % texts.count])
                                       : IntakeTests.reply(delivery: Int64(i % 4 == 1 ? 1 : 3), action: "dont_care")
                 }
                 lines.append(line)
