@@ -152,7 +152,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Load generator for the APNs transport (scripts/bench).
+        // Load generator for the APNs transport (scripts/bench), and the reply
+        // bodies of the intake's benchmark (scripts/bench-replies).
         .executableTarget(
             name: "HeraldBench",
             dependencies: [

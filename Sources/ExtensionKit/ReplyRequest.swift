@@ -92,6 +92,14 @@ public struct ReplyBody: Codable, Sendable, Hashable {
     }
 }
 
+extension ReplyBody {
+    /// `occurred_at` as the decoder reads it: an RFC 3339 timestamp (`Z` or
+    /// an offset; a fraction is dropped). nil: not one.
+    public static func timestamp(_ text: String) -> Date? {
+        UTCTimestamp.parse(text)
+    }
+}
+
 /// An HTTP request as plain values: the extension turns it into a `URLRequest`
 /// (``urlRequest`` on Apple platforms), tests read it directly.
 public struct ReplyHTTPRequest: Sendable {

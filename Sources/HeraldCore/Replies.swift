@@ -125,22 +125,34 @@ public enum ReplyRules {
                 throw .malformed("\"\(key)\" is not valid")
             }
         }
-        // The fields' own formats (RFC 3339 time, UUID) are ExtensionKit's
-        // reading, on bytes already proven strict above.
-        do {
-            return try JSONDecoder().decode(ReplyBody.self, from: Data(bytes))
-        } catch let DecodingError.dataCorrupted(context) {
-            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
-            throw .malformed(field.isEmpty ? "the body is not a JSON object" : "\"\(field)\" is not valid: \(context.debugDescription)")
-        } catch {
+        // The fields' own formats (RFC 3339 time, UUID) are read as
+        // ExtensionKit's `ReplyBody` decoder reads them, straight from the
+        // values proven strict above (no second parse of the bytes).
+        guard case .int(let delivery)? = members["delivery"],
+              case .string(let token)? = members["token"],
+              case .string(let action)? = members["action"],
+              case .string(let occurred)? = members["occurred_at"],
+              case .string(let id)? = members["reply_id"]
+        else {
             throw .malformed("the body does not match the reply contract")
         }
+        guard let occurredAt = ReplyBody.timestamp(occurred) else {
+            throw .malformed("\"occurred_at\" is not valid: expected an RFC 3339 timestamp such as 2026-11-20T10:00:00Z")
+        }
+        guard let replyID = UUID(uuidString: id) else {
+            throw .malformed("\"reply_id\" is not valid: expected a UUID")
+        }
+        return ReplyBody(delivery: delivery, token: token, action: action, text: members["text"]?.stringValue,
+                         occurredAt: occurredAt, replyID: replyID)
     }
 
     /// Control characters (Unicode general category Cc, plus the line and
     /// paragraph separators): never part of an identifier.
+    /// Cc is exactly U+0000–U+001F and U+007F–U+009F (Unicode keeps the
+    /// category stable), so the test needs no property lookup.
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.generalCategory == .control || scalar == "\u{2028}" || scalar == "\u{2029}"
+        let v = scalar.value
+        return v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029
     }
 
     /// The token check, before anything is looked up (constant time).

@@ -229,7 +229,19 @@ public enum StrictJSON {
 
         mutating func string() throws(Error) -> String {
             index += 1  // the opening quote
+            // Most strings are plain ASCII without escapes: taken whole.
+            let start = index
+            while index < bytes.count {
+                let b = bytes[index]
+                guard b >= 0x20, b < 0x80, b != UInt8(ascii: "\""), b != UInt8(ascii: "\\") else { break }
+                index += 1
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                index += 1
+                return String(decoding: bytes[start..<index - 1], as: UTF8.self)
+            }
             var scalars = String.UnicodeScalarView()
+            for b in bytes[start..<index] { scalars.append(Unicode.Scalar(b)) }
             while true {
                 guard index < bytes.count else { throw fail("the JSON text ends inside a string") }
                 let b = bytes[index]
