@@ -168,7 +168,7 @@ extension CampaignRun {
                 guard !pending.isEmpty else { return }
                 let batch = pending
                 pending.removeAll(keepingCapacity: true)
-                try await db("record outcomes") { try await store.record(batch, run: runID) }
+                try await db("record outcomes") { try await store.record(batch, run: runID, campaign: campaign.id) }
                 lastFlush = clock.now
                 progress.update(done: summary.sent + summary.invalid + summary.failed + summary.skipped,
                                 now: lastFlush, logger: logger)

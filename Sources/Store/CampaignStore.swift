@@ -323,6 +323,7 @@ public struct CampaignStore: Sendable {
         let c = due.campaign
         let query = try Self.snapshotQuery(due)
         let logger = self.logger
+        try await ensurePartition(campaign: c.id)
         return try await client.withTransaction(logger: logger) { conn in
             let statusRows = try await conn.query(
                 "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
@@ -340,6 +341,19 @@ public struct CampaignStore: Sendable {
             }
             return result
         }
+    }
+
+    /// Gives the campaign a partition of the ledger of its own, when it has
+    /// none yet (Sql/0010, `herald_delivery_partition`), in a transaction of
+    /// its own: the partition is made with locks a run must not hold while
+    /// it writes. Returns false when the locks were busy and the campaign's
+    /// rows go to the DEFAULT partition instead (correct, slower to prune).
+    /// Throws for a campaign whose ledger was pruned.
+    @discardableResult
+    public func ensurePartition(campaign: Int64) async throws -> Bool {
+        let rows = try await client.query("SELECT herald_delivery_partition(\(campaign))", logger: logger)
+        for try await made in rows.decode(Bool.self) { return made }
+        return false
     }
 
     /// What `snapshot` would write for the campaign now, whatever its status
@@ -473,7 +487,7 @@ public struct CampaignStore: Sendable {
                     apns_id = coalesce(d.apns_id, gen_random_uuid()),
                     updated_at = now()
                 FROM picked, devices dv, users u
-                WHERE d.id = picked.id AND dv.id = d.device_id AND u.id = d.user_id
+                WHERE d.campaign_id = \(campaign) AND d.id = picked.id AND dv.id = d.device_id AND u.id = d.user_id
                 RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status
             )
             SELECT id, device_id, token, environment, locale, public_key, key_id, apns_id
@@ -512,8 +526,13 @@ public struct CampaignStore: Sendable {
     /// lease was not taken over). A delivery given back (`queued`, `retry`)
     /// of a campaign cancelled meanwhile is cancelled. Returns how many
     /// outcomes were written.
+    ///
+    /// The outcomes are of deliveries of `campaign` (nil: config refresh
+    /// pushes), which lets the statement read that campaign's partition of
+    /// the ledger only (Sql/0010); an outcome of another campaign is not
+    /// written.
     @discardableResult
-    public func record(_ outcomes: [DeliveryOutcome], run: Int64) async throws -> Int {
+    public func record(_ outcomes: [DeliveryOutcome], run: Int64, campaign: Int64?) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         let ids = outcomes.map(\.deliveryID)
         let statuses = outcomes.map(\.status.rawValue)
@@ -543,7 +562,8 @@ public struct CampaignStore: Sendable {
                     lease_expires_at = NULL,
                     updated_at = now()
                 FROM o
-                WHERE d.id = o.id AND d.claimed_by = \(run) AND d.status = 'in_flight'
+                WHERE \(unescaped: campaign.map { "d.campaign_id = \($0)" } ?? "d.campaign_id IS NULL")
+                  AND d.id = o.id AND d.claimed_by = \(run) AND d.status = 'in_flight'
                 RETURNING d.id
             )
             SELECT count(*)::bigint FROM w

@@ -106,7 +106,7 @@ public struct ConfigRefreshStore: Sendable {
                   AND NOT EXISTS (SELECT 1 FROM config_documents cd
                                   WHERE cd.etag = dv.config_etag AND cd.categories ->> $2 = m.hash)
                   AND (\(segment.sql))
-                ON CONFLICT (device_id, config_etag) WHERE kind = 'config_refresh' DO NOTHING
+                ON CONFLICT (campaign_id, device_id, config_etag) WHERE kind = 'config_refresh' DO NOTHING
                 RETURNING 1
             )
             SELECT count(*)::bigint FROM ins
@@ -125,7 +125,7 @@ public struct ConfigRefreshStore: Sendable {
         let rows = try await client.query("""
             WITH picked AS (
                 SELECT d.id FROM deliveries d
-                WHERE d.kind = 'config_refresh'
+                WHERE d.campaign_id IS NULL AND d.kind = 'config_refresh'
                   AND ((d.status = 'queued' AND d.not_before <= now())
                        OR (d.status = 'in_flight' AND d.lease_expires_at < now()))
                 ORDER BY d.id LIMIT \(limit)
@@ -141,7 +141,7 @@ public struct ConfigRefreshStore: Sendable {
                     apns_id = coalesce(d.apns_id, gen_random_uuid()),
                     updated_at = now()
                 FROM picked, devices dv
-                WHERE d.id = picked.id AND dv.id = d.device_id
+                WHERE d.campaign_id IS NULL AND d.id = picked.id AND dv.id = d.device_id
                 RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by
             )
             SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id,

@@ -35,6 +35,7 @@ extension CampaignStore {
         case .device(let t): (token, user) = (t, nil)
         case .user(let u): (token, user) = (nil, u)
         }
+        try await ensurePartition(campaign: campaign)
         let rows = try await client.query("""
             WITH ins AS (
                 INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before)
