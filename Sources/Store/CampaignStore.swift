@@ -323,7 +323,16 @@ public struct CampaignStore: Sendable {
         let c = due.campaign
         let query = try Self.snapshotQuery(due)
         let logger = self.logger
-        try await ensurePartition(campaign: c.id)
+        // Its partition first, in a transaction of its own (only for a
+        // campaign still to snapshot: one resumed after a prune has none).
+        for try await pending in try await client.query("""
+            SELECT snapshot_at IS NULL AND status IN ('scheduled', 'running') FROM campaigns WHERE id = \(c.id)
+            """, logger: logger).decode(Bool.self) where pending {
+            if try await !ensurePartition(campaign: c.id) {
+                logger.warning("the campaign's ledger partition could not be made now (a lock was busy); its deliveries go to deliveries_default",
+                               metadata: ["campaign": "\(c.id)"])
+            }
+        }
         return try await client.withTransaction(logger: logger) { conn in
             let statusRows = try await conn.query(
                 "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
