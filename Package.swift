@@ -148,11 +148,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Load generator for the APNs transport (scripts/bench).
+        // Load generator for the APNs transport (scripts/bench), and the reply
+        // bodies of the intake's benchmark (scripts/bench-replies).
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "APNs", "APNsSimulator",
+                "APNs", "APNsSimulator", "HeraldCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -95,7 +95,6 @@ public struct PruneStore: Sendable {
     /// the columns of `deliveries`), complete before the drop commits.
     public func prune(_ candidate: PruneCandidate, exportDirectory: URL?) async throws -> PruneOutcome? {
         let id = candidate.campaignID
-        let logger = self.logger
         let timeoutMS = Int(lockTimeout.components.seconds * 1000) + Int(lockTimeout.components.attoseconds / 1_000_000_000_000_000)
         do {
             return try await prune(id, candidate: candidate, exportDirectory: exportDirectory, timeoutMS: timeoutMS)

@@ -43,18 +43,19 @@ struct PruneCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = makeLogger()
-        var busy = false
+        let busy: Bool
         do {
             let age = try PruneAge.parse(olderThan)
             let config = try HeraldConfiguration()
             let exportDirectory = export.map { URL(fileURLWithPath: $0, isDirectory: true) }
-            try await withPostgres(config.database, logger: logger) { client in
+            busy = try await withPostgres(config.database, logger: logger) { client in
                 let store = PruneStore(client: client, logger: logger)
                 let candidates = try await store.candidates(olderThan: age)
                 if candidates.isEmpty {
                     print("prune: no finished campaign older than \(olderThan) has a ledger left to prune")
-                    return
+                    return false
                 }
+                var busy = false
                 var total: Int64 = 0
                 var pruned = 0
                 for c in candidates {
@@ -83,6 +84,7 @@ struct PruneCommand: AsyncParsableCommand {
                 } else {
                     print("prune: \(pruned) campaigns pruned, \(total) deliveries dropped; their figures and replies stay for analysts")
                 }
+                return busy
             }
         } catch {
             throw readable(error)

@@ -1,0 +1,189 @@
+import ExtensionKit
+import Foundation
+import HeraldCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Store
+
+/// How concurrent replies are gathered into batches (group commit).
+public struct ReplyBatching: Sendable, Hashable {
+    /// Replies checked and stored together at most: one lookup of their
+    /// deliveries, one INSERT, one commit.
+    public var maxBatch: Int
+    /// Batches in progress at once, each on one database connection at a
+    /// time. While they are busy, new replies queue up and form the next
+    /// batch: there is no timer, a batch is whatever arrived meanwhile, so a
+    /// lone reply is stored at once and a busy server stores many per commit.
+    public var maxConcurrentBatches: Int
+    /// Replies waiting for a batch at most; past it a reply is answered 503
+    /// with `Retry-After` instead of queueing without end.
+    public var maxQueued: Int
+
+    public init(maxBatch: Int = 500, maxConcurrentBatches: Int = 2, maxQueued: Int = 10_000) {
+        self.maxBatch = max(1, maxBatch)
+        self.maxConcurrentBatches = max(1, maxConcurrentBatches)
+        self.maxQueued = max(1, maxQueued)
+    }
+}
+
+/// Stores the replies of concurrent requests together: each waits for the
+/// batch it joined and gets its own answer (stored, already stored, or its
+/// own refusal), never before the batch's transaction has committed. A
+/// database fault fails the batch's requests with that fault (503 for the
+/// client to retry with the same `reply_id`), never as a refusal.
+///
+/// Nothing runs without a request waiting for it: the batches are processed
+/// by tasks started when replies are queued, which end when the queue is
+/// empty. A server shutting down gracefully waits for its open requests, so
+/// it drains the batcher before the database client stops.
+final class ReplyBatcher: Sendable {
+    typealias Answer = Result<ReplyIntake.Stored, ReplyError>
+
+    struct Item: Sendable {
+        let body: ReplyBody
+        let source: String
+        let continuation: CheckedContinuation<Answer, any Error>
+    }
+
+    private struct State {
+        var queue = CircularBuffer<Item>()
+        var running = 0
+    }
+
+    let store: ReplyStore
+    let logger: Logger
+    let batching: ReplyBatching
+    private let state = NIOLockedValueBox(State())
+
+    init(store: ReplyStore, logger: Logger, batching: ReplyBatching) {
+        self.store = store
+        self.logger = logger
+        self.batching = batching
+    }
+
+    /// Queues a reply whose token checked out; returns its answer once its
+    /// batch is done.
+    func submit(_ body: ReplyBody, source: String) async throws -> Answer {
+        try await withCheckedThrowingContinuation { continuation in
+            enum Next { case queued, start, full }
+            let next = state.withLockedValue { s -> Next in
+                guard s.queue.count < batching.maxQueued else { return .full }
+                s.queue.append(Item(body: body, source: source, continuation: continuation))
+                guard s.running < batching.maxConcurrentBatches else { return .queued }
+                s.running += 1
+                return .start
+            }
+            switch next {
+            case .queued: break
+            case .start: Task { await self.drain() }
+            case .full: continuation.resume(throwing: IntakeError.busy)
+            }
+        }
+    }
+
+    /// Takes batches off the queue until it is empty.
+    private func drain() async {
+        while true {
+            let batch = state.withLockedValue { s -> [Item] in
+                guard !s.queue.isEmpty else {
+                    s.running -= 1
+                    return []
+                }
+                let n = min(s.queue.count, batching.maxBatch)
+                var taken: [Item] = []
+                taken.reserveCapacity(n)
+                for _ in 0..<n { taken.append(s.queue.removeFirst()) }
+                return taken
+            }
+            if batch.isEmpty { return }
+            await process(batch)
+        }
+    }
+
+    /// Checks a batch against its deliveries and stores what passes, with
+    /// the same checks in the same order as one reply alone.
+    private func process(_ batch: [Item]) async {
+        let targets: [Int64: ReplyTarget]
+        let actions: [String: [CategoryAction]]
+        do {
+            async let lookedUp = store.targets(Array(Set(batch.map(\.body.delivery))))
+            async let catalogue = store.categoryActions()
+            (targets, actions) = try await (lookedUp, catalogue)
+        } catch {
+            for item in batch { item.continuation.resume(throwing: error) }
+            return
+        }
+        var accepted: [(item: Item, reply: AcceptedReply)] = []
+        accepted.reserveCapacity(batch.count)
+        for item in batch {
+            let body = item.body
+            let target = targets[body.delivery]
+            do throws(ReplyError) {
+                try ReplyRules.check(body, target: target, actions: target?.categoryID.flatMap { actions[$0] } ?? [])
+            } catch {
+                item.continuation.resume(returning: .failure(error))
+                continue
+            }
+            guard let target else {
+                item.continuation.resume(returning: .failure(.unknownDelivery))
+                continue
+            }
+            accepted.append((item, AcceptedReply(replyID: body.replyID, target: target, action: body.action,
+                                                 text: body.text, occurredAt: body.occurredAt)))
+        }
+        // One statement per source (in practice one: "api").
+        var sources: [String] = []
+        var bySource: [String: [(item: Item, reply: AcceptedReply)]] = [:]
+        for entry in accepted {
+            if bySource[entry.item.source] == nil { sources.append(entry.item.source) }
+            bySource[entry.item.source, default: []].append(entry)
+        }
+        for source in sources {
+            await storeBatch(bySource[source] ?? [], source: source)
+        }
+    }
+
+    /// One INSERT for the batch. Of two replies with the same `reply_id`,
+    /// the first is stored and the second answered as a duplicate, as if
+    /// they had come one after the other. If the database refuses the
+    /// statement for one reply's data, each reply is stored on its own so
+    /// that only that one is refused.
+    private func storeBatch(_ accepted: [(item: Item, reply: AcceptedReply)], source: String) async {
+        guard !accepted.isEmpty else { return }
+        var seen = Set<UUID>()
+        let firsts = accepted.map(\.reply).filter { seen.insert($0.replyID).inserted }
+        do {
+            let stored = try await store.insert(firsts, source: source)
+            var answered = Set<UUID>()
+            for (item, reply) in accepted {
+                let first = answered.insert(reply.replyID).inserted
+                if first, stored.contains(reply.replyID) {
+                    logger.debug("reply stored", metadata: ["delivery": "\(reply.target.deliveryID)", "campaign": "\(reply.target.campaignID)"])
+                    item.continuation.resume(returning: .success(.stored))
+                } else {
+                    item.continuation.resume(returning: .success(.duplicate))
+                }
+            }
+        } catch where ReplyIntake.isRefusal(error) {
+            var fault: (any Error)?
+            for (item, reply) in accepted {
+                if let fault {
+                    item.continuation.resume(throwing: fault)
+                    continue
+                }
+                do {
+                    let stored = try await store.insert([reply], source: source)
+                    item.continuation.resume(returning: .success(stored.isEmpty ? .duplicate : .stored))
+                } catch where ReplyIntake.isRefusal(error) {
+                    item.continuation.resume(returning: .failure(ReplyIntake.refusal(error)))
+                } catch {
+                    fault = error
+                    item.continuation.resume(throwing: error)
+                }
+            }
+        } catch {
+            for (item, _) in accepted { item.continuation.resume(throwing: error) }
+        }
+    }
+}
