@@ -162,8 +162,12 @@ BEGIN
         EXECUTE format('CREATE TABLE %I (LIKE deliveries INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)', part);
         EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (campaign_id IS NOT NULL AND campaign_id = %s)',
                        part, part || '_campaign', campaign);
+        -- The rows move (their replies with them: the trigger that keeps a
+        -- row with replies from being deleted is off for this transaction).
+        ALTER TABLE deliveries_default DISABLE TRIGGER deliveries_keep_replies;
         EXECUTE format('WITH moved AS (DELETE FROM deliveries_default WHERE campaign_id = %s RETURNING *) INSERT INTO %I SELECT * FROM moved',
                        campaign, part);
+        ALTER TABLE deliveries_default ENABLE TRIGGER deliveries_keep_replies;
         EXECUTE format('ALTER TABLE deliveries ATTACH PARTITION %I FOR VALUES IN (%s)', part, campaign);
         RETURN true;
     EXCEPTION WHEN lock_not_available THEN
@@ -194,6 +198,25 @@ BEGIN
 END $$;
 CREATE TRIGGER replies_delivery BEFORE INSERT OR UPDATE OF delivery_id, campaign_id ON replies
     FOR EACH ROW EXECUTE FUNCTION herald_reply_delivery();
+
+-- …and a ledger row with replies is not deleted, as the foreign key had it
+-- (0006): checked when the statement ends, so an erasure (deleting a user or
+-- a device, which removes their deliveries and replies) still goes through,
+-- and so does a row moved between partitions. A prune drops partitions,
+-- which deletes no row.
+CREATE FUNCTION herald_delivery_keeps_replies() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM replies r WHERE r.delivery_id = OLD.id AND r.campaign_id = OLD.campaign_id)
+       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = OLD.id AND d.campaign_id = OLD.campaign_id) THEN
+        RAISE EXCEPTION 'delivery % has replies and cannot be deleted', OLD.id
+            USING ERRCODE = 'foreign_key_violation',
+                  HINT = 'Archive its campaign instead; herald prune retires old ledgers and keeps their replies.';
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER deliveries_keep_replies AFTER DELETE ON deliveries
+    FOR EACH ROW EXECUTE FUNCTION herald_delivery_keeps_replies();
 
 -- What `herald prune` leaves of a campaign's ledger: the campaign, when and
 -- where it went; its campaign deliveries counted by status and reason (what

@@ -16,6 +16,16 @@ public struct PruneCandidate: Sendable, Hashable {
     public var partition: String?
 }
 
+/// What `PruneStore.prune` did with one campaign.
+public enum PruneResult: Sendable, Hashable {
+    case pruned(PruneOutcome)
+    /// Left alone: it is no longer finished, or was pruned meanwhile.
+    case left(reason: String)
+    /// A lock it needed was busy for longer than the lock timeout (a run
+    /// or a long query held it); nothing was written. Try again later.
+    case busy
+}
+
 /// What pruning one campaign did.
 public struct PruneOutcome: Sendable, Hashable {
     public var candidate: PruneCandidate
@@ -89,22 +99,24 @@ public struct PruneStore: Sendable {
     }
 
     /// Prunes one campaign found by `candidates`, checking again under lock
-    /// that it still may go (a campaign resumed meanwhile is left alone:
-    /// returns nil). With `exportDirectory`, its ledger rows are first
-    /// written there, one JSON object a line (`deliveries_c<ID>.jsonl`,
-    /// the columns of `deliveries`), complete before the drop commits.
-    public func prune(_ candidate: PruneCandidate, exportDirectory: URL?) async throws -> PruneOutcome? {
-        let id = candidate.campaignID
+    /// that it still may go (a campaign resumed meanwhile is left alone).
+    /// With `exportDirectory`, its ledger rows are first written there, one
+    /// JSON object a line (`deliveries_c<ID>.jsonl`, the columns of
+    /// `deliveries`), complete before the drop commits.
+    public func prune(_ candidate: PruneCandidate, exportDirectory: URL?) async throws -> PruneResult {
         let timeoutMS = Int(lockTimeout.components.seconds * 1000) + Int(lockTimeout.components.attoseconds / 1_000_000_000_000_000)
         do {
-            return try await prune(id, candidate: candidate, exportDirectory: exportDirectory, timeoutMS: timeoutMS)
+            return try await prune(candidate, exportDirectory: exportDirectory, timeoutMS: timeoutMS)
         } catch let e as PostgresTransactionError {
-            // The statement's own error (a lock timeout, 55P03, says "try again later").
-            throw e.closureError ?? e.commitError ?? e.beginError ?? e
+            // The statement's own error: a lock timeout (55P03) means "later".
+            let cause = e.closureError ?? e.commitError ?? e.beginError ?? e
+            if StoreError.sqlState(of: cause) == "55P03" { return .busy }
+            throw cause
         }
     }
 
-    private func prune(_ id: Int64, candidate: PruneCandidate, exportDirectory: URL?, timeoutMS: Int) async throws -> PruneOutcome? {
+    private func prune(_ candidate: PruneCandidate, exportDirectory: URL?, timeoutMS: Int) async throws -> PruneResult {
+        let id = candidate.campaignID
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { conn in
             try await conn.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(max(timeoutMS, 1))"), logger: logger)
@@ -114,18 +126,35 @@ public struct PruneStore: Sendable {
                 "SELECT status FROM campaigns WHERE id = \(id) FOR UPDATE", logger: logger).decode(String.self) {
                 status = s
             }
-            guard let status, ["completed", "cancelled", "failed", "archived"].contains(status) else { return nil }
-            // Its partition, if it has one, read only from here on.
-            let partition = try await Self.partition(of: id, conn: conn, logger: logger)
-            if let partition {
-                try await conn.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(Self.quoted(partition)) IN SHARE MODE"), logger: logger)
+            guard let status, ["completed", "cancelled", "failed", "archived"].contains(status) else {
+                return .left(reason: "it is \(status ?? "gone") now, not finished")
             }
-            for try await (pruned, pending) in try await conn.query("""
+            var state = (pruned: false, pending: false, inDefault: false)
+            for try await row in try await conn.query("""
                 SELECT EXISTS (SELECT 1 FROM pruned_campaigns WHERE campaign_id = \(id)),
-                       EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(id) AND status IN ('queued', 'in_flight'))
-                """, logger: logger).decode((Bool, Bool).self) {
-                if pruned || pending { return nil }
+                       EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(id) AND status IN ('queued', 'in_flight')),
+                       EXISTS (SELECT 1 FROM deliveries_default WHERE campaign_id = \(id))
+                """, logger: logger).decode((Bool, Bool, Bool).self) {
+                state = row
             }
+            if state.pruned { return .left(reason: "it was pruned already") }
+            if state.pending { return .left(reason: "it has deliveries queued or in flight") }
+            // Rows written before it had a partition of their own move into
+            // one first, so that what goes is always one partition, dropped
+            // whole (and no row with replies is ever deleted).
+            if state.inDefault {
+                var made = false
+                for try await m in try await conn.query("SELECT herald_delivery_partition(\(id))", logger: logger).decode(Bool.self) {
+                    made = m
+                }
+                if !made { return .busy }
+            }
+            guard let partition = try await Self.partition(of: id, conn: conn, logger: logger) else {
+                return .left(reason: "it has no ledger partition")
+            }
+            let name = Self.quoted(partition)
+            // Read only from here on.
+            try await conn.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(name) IN SHARE MODE"), logger: logger)
             var exported: URL?
             if let exportDirectory {
                 exported = try await Self.export(campaign: id, to: exportDirectory, conn: conn, logger: logger)
@@ -147,14 +176,9 @@ public struct PruneStore: Sendable {
             try await conn.query("""
                 INSERT INTO pruned_test_deliveries SELECT * FROM deliveries WHERE campaign_id = \(id) AND kind = 'test'
                 """, logger: logger)
-            // Rows written before the campaign had a partition of its own.
-            try await conn.query("DELETE FROM deliveries_default WHERE campaign_id = \(id)", logger: logger)
-            if let partition {
-                let name = Self.quoted(partition)
-                try await conn.query(PostgresQuery(unsafeSQL: "ALTER TABLE deliveries DETACH PARTITION \(name)"), logger: logger)
-                try await conn.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
-            }
-            return PruneOutcome(candidate: candidate, deliveries: dropped, exportedTo: exported)
+            try await conn.query(PostgresQuery(unsafeSQL: "ALTER TABLE deliveries DETACH PARTITION \(name)"), logger: logger)
+            try await conn.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
+            return .pruned(PruneOutcome(candidate: candidate, deliveries: dropped, exportedTo: exported))
         }
     }
 

@@ -64,17 +64,16 @@ struct PruneCommand: AsyncParsableCommand {
                         print("would prune \(what): \(c.deliveries) deliveries (\(c.partition ?? "in deliveries_default"))")
                         continue
                     }
-                    do {
-                        guard let done = try await store.prune(c, exportDirectory: exportDirectory) else {
-                            print("left \(what): it is no longer finished")
-                            continue
-                        }
+                    switch try await store.prune(c, exportDirectory: exportDirectory) {
+                    case .pruned(let done):
                         pruned += 1
                         total += done.deliveries
-                        var line = "pruned \(what): \(done.deliveries) deliveries dropped (\(c.partition ?? "from deliveries_default"))"
+                        var line = "pruned \(what): \(done.deliveries) deliveries dropped (\(c.partition ?? "moved out of deliveries_default"))"
                         if let file = done.exportedTo { line += ", exported to \(file.path)" }
                         print(line)
-                    } catch where StoreError.sqlState(of: error) == "55P03" {
+                    case .left(let reason):
+                        print("left \(what): \(reason)")
+                    case .busy:
                         busy = true
                         print("left \(what): a lock on the ledger was busy; run herald prune again later")
                     }

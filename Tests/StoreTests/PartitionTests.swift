@@ -210,7 +210,10 @@ struct PartitionTests {
             defer { try? FileManager.default.removeItem(at: dir) }
             var dropped: [Int64: Int64] = [:]
             for c in candidates {
-                let done = try #require(try await prune.prune(c, exportDirectory: dir))
+                guard case .pruned(let done) = try await prune.prune(c, exportDirectory: dir) else {
+                    Issue.record("campaign \(c.campaignID) was not pruned")
+                    continue
+                }
                 dropped[c.campaignID] = done.deliveries
                 let file = try #require(done.exportedTo)
                 let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
@@ -239,7 +242,7 @@ struct PartitionTests {
 
             // A second prune finds nothing to do.
             #expect(try await prune.candidates(olderThan: .seconds(90 * 86400)).isEmpty)
-            #expect(try await prune.prune(candidates[0], exportDirectory: nil) == nil)
+            #expect(try await prune.prune(candidates[0], exportDirectory: nil) == .left(reason: "it was pruned already"))
             #expect(try await Self.analystViews(client) == views)
             // The running campaign goes on: its queued half is claimable.
             let run = try #require(try await client.scalar("INSERT INTO runs (host, pid) VALUES ('t', 1) RETURNING id", as: Int64.self))
