@@ -173,8 +173,18 @@ public struct PruneStore: Sendable {
                 WHERE campaign_id = \(id) AND kind = 'campaign'
                 GROUP BY status, last_error
                 """, logger: logger)
+            // The test sends, by the columns pruned_test_deliveries has (a
+            // column added to deliveries later is kept once added there too).
+            var columns = ""
+            for try await list in try await conn.query("""
+                SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+                WHERE attrelid = 'public.pruned_test_deliveries'::regclass AND attnum > 0 AND NOT attisdropped
+                """, logger: logger).decode(String.self) {
+                columns = list
+            }
             try await conn.query("""
-                INSERT INTO pruned_test_deliveries SELECT * FROM deliveries WHERE campaign_id = \(id) AND kind = 'test'
+                INSERT INTO pruned_test_deliveries (\(unescaped: columns)) SELECT \(unescaped: columns) FROM deliveries
+                WHERE campaign_id = \(id) AND kind = 'test'
                 """, logger: logger)
             try await conn.query(PostgresQuery(unsafeSQL: "ALTER TABLE deliveries DETACH PARTITION \(name)"), logger: logger)
             try await conn.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
