@@ -126,6 +126,32 @@ CREATE UNIQUE INDEX deliveries_config_refresh_once ON deliveries (campaign_id, d
     NULLS NOT DISTINCT WHERE kind = 'config_refresh';
 ANALYZE deliveries;
 
+-- Which campaign a delivery id belongs to, as ranges of ids: the reply
+-- intake knows only the delivery id (contract 4), and a lookup by id alone
+-- plans and probes every partition (measured: 0.19 ms unpartitioned, 31 ms
+-- over 200 partitions). Each statement that writes a campaign's ledger rows
+-- (the snapshot, a test send) records the range of ids it wrote; ranges of
+-- concurrent snapshots may overlap, which only adds a candidate. The intake
+-- reads the candidate campaigns here, then the ledger with those campaigns
+-- named, so that PostgreSQL plans one partition or two. Rows written
+-- otherwise (by hand) have no range and are found by the slow lookup.
+-- Kept after a prune: a pruned campaign's ids then lead to no partition.
+CREATE TABLE delivery_id_ranges (
+    campaign_id  bigint NOT NULL,
+    ids          int8range NOT NULL
+);
+CREATE INDEX delivery_id_ranges_ids ON delivery_id_ranges USING gist (ids);
+CREATE INDEX delivery_id_ranges_campaign ON delivery_id_ranges (campaign_id);
+-- The ledger as it is: one range per run of consecutive ids of a campaign.
+INSERT INTO delivery_id_ranges (campaign_id, ids)
+SELECT campaign_id, int8range(min(id), max(id), '[]')
+FROM (SELECT id, campaign_id, count(*) FILTER (WHERE campaign_id IS DISTINCT FROM prev) OVER (ORDER BY id) AS run
+      FROM (SELECT id, campaign_id, lag(campaign_id) OVER (ORDER BY id) AS prev FROM deliveries) x) y
+WHERE campaign_id IS NOT NULL
+GROUP BY campaign_id, run;
+GRANT SELECT, INSERT ON delivery_id_ranges TO herald_job;
+GRANT SELECT ON delivery_id_ranges TO herald_intake;
+
 -- A campaign's partition, made when its first run snapshots it (or a test
 -- send writes to it), in a transaction of its own: ATTACH PARTITION takes a
 -- SHARE UPDATE EXCLUSIVE lock on deliveries (runs keep claiming and

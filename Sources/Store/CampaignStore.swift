@@ -436,7 +436,11 @@ public struct CampaignStore: Sendable {
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND (\(segment.sql))
                 ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING
-                RETURNING status, not_before, last_error = 'frequency cap reached' AS capped
+                RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped
+            ), ids AS (
+                -- For the reply intake's lookup by delivery id (Sql/0010).
+                INSERT INTO delivery_id_ranges (campaign_id, ids)
+                SELECT $1, int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
             )
             SELECT count(*)::bigint,
                    count(*) FILTER (WHERE status = 'queued')::bigint,

@@ -45,6 +45,10 @@ extension CampaignStore {
                   AND (dv.token = \(token) OR u.external_id = \(user))
                 ORDER BY dv.id
                 RETURNING id, device_id, apns_id
+            ), ids AS (
+                -- For the reply intake's lookup by delivery id (Sql/0010).
+                INSERT INTO delivery_id_ranges (campaign_id, ids)
+                SELECT \(campaign), int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
             )
             SELECT ins.id, ins.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, ins.apns_id
             FROM ins JOIN devices dv ON dv.id = ins.device_id JOIN users u ON u.id = dv.user_id

@@ -175,6 +175,34 @@ struct PartitionTests {
         }
     }
 
+    @Test func theIntakeFindsDeliveriesThroughTheirIdRanges() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: 12) + ";\n"
+                + Fixtures.campaign(name: "A") + ";\n" + Fixtures.campaign(name: "B", kind: "feedback"))
+            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let a = try await Self.id(client, campaign: "A")
+            let b = try await Self.id(client, campaign: "B")
+            #expect(try await store.snapshot(try await store.loadCampaign(a), start: true).inserted == 12)
+            #expect(try await store.snapshot(try await store.loadCampaign(b), start: true).inserted == 12)
+            // Each snapshot wrote its campaign's partition and the range of ids it used.
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries_c\(a)", as: Int64.self) == 12)
+            #expect(try await Self.lines(client, """
+                SELECT campaign_id || ':' || (upper(ids) - lower(ids)) FROM delivery_id_ranges ORDER BY campaign_id
+                """) == ["\(a):12", "\(b):12"])
+            // A row written by hand has no range and is found all the same.
+            try await client.exec("""
+                INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status)
+                SELECT 'test', \(a), id, user_id, 'sent' FROM devices ORDER BY id LIMIT 1
+                """)
+            let all = try await Self.lines(client, "SELECT id || ':' || campaign_id FROM deliveries ORDER BY id")
+            let ids = all.compactMap { $0.split(separator: ":").first.flatMap { Int64($0) } }
+            let found = try await ReplyStore(client: client, logger: TestDatabase.logger).targets(ids + [999_999])
+            #expect(found.count == 25)
+            #expect(ids.map { "\($0):\(found[$0]?.campaignID ?? 0)" } == all)
+            #expect(found[ids[12]]?.categoryID == "feedback.v1")
+        }
+    }
+
     @Test func pruneDropsOldLedgersAndLeavesTheAnalystViewsAsTheyWere() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Self.history)
