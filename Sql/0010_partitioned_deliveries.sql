@@ -27,7 +27,11 @@
 -- * replies no longer reference deliveries by a foreign key (pruning must
 --   not delete them); a trigger refuses a reply whose delivery does not
 --   exist, and records the delivery's kind on the reply (delivery_kind),
---   which the analyst views use instead of joining the ledger.
+--   which the analyst views use instead of joining the ledger; and a
+--   trigger keeps a ledger row with replies from being deleted, as the
+--   foreign key did.
+-- * delivery_id_ranges says which campaign a delivery id belongs to, so
+--   that the reply intake (which knows only the id) reads one partition.
 -- * the config refresh rule "once per device and config version" is the
 --   unique index (campaign_id, device_id, config_etag) NULLS NOT DISTINCT.
 --

@@ -67,12 +67,13 @@ extension CampaignStore {
 
     /// Writes what became of one test delivery: `sent`, `invalid` (the
     /// device is then invalidated as a run would) or `failed`.
-    public func recordTestSend(_ outcome: DeliveryOutcome) async throws {
+    /// Names its campaign so that it reads that campaign's partition only.
+    public func recordTestSend(_ outcome: DeliveryOutcome, campaign: Int64) async throws {
         try await client.query("""
             UPDATE deliveries SET status = \(outcome.status.rawValue), last_error = \(outcome.error),
                 attempts = attempts + \(Int32(clamping: outcome.attempts)),
                 sent_at = CASE WHEN \(outcome.status.rawValue) = 'sent' THEN now() END, updated_at = now()
-            WHERE id = \(outcome.deliveryID) AND kind = 'test'
+            WHERE campaign_id = \(campaign) AND id = \(outcome.deliveryID) AND kind = 'test'
             """, logger: logger)
         if outcome.status == .invalid {
             let since = (outcome.invalidSince ?? Date()).timeIntervalSince1970
