@@ -89,6 +89,20 @@ BEGIN
         EXECUTE format('CREATE TABLE %I PARTITION OF deliveries FOR VALUES IN (%s)', 'deliveries_c' || c, c);
     END LOOP;
 END $$;
+-- Storage parameters (a fillfactor) are a partition's, not the parent's:
+-- each partition gets the old table's; a partition made later copies
+-- deliveries_default's.
+DO $$
+DECLARE
+    opts text := (SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = 'deliveries_unpartitioned'::regclass);
+    p regclass;
+BEGIN
+    IF opts IS NOT NULL THEN
+        FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'deliveries'::regclass LOOP
+            EXECUTE format('ALTER TABLE %s SET (%s)', p, opts);
+        END LOOP;
+    END IF;
+END $$;
 INSERT INTO deliveries SELECT * FROM deliveries_unpartitioned;
 
 -- The old table's indexes (but its primary key and the refresh rule, which
@@ -170,6 +184,7 @@ CREATE FUNCTION herald_delivery_partition(campaign bigint) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp SET lock_timeout = '5s' AS $$
 DECLARE
     part text := 'deliveries_c' || campaign;
+    opts text := (SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = 'public.deliveries_default'::regclass);
 BEGIN
     IF campaign IS NULL THEN
         RETURN false;
@@ -190,6 +205,10 @@ BEGIN
             RETURN true;
         END IF;
         EXECUTE format('CREATE TABLE %I (LIKE deliveries INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)', part);
+        -- The storage parameters (a fillfactor) the other partitions have.
+        IF opts IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %I SET (%s)', part, opts);
+        END IF;
         EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I CHECK (campaign_id IS NOT NULL AND campaign_id = %s)',
                        part, part || '_campaign', campaign);
         -- The rows move (their replies with them: the trigger that keeps a

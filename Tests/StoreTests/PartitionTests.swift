@@ -91,6 +91,8 @@ struct PartitionTests {
         try await TestDatabase.with(migrated: false) { client, _ in
             try await Migrator(directory: before).migrate(client: client, logger: TestDatabase.logger)
             try await client.exec(Self.history)
+            // A storage parameter of the old table (a fillfactor) becomes every partition's.
+            try await client.exec("ALTER TABLE deliveries SET (fillfactor = 70)")
             #expect(try await client.scalar("SELECT relkind::text FROM pg_class WHERE relname = 'deliveries'", as: String.self) == "r")
             let rows = try await Self.lines(client, "SELECT to_jsonb(d)::text FROM deliveries d ORDER BY id")
             let replies = try await Self.lines(client, "SELECT to_jsonb(r)::text FROM replies r ORDER BY id")
@@ -116,6 +118,13 @@ struct PartitionTests {
                 expected.append("deliveries_c\(c):\(name == "Old poster" || name == "Running" ? 32 : 30)")
             }
             #expect(partitions.sorted() == expected.sorted())
+            try await client.exec(Fixtures.campaign(name: "Later"))
+            _ = try await CampaignStore(client: client, logger: TestDatabase.logger)
+                .ensurePartition(campaign: try await Self.id(client, campaign: "Later"))
+            #expect(try await Self.lines(client, """
+                SELECT DISTINCT array_to_string(c.reloptions, ',') FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'deliveries'::regclass
+                """) == ["fillfactor=70"])
             // The replies to test sends are marked so; the sequence goes on.
             #expect(try await client.scalar("SELECT count(*) FROM replies WHERE delivery_kind = 'test'", as: Int64.self) == 4)
             let next = try await client.scalar("""
