@@ -74,8 +74,21 @@ ALTER TABLE deliveries ADD COLUMN refresh_open boolean;
 UPDATE deliveries SET refresh_open = true WHERE kind = 'config_refresh' AND status IN ('queued', 'in_flight');
 CREATE INDEX deliveries_refresh_open ON deliveries (id) WHERE refresh_open;
 
--- Room on each page for the next version of its rows.
-ALTER TABLE deliveries SET (fillfactor = 60);
+-- Room on each page for the next version of its rows: a storage parameter
+-- of every partition (0010; a partition made later copies
+-- deliveries_default's), or of the table when it is not partitioned.
+DO $$
+DECLARE
+    p regclass;
+BEGIN
+    IF (SELECT relkind FROM pg_class WHERE oid = 'deliveries'::regclass) = 'p' THEN
+        FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'deliveries'::regclass LOOP
+            EXECUTE format('ALTER TABLE %s SET (fillfactor = 60)', p);
+        END LOOP;
+    ELSE
+        ALTER TABLE deliveries SET (fillfactor = 60);
+    END IF;
+END $$;
 
 -- After a large snapshot the run asks for fresh statistics of the ledger:
 -- a claim planned before them treats the new campaign as a handful of rows

@@ -158,7 +158,7 @@ struct ConfigRefresh: Sendable {
                 case .queued, .retry: summary.requeued += 1
                 }
             }
-            try await store.record(outcomes, run: runID)
+            try await store.record(outcomes, run: runID, campaign: nil)
         }
         if let fatal {
             throw RunAborted(reason: "APNs refused the provider (\(fatal)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")

@@ -220,7 +220,7 @@ extension CampaignRun {
                 pending.removeAll(keepingCapacity: true)
                 writing = batch.count
                 lastFlush = clock.now
-                let write = Task { try await db("record outcomes") { try await store.record(batch, run: runID) } }
+                let write = Task { try await db("record outcomes") { try await store.record(batch, run: runID, campaign: campaign.id) } }
                 group.addTask {
                     do {
                         _ = try await write.value
@@ -419,7 +419,7 @@ extension CampaignRun {
             if !pending.isEmpty {
                 let batch = pending
                 pending.removeAll()
-                _ = try await db("record outcomes") { try await store.record(batch, run: runID) }
+                _ = try await db("record outcomes") { try await store.record(batch, run: runID, campaign: campaign.id) }
                 progressed()
             }
         }

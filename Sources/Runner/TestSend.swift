@@ -110,7 +110,7 @@ public struct TestSend: Sendable {
                                               error: "test send: \(reason.description)", attempts: result.attempts)
                 }
             }
-            try await store.recordTestSend(outcome)
+            try await store.recordTestSend(outcome, campaign: id)
             answers.append(answer)
         }
         return answers

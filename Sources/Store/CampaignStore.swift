@@ -372,6 +372,16 @@ public struct CampaignStore: Sendable {
         let c = due.campaign
         let query = try Self.snapshotQuery(due)
         let logger = self.logger
+        // Its partition first, in a transaction of its own (only for a
+        // campaign still to snapshot: one resumed after a prune has none).
+        for try await pending in try await client.query("""
+            SELECT snapshot_at IS NULL AND status IN ('scheduled', 'running') FROM campaigns WHERE id = \(c.id)
+            """, logger: logger).decode(Bool.self) where pending {
+            if try await !ensurePartition(campaign: c.id) {
+                logger.warning("the campaign's ledger partition could not be made now (a lock was busy); its deliveries go to deliveries_default",
+                               metadata: ["campaign": "\(c.id)"])
+            }
+        }
         let result = try await client.withTransaction(logger: logger) { conn in
             let statusRows = try await conn.query(
                 "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
@@ -400,6 +410,19 @@ public struct CampaignStore: Sendable {
     /// must know the campaign (measured: a first claim planned on statistics
     /// that did not took 33 s for 1,000 rows of a 200,000-row campaign).
     static let analyzeAfter = 10_000
+
+    /// Gives the campaign a partition of the ledger of its own, when it has
+    /// none yet (Sql/0010, `herald_delivery_partition`), in a transaction of
+    /// its own: the partition is made with locks a run must not hold while
+    /// it writes. Returns false when the locks were busy and the campaign's
+    /// rows go to the DEFAULT partition instead (correct, slower to prune).
+    /// Throws for a campaign whose ledger was pruned.
+    @discardableResult
+    public func ensurePartition(campaign: Int64) async throws -> Bool {
+        let rows = try await client.query("SELECT herald_delivery_partition(\(campaign))", logger: logger)
+        for try await made in rows.decode(Bool.self) { return made }
+        return false
+    }
 
     /// What `snapshot` would write for the campaign now, whatever its status
     /// (a draft, a future campaign): the run's own statement, run in a
@@ -485,10 +508,14 @@ public struct CampaignStore: Sendable {
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND (\(segment.sql))
                 ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING
-                RETURNING status, not_before, last_error = 'frequency cap reached' AS capped, variant
+                RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped, variant
             ), by_variant AS (
                 SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status = 'queued') AS queued
                 FROM ins WHERE variant IS NOT NULL GROUP BY variant
+            ), ids AS (
+                -- For the reply intake's lookup by delivery id (Sql/0010).
+                INSERT INTO delivery_id_ranges (campaign_id, ids)
+                SELECT $1, int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
             )
             SELECT count(*)::bigint,
                    count(*) FILTER (WHERE status = 'queued')::bigint,
@@ -652,8 +679,13 @@ public struct CampaignStore: Sendable {
     /// lease was not taken over). A delivery given back (`queued`, `retry`)
     /// of a campaign cancelled meanwhile is cancelled. Returns how many
     /// outcomes were written.
+    ///
+    /// The outcomes are of deliveries of `campaign` (nil: config refresh
+    /// pushes), which lets the statement read that campaign's partition of
+    /// the ledger only (Sql/0010); an outcome of another campaign is not
+    /// written.
     @discardableResult
-    public func record(_ outcomes: [DeliveryOutcome], run: Int64) async throws -> Int {
+    public func record(_ outcomes: [DeliveryOutcome], run: Int64, campaign: Int64?) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         let ids = outcomes.map(\.deliveryID)
         let statuses = outcomes.map(\.status.rawValue)
@@ -687,7 +719,8 @@ public struct CampaignStore: Sendable {
                 -- IS NOT DISTINCT FROM keeps the planner on the ids: a run's id
                 -- is always new to the statistics, and reading all its rows
                 -- through deliveries_claimed grows with every write.
-                WHERE d.id = o.id AND d.claimed_by IS NOT DISTINCT FROM \(run) AND d.status = 'in_flight'
+                WHERE \(unescaped: campaign.map { "d.campaign_id = \($0)" } ?? "d.campaign_id IS NULL")
+                  AND d.id = o.id AND d.claimed_by IS NOT DISTINCT FROM \(run) AND d.status = 'in_flight'
                 RETURNING d.id
             )
             SELECT count(*)::bigint FROM w

@@ -106,7 +106,7 @@ public struct ConfigRefreshStore: Sendable {
                   AND NOT EXISTS (SELECT 1 FROM config_documents cd
                                   WHERE cd.etag = dv.config_etag AND cd.categories ->> $2 = m.hash)
                   AND (\(segment.sql))
-                ON CONFLICT (device_id, config_etag) WHERE kind = 'config_refresh' DO NOTHING
+                ON CONFLICT (campaign_id, device_id, config_etag) WHERE kind = 'config_refresh' DO NOTHING
                 RETURNING 1
             )
             SELECT count(*)::bigint FROM ins
@@ -129,7 +129,7 @@ public struct ConfigRefreshStore: Sendable {
                 RETURNING id
             ), picked AS (
                 SELECT d.id FROM deliveries d
-                WHERE d.refresh_open
+                WHERE d.campaign_id IS NULL AND d.refresh_open
                   AND ((d.status = 'queued' AND d.not_before <= now())
                        OR (d.status = 'in_flight' AND NOT EXISTS (
                                SELECT 1 FROM runs r WHERE r.id = d.claimed_by AND r.status = 'running'
@@ -149,7 +149,7 @@ public struct ConfigRefreshStore: Sendable {
                     apns_id = coalesce(d.apns_id, gen_random_uuid()),
                     updated_at = now()
                 FROM picked, devices dv
-                WHERE d.id = picked.id AND dv.id = d.device_id
+                WHERE d.campaign_id IS NULL AND d.id = picked.id AND dv.id = d.device_id
                 RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by
             )
             SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id,

@@ -37,6 +37,7 @@ extension CampaignStore {
         case .device(let t): (token, user) = (t, nil)
         case .user(let u): (token, user) = (nil, u)
         }
+        try await ensurePartition(campaign: campaign)
         let rows = try await client.query("""
             WITH ins AS (
                 INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before, variant)
@@ -46,6 +47,10 @@ extension CampaignStore {
                   AND (dv.token = \(token) OR u.external_id = \(user))
                 ORDER BY dv.id
                 RETURNING id, device_id, apns_id
+            ), ids AS (
+                -- For the reply intake's lookup by delivery id (Sql/0010).
+                INSERT INTO delivery_id_ranges (campaign_id, ids)
+                SELECT \(campaign), int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
             )
             SELECT ins.id, ins.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, ins.apns_id
             FROM ins JOIN devices dv ON dv.id = ins.device_id JOIN users u ON u.id = dv.user_id
@@ -64,12 +69,13 @@ extension CampaignStore {
 
     /// Writes what became of one test delivery: `sent`, `invalid` (the
     /// device is then invalidated as a run would) or `failed`.
-    public func recordTestSend(_ outcome: DeliveryOutcome) async throws {
+    /// Names its campaign so that it reads that campaign's partition only.
+    public func recordTestSend(_ outcome: DeliveryOutcome, campaign: Int64) async throws {
         try await client.query("""
             UPDATE deliveries SET status = \(outcome.status.rawValue), last_error = \(outcome.error),
                 attempts = attempts + \(Int32(clamping: outcome.attempts)),
                 sent_at = CASE WHEN \(outcome.status.rawValue) = 'sent' THEN now() END, updated_at = now()
-            WHERE id = \(outcome.deliveryID) AND kind = 'test'
+            WHERE campaign_id = \(campaign) AND id = \(outcome.deliveryID) AND kind = 'test'
             """, logger: logger)
         if outcome.status == .invalid {
             let since = (outcome.invalidSince ?? Date()).timeIntervalSince1970

@@ -187,11 +187,13 @@ struct DeviceRegistrationTests {
                 FROM campaigns c, devices d
                 """)
             let deviceID = try #require(try await h.db.scalar("SELECT id FROM devices", as: Int64.self))
+            let campaign77 = try await h.db.scalar("SELECT campaign_id FROM deliveries WHERE id = 77", as: Int64.self)
+            let campaign78 = try await h.db.scalar("SELECT campaign_id FROM deliveries WHERE id = 78", as: Int64.self)
             try await store.record([DeliveryOutcome(deliveryID: 77, deviceID: deviceID, status: .invalid, error: "Unregistered",
-                                                    invalidSince: Date(timeIntervalSinceNow: -3600))], run: run)
+                                                    invalidSince: Date(timeIntervalSinceNow: -3600))], run: run, campaign: campaign77)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NULL FROM devices", as: Bool.self) == true)
             try await store.record([DeliveryOutcome(deliveryID: 78, deviceID: deviceID, status: .invalid, error: "Unregistered",
-                                                    invalidSince: Date())], run: run)
+                                                    invalidSince: Date())], run: run, campaign: campaign78)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NOT NULL FROM devices", as: Bool.self) == true)
         }
     }

@@ -105,10 +105,10 @@ struct LeaseTests {
             #expect(try await store.renewLeases(run: 1, lease: .seconds(60)))
             #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE claimed_by = 1 AND status = 'in_flight'", as: Int64.self) == 0)
             let late = first.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .failed, error: "late") }
-            #expect(try await store.record(late, run: 1) == 0)
+            #expect(try await store.record(late, run: 1, campaign: campaign) == 0)
             #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
             let mine = takeover.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .sent) }
-            #expect(try await store.record(mine, run: 2) == 10)
+            #expect(try await store.record(mine, run: 2, campaign: campaign) == 10)
         }
     }
 

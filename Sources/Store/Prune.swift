@@ -1,0 +1,265 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A finished campaign whose ledger `herald prune` may drop.
+public struct PruneCandidate: Sendable, Hashable {
+    public var campaignID: Int64
+    public var name: String
+    public var status: String
+    /// The latest of its completion and its ledger's last write.
+    public var lastActivity: Date
+    /// Its rows in the ledger (campaign deliveries and test sends).
+    public var deliveries: Int64
+    /// Its own partition (`deliveries_c<ID>`), or nil when its rows are in
+    /// the DEFAULT partition (written before it had one).
+    public var partition: String?
+}
+
+/// What `PruneStore.prune` did with one campaign.
+public enum PruneResult: Sendable, Hashable {
+    case pruned(PruneOutcome)
+    /// Left alone: it is no longer finished, or was pruned meanwhile.
+    case left(reason: String)
+    /// A lock it needed was busy for longer than the lock timeout (a run
+    /// or a long query held it); nothing was written. Try again later.
+    case busy
+}
+
+/// What pruning one campaign did.
+public struct PruneOutcome: Sendable, Hashable {
+    public var candidate: PruneCandidate
+    /// Rows dropped (counted and kept in pruned_delivery_counts / pruned_test_deliveries).
+    public var deliveries: Int64
+    /// The export file, when asked for one.
+    public var exportedTo: URL?
+}
+
+/// `herald prune`: drops the ledger partitions of finished campaigns
+/// (Sql/0010). Each campaign goes in one transaction that writes its figures
+/// to pruned_delivery_counts (what the analyst views show of it from then
+/// on), keeps its test sends in pruned_test_deliveries, and detaches and
+/// drops its partition. Replies are never touched. Needs the schema owner:
+/// detaching and dropping a partition is the owner's right, not herald_job's.
+public struct PruneStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+    /// How long a prune waits for a lock before giving up on that campaign
+    /// (the detach needs a moment of ACCESS EXCLUSIVE on deliveries; a run
+    /// or an analyst's query holding it long must not be queued behind).
+    public var lockTimeout: Duration
+
+    public init(client: PostgresClient, logger: Logger, lockTimeout: Duration = .seconds(10)) {
+        self.client = client
+        self.logger = logger
+        self.lockTimeout = lockTimeout
+    }
+
+    /// Campaigns that may be pruned now: finished (completed, cancelled,
+    /// failed or archived) with nothing queued or in flight, not pruned
+    /// before, with a ledger, whose last activity is older than `olderThan`
+    /// and than the frequency window (settings.frequency_window: the cap
+    /// counts sent deliveries of that long ago). Oldest first.
+    public func candidates(olderThan: Duration) async throws -> [PruneCandidate] {
+        let seconds = Double(olderThan.components.seconds) + Double(olderThan.components.attoseconds) / 1e18
+        let rows = try await client.query("""
+            WITH parts AS (
+                SELECT p.relname::text AS relname, substring(p.relname FROM '^deliveries_c([0-9]+)$')::bigint AS campaign_id
+                FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+                WHERE i.inhparent = 'public.deliveries'::regclass
+            ), c AS (
+                SELECT c.id, c.name, c.status, c.completed_at, c.created_at, parts.relname
+                FROM campaigns c LEFT JOIN parts ON parts.campaign_id = c.id
+                WHERE c.status IN ('completed', 'cancelled', 'failed', 'archived')
+                  AND NOT EXISTS (SELECT 1 FROM pruned_campaigns pc WHERE pc.campaign_id = c.id)
+                  AND (parts.relname IS NOT NULL OR EXISTS (SELECT 1 FROM deliveries_default dd WHERE dd.campaign_id = c.id))
+            ), l AS (
+                SELECT c.*, x.n, x.pending, x.last_write
+                FROM c CROSS JOIN LATERAL (
+                    SELECT count(*) AS n,
+                           count(*) FILTER (WHERE d.status IN ('queued', 'in_flight')) AS pending,
+                           max(d.updated_at) AS last_write
+                    FROM deliveries d WHERE d.campaign_id = c.id) x
+            )
+            SELECT l.id, l.name, l.status,
+                   coalesce(greatest(l.completed_at, l.last_write), l.created_at) AS last_activity,
+                   l.n, l.relname
+            FROM l, settings st
+            WHERE l.pending = 0
+              AND coalesce(greatest(l.completed_at, l.last_write), l.created_at)
+                  < now() - greatest(make_interval(secs => \(seconds)), st.frequency_window)
+            ORDER BY last_activity, l.id
+            """, logger: logger)
+        var out: [PruneCandidate] = []
+        for try await (id, name, status, last, n, part) in rows.decode((Int64, String, String, Date, Int64, String?).self) {
+            out.append(PruneCandidate(campaignID: id, name: name, status: status, lastActivity: last,
+                                      deliveries: n, partition: part))
+        }
+        return out
+    }
+
+    /// Prunes one campaign found by `candidates`, checking again under lock
+    /// that it still may go (a campaign resumed meanwhile is left alone).
+    /// With `exportDirectory`, its ledger rows are first written there, one
+    /// JSON object a line (`deliveries_c<ID>.jsonl`, the columns of
+    /// `deliveries`), complete before the drop commits.
+    public func prune(_ candidate: PruneCandidate, exportDirectory: URL?) async throws -> PruneResult {
+        let timeoutMS = Int(lockTimeout.components.seconds * 1000) + Int(lockTimeout.components.attoseconds / 1_000_000_000_000_000)
+        do {
+            return try await prune(candidate, exportDirectory: exportDirectory, timeoutMS: timeoutMS)
+        } catch let e as PostgresTransactionError {
+            // The statement's own error: a lock timeout (55P03) means "later".
+            let cause = e.closureError ?? e.commitError ?? e.beginError ?? e
+            if StoreError.sqlState(of: cause) == "55P03" { return .busy }
+            throw cause
+        }
+    }
+
+    private func prune(_ candidate: PruneCandidate, exportDirectory: URL?, timeoutMS: Int) async throws -> PruneResult {
+        let id = candidate.campaignID
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { conn in
+            try await conn.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(max(timeoutMS, 1))"), logger: logger)
+            // The campaign row, locked: nobody resumes it while it goes.
+            var status: String?
+            for try await s in try await conn.query(
+                "SELECT status FROM campaigns WHERE id = \(id) FOR UPDATE", logger: logger).decode(String.self) {
+                status = s
+            }
+            guard let status, ["completed", "cancelled", "failed", "archived"].contains(status) else {
+                return .left(reason: "it is \(status ?? "gone") now, not finished")
+            }
+            var state = (pruned: false, pending: false, inDefault: false)
+            for try await row in try await conn.query("""
+                SELECT EXISTS (SELECT 1 FROM pruned_campaigns WHERE campaign_id = \(id)),
+                       EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(id) AND status IN ('queued', 'in_flight')),
+                       EXISTS (SELECT 1 FROM deliveries_default WHERE campaign_id = \(id))
+                """, logger: logger).decode((Bool, Bool, Bool).self) {
+                state = row
+            }
+            if state.pruned { return .left(reason: "it was pruned already") }
+            if state.pending { return .left(reason: "it has deliveries queued or in flight") }
+            // Rows written before it had a partition of their own move into
+            // one first, so that what goes is always one partition, dropped
+            // whole (and no row with replies is ever deleted).
+            if state.inDefault {
+                var made = false
+                for try await m in try await conn.query("SELECT herald_delivery_partition(\(id))", logger: logger).decode(Bool.self) {
+                    made = m
+                }
+                if !made { return .busy }
+            }
+            guard let partition = try await Self.partition(of: id, conn: conn, logger: logger) else {
+                return .left(reason: "it has no ledger partition")
+            }
+            let name = Self.quoted(partition)
+            // Read only from here on.
+            try await conn.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(name) IN SHARE MODE"), logger: logger)
+            var exported: URL?
+            if let exportDirectory {
+                exported = try await Self.export(campaign: id, to: exportDirectory, conn: conn, logger: logger)
+            }
+            var dropped: Int64 = 0
+            for try await n in try await conn.query("""
+                INSERT INTO pruned_campaigns (campaign_id, deliveries, exported_to)
+                SELECT \(id), count(*), \(exported?.path) FROM deliveries WHERE campaign_id = \(id)
+                RETURNING deliveries
+                """, logger: logger).decode(Int64.self) {
+                dropped = n
+            }
+            try await conn.query("""
+                INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries)
+                SELECT \(id), status, last_error, count(*) FROM deliveries
+                WHERE campaign_id = \(id) AND kind = 'campaign'
+                GROUP BY status, last_error
+                """, logger: logger)
+            // The test sends, by the columns pruned_test_deliveries has (a
+            // column added to deliveries later is kept once added there too).
+            var columns = ""
+            for try await list in try await conn.query("""
+                SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
+                WHERE attrelid = 'public.pruned_test_deliveries'::regclass AND attnum > 0 AND NOT attisdropped
+                """, logger: logger).decode(String.self) {
+                columns = list
+            }
+            try await conn.query("""
+                INSERT INTO pruned_test_deliveries (\(unescaped: columns)) SELECT \(unescaped: columns) FROM deliveries
+                WHERE campaign_id = \(id) AND kind = 'test'
+                """, logger: logger)
+            try await conn.query(PostgresQuery(unsafeSQL: "ALTER TABLE deliveries DETACH PARTITION \(name)"), logger: logger)
+            try await conn.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
+            return .pruned(PruneOutcome(candidate: candidate, deliveries: dropped, exportedTo: exported))
+        }
+    }
+
+    private static func partition(of campaign: Int64, conn: PostgresConnection, logger: Logger) async throws -> String? {
+        let rows = try await conn.query("""
+            SELECT p.relname::text FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+            WHERE i.inhparent = 'public.deliveries'::regclass AND p.relname = \("deliveries_c\(campaign)")
+            """, logger: logger)
+        for try await name in rows.decode(String.self) { return name }
+        return nil
+    }
+
+    /// `deliveries_c<digits>` only ever: quoted all the same.
+    private static func quoted(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Streams the campaign's ledger rows into `dir/deliveries_c<ID>.jsonl`
+    /// (written to a temporary name, flushed, then renamed).
+    private static func export(campaign: Int64, to dir: URL, conn: PostgresConnection, logger: Logger) async throws -> URL {
+        let file = dir.appendingPathComponent("deliveries_c\(campaign).jsonl")
+        let temp = dir.appendingPathComponent(".deliveries_c\(campaign).jsonl.partial")
+        guard FileManager.default.createFile(atPath: temp.path, contents: nil) else {
+            throw StoreError.configuration("prune: cannot write \(temp.path); is --export a writable directory?")
+        }
+        let handle: FileHandle
+        do {
+            handle = try FileHandle(forWritingTo: temp)
+        } catch {
+            throw StoreError.configuration("prune: cannot write \(temp.path): \(error.localizedDescription)", underlying: error)
+        }
+        do {
+            var buffer = Data()
+            buffer.reserveCapacity(1 << 20)
+            let rows = try await conn.query(
+                "SELECT to_jsonb(d)::text FROM deliveries d WHERE d.campaign_id = \(campaign) ORDER BY d.id", logger: logger)
+            for try await line in rows.decode(String.self) {
+                buffer.append(contentsOf: line.utf8)
+                buffer.append(0x0A)
+                if buffer.count >= 1 << 20 {
+                    try handle.write(contentsOf: buffer)
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+            try handle.write(contentsOf: buffer)
+            try handle.synchronize()
+            try handle.close()
+            if FileManager.default.fileExists(atPath: file.path) {
+                try FileManager.default.removeItem(at: file)
+            }
+            try FileManager.default.moveItem(at: temp, to: file)
+        } catch {
+            try? handle.close()
+            try? FileManager.default.removeItem(at: temp)
+            if error is StoreError || error is PSQLError { throw error }
+            throw StoreError.configuration("prune: cannot write \(file.path): \(error.localizedDescription)", underlying: error)
+        }
+        return file
+    }
+}
+
+/// An age on the command line: a whole number and a unit, `90d`, `12h`,
+/// `30m`, `45s`, `2w`.
+public enum PruneAge {
+    public static func parse(_ text: String) throws(StoreError) -> Duration {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
+        guard let unit = text.last, let factor = units[unit],
+              let n = Int64(text.dropLast()), n > 0, n <= Int64.max / factor / 2 else {
+            throw StoreError.configuration(
+                "--older-than \"\(text)\" is not an age; write a whole number and a unit: 90d, 12h, 30m, 45s or 2w")
+        }
+        return .seconds(n * factor)
+    }
+}
