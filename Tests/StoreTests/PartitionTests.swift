@@ -88,6 +88,14 @@ struct PartitionTests {
             try FileManager.default.copyItem(at: TestDatabase.sqlDirectory.appendingPathComponent(m.name),
                                              to: before.appendingPathComponent(m.name))
         }
+        // The schema as 0010 leaves it (later migrations change the ledger's columns and storage).
+        let through = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sql-\(UUID())")
+        try FileManager.default.createDirectory(at: through, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: through) }
+        for m in all where m.name < "0011" {
+            try FileManager.default.copyItem(at: TestDatabase.sqlDirectory.appendingPathComponent(m.name),
+                                             to: through.appendingPathComponent(m.name))
+        }
         try await TestDatabase.with(migrated: false) { client, _ in
             try await Migrator(directory: before).migrate(client: client, logger: TestDatabase.logger)
             try await client.exec(Self.history)
@@ -100,7 +108,7 @@ struct PartitionTests {
             let lastID = try #require(try await client.scalar("SELECT max(id) FROM deliveries", as: Int64.self))
             #expect(rows.count == 129)  // 4 campaigns × 30 devices, 4 test sends, 5 config refreshes
 
-            let applied = try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+            let applied = try await Migrator(directory: through).migrate(client: client, logger: TestDatabase.logger)
             #expect(applied.contains("0010_partitioned_deliveries.sql"))
             #expect(try await client.scalar("SELECT relkind::text FROM pg_class WHERE relname = 'deliveries'", as: String.self) == "p")
             // Every row where it was, each campaign in a partition of its own.
@@ -140,6 +148,13 @@ struct PartitionTests {
                 RETURNING id
                 """, as: Int64.self))
             #expect(fresh > lastID)
+            // The later migrations apply over the partitioned ledger (0011 sets every partition's fillfactor).
+            let later = try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+            #expect(!later.isEmpty && later.allSatisfy { $0 > "0010" })
+            #expect(try await Self.lines(client, """
+                SELECT DISTINCT array_to_string(c.reloptions, ',') FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'deliveries'::regclass
+                """) == ["fillfactor=60"])
             #expect(try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
         }
     }
