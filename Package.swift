@@ -148,12 +148,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Load generator for the APNs transport (scripts/bench), and the reply
-        // bodies of the intake's benchmark (scripts/bench-replies).
+        // Load generator for the APNs transport (scripts/bench).
         .executableTarget(
             name: "HeraldBench",
             dependencies: [
-                "APNs", "APNsSimulator", "HeraldCore",
+                "APNs", "APNsSimulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -4,7 +4,6 @@
 //   herald-bench --url https://127.0.0.1:8443 --ca ca.pem -n 200000 -c 100 [--payload-bytes 300]
 //                [--connections 1] [--streams 100] [--key AuthKey.p8 --key-id K --team-id T --topic T]
 //   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
-//   herald-bench replies …                       (reply bodies for the intake's benchmark: Replies.swift)
 import APNs
 import APNsSimulator
 import Crypto
@@ -17,10 +16,6 @@ import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
 #endif
-
-if CommandLine.arguments.dropFirst().first == "replies" {
-    exit(RepliesCommand.run(Array(CommandLine.arguments.dropFirst(2))))
-}
 
 struct Options {
     var url = "https://127.0.0.1:8443"

@@ -17,24 +17,17 @@ public struct ReplyIntake: Sendable {
     public let store: ReplyStore
     public let tokens: ReplyTokens
     public let logger: Logger
-    let batcher: ReplyBatcher
 
-    /// `batching`: how concurrent `submit` calls are stored together.
-    public init(store: ReplyStore, tokens: ReplyTokens, logger: Logger, batching: ReplyBatching = .init()) {
+    public init(store: ReplyStore, tokens: ReplyTokens, logger: Logger) {
         self.store = store
         self.tokens = tokens
         self.logger = logger
-        self.batcher = ReplyBatcher(store: store, logger: logger, batching: batching)
     }
 
     /// One reply from the network. Refusals are values; a database fault
     /// throws, and so does `admit`, which sees the delivery once its token
     /// checked out and before anything is looked up (the HTTP side's
     /// per-delivery rate limit).
-    ///
-    /// Replies submitted at the same time are looked up and stored together
-    /// (`ReplyBatching`); each call still gets its own answer, and only once
-    /// its reply is committed.
     public func submit(
         _ bytes: some DataProtocol, source: String = "api", admit: (Int64) throws -> Void = { _ in }
     ) async throws -> Result<Stored, ReplyError> {
@@ -46,7 +39,28 @@ public struct ReplyIntake: Sendable {
             return .failure(error)
         }
         try admit(body.delivery)
-        return try await batcher.submit(body, source: source)
+        let target = try await store.targets([body.delivery])[body.delivery]
+        var actions: [CategoryAction] = []
+        if let category = target?.categoryID {
+            actions = try await store.categoryActions()[category] ?? []
+        }
+        do throws(ReplyError) {
+            try ReplyRules.check(body, target: target, actions: actions)
+        } catch {
+            return .failure(error)
+        }
+        guard let target else { return .failure(.unknownDelivery) }
+        let stored: Set<UUID>
+        do {
+            stored = try await store.insert(
+                [AcceptedReply(replyID: body.replyID, target: target, action: body.action, text: body.text, occurredAt: body.occurredAt)],
+                source: source)
+        } catch let error where Self.isRefusal(error) {
+            return .failure(Self.refusal(error))
+        }
+        if stored.isEmpty { return .success(.duplicate) }
+        logger.debug("reply stored", metadata: ["delivery": "\(body.delivery)", "campaign": "\(target.campaignID)"])
+        return .success(.stored)
     }
 
     /// What `herald ingest` did with a file.
@@ -57,68 +71,74 @@ public struct ReplyIntake: Sendable {
         public var bad: [(line: Int, error: ReplyError)] = []
     }
 
-    /// Checks and stores a JSON-lines file, `batch` lines at a time: each
-    /// batch's good lines go through `COPY` into a staging table and one
-    /// set-based merge, committed before the next batch is stored, while the
-    /// following batch is being read and checked. Memory stays flat whatever
-    /// the file's size (two batches at most). Blank lines are ignored.
-    public func ingest(file path: String, batch: Int = 5000) async throws -> IngestReport {
+    /// Checks and stores a JSON-lines file, `batch` lines at a time (memory
+    /// stays flat whatever the file's size). Blank lines are ignored.
+    public func ingest(file path: String, batch: Int = 1000) async throws -> IngestReport {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError.configuration("cannot read \(path)")
         }
         defer { try? handle.close() }
-        var reader = LineReader(handle: handle)
         var report = IngestReport()
-        try await withThrowingTaskGroup(of: Written.self) { group in
-            var writing = false
-            while true {
-                let lines = try reader.next(max(1, batch))
-                if lines.isEmpty { break }
-                let accepted = try await check(lines, into: &report)
-                // One batch is written at a time, in the file's order.
-                if writing, let done = try await group.next() {
-                    report.add(done)
-                    writing = false
-                }
-                guard !accepted.isEmpty else { continue }
-                group.addTask { try await self.write(accepted) }
-                writing = true
+        var pending: [(line: Int, bytes: [UInt8])] = []
+        var carry: [UInt8] = []
+        var lineNumber = 0
+        // A line longer than a request body may be is refused without being
+        // kept in memory: its bytes are dropped up to its newline.
+        var overlong = false
+        let longest = ReplyRules.maxBodyBytes + 1
+        func finish(_ bytes: [UInt8]) {
+            lineNumber += 1
+            if overlong {
+                report.lines += 1
+                report.bad.append((lineNumber, .tooLarge))
+                overlong = false
+            } else {
+                pending.append((lineNumber, bytes))
             }
-            while let done = try await group.next() { report.add(done) }
         }
+        while true {
+            let chunk = try handle.read(upToCount: 1 << 16) ?? Data()
+            if chunk.isEmpty { break }
+            carry.append(contentsOf: chunk)
+            var start = 0
+            while let nl = carry[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                finish(Array(carry[start..<nl]))
+                start = nl + 1
+                if pending.count >= batch {
+                    try await ingestBatch(pending, into: &report)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+            carry.removeFirst(start)
+            if carry.count > longest {
+                overlong = true
+                carry.removeAll(keepingCapacity: true)
+            }
+        }
+        if !carry.isEmpty || overlong {
+            finish(carry)
+        }
+        try await ingestBatch(pending, into: &report)
         return report
     }
 
-    /// Parses and checks a batch of lines; what passes, with its line number.
-    private func check(_ lines: [LineReader.Line], into report: inout IngestReport) async throws -> [(line: Int, reply: AcceptedReply)] {
+    private func ingestBatch(_ lines: [(line: Int, bytes: [UInt8])], into report: inout IngestReport) async throws {
         var parsed: [(line: Int, body: ReplyBody)] = []
-        parsed.reserveCapacity(lines.count)
-        for line in lines {
-            let bytes: [UInt8]
-            switch line.content {
-            case .tooLong:
-                report.lines += 1
-                report.bad.append((line.number, .tooLarge))
-                continue
-            case .bytes(let b):
-                bytes = b
-            }
+        for (line, bytes) in lines {
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
             report.lines += 1
             do throws(ReplyError) {
                 let body = try ReplyRules.decode(bytes)
                 try ReplyRules.checkToken(body, tokens: tokens)
-                parsed.append((line.number, body))
+                parsed.append((line, body))
             } catch {
-                report.bad.append((line.number, error))
+                report.bad.append((line, error))
             }
         }
-        guard !parsed.isEmpty else { return [] }
-        async let lookedUp = store.targets(Array(Set(parsed.map(\.body.delivery))))
-        async let catalogue = store.categoryActions()
-        let (targets, actions) = try await (lookedUp, catalogue)
+        guard !parsed.isEmpty else { return }
+        let targets = try await store.targets(Array(Set(parsed.map(\.body.delivery))))
+        let actions = try await store.categoryActions()
         var accepted: [(line: Int, reply: AcceptedReply)] = []
-        accepted.reserveCapacity(parsed.count)
         for (line, body) in parsed {
             let target = targets[body.delivery]
             do throws(ReplyError) {
@@ -132,39 +152,23 @@ public struct ReplyIntake: Sendable {
                                                       text: body.text, occurredAt: body.occurredAt)))
             }
         }
-        return accepted
-    }
-
-    /// What storing one batch did.
-    struct Written: Sendable {
-        var stored = 0
-        var duplicates = 0
-        var bad: [(line: Int, error: ReplyError)] = []
-    }
-
-    /// Stores a batch in one transaction. One line the database refuses must
-    /// not sink the others: the batch is then split in halves, each stored
-    /// on its own, down to the refused lines, which are reported.
-    private func write(_ rows: ArraySlice<(line: Int, reply: AcceptedReply)>) async throws -> Written {
         do {
-            let stored = try await store.copyIn(rows.map(\.reply), source: "ingest")
-            return Written(stored: stored, duplicates: rows.count - stored)
+            let stored = try await store.insert(accepted.map(\.reply), source: "ingest")
+            report.stored += stored.count
+            report.duplicates += accepted.count - stored.count
         } catch let error where Self.isRefusal(error) {
-            guard rows.count > 1 else {
-                return Written(bad: rows.map { ($0.line, Self.refusal(error)) })
+            // One line the database refuses must not sink the others: store
+            // this batch line by line and report the refused ones.
+            for (line, reply) in accepted {
+                do {
+                    let stored = try await store.insert([reply], source: "ingest")
+                    report.stored += stored.count
+                    report.duplicates += 1 - stored.count
+                } catch let error where Self.isRefusal(error) {
+                    report.bad.append((line, Self.refusal(error)))
+                }
             }
-            let middle = rows.startIndex + rows.count / 2
-            var written = try await write(rows[rows.startIndex..<middle])
-            let rest = try await write(rows[middle...])
-            written.stored += rest.stored
-            written.duplicates += rest.duplicates
-            written.bad += rest.bad
-            return written
         }
-    }
-
-    private func write(_ rows: [(line: Int, reply: AcceptedReply)]) async throws -> Written {
-        try await write(rows[...])
     }
 
     /// A statement the database refused for its data (SQLSTATE classes 22
@@ -178,82 +182,5 @@ public struct ReplyIntake: Sendable {
     static func refusal(_ error: any Error) -> ReplyError {
         let reason = StoreError.constraint(of: error) ?? StoreError.describe(error)
         return .refusedByDatabase("the database refused the reply: \(StrictJSON.quote(reason, max: 120))")
-    }
-}
-
-extension ReplyIntake.IngestReport {
-    mutating func add(_ written: ReplyIntake.Written) {
-        stored += written.stored
-        duplicates += written.duplicates
-        bad += written.bad
-    }
-}
-
-/// The lines of a file, read in chunks. A line longer than a request body
-/// may be is reported as too long without being kept in memory: its bytes
-/// are dropped up to its newline.
-struct LineReader {
-    struct Line {
-        enum Content {
-            case bytes([UInt8])
-            case tooLong
-        }
-        var number: Int
-        var content: Content
-    }
-
-    let handle: FileHandle
-    private var carry: [UInt8] = []
-    private var start = 0
-    private var lineNumber = 0
-    private var overlong = false
-    private var ended = false
-    private let longest = ReplyRules.maxBodyBytes + 1
-
-    init(handle: FileHandle) {
-        self.handle = handle
-    }
-
-    /// Up to `count` lines; none at the end of the file.
-    mutating func next(_ count: Int) throws -> [Line] {
-        var lines: [Line] = []
-        lines.reserveCapacity(min(count, 1 << 16))
-        while lines.count < count {
-            if let nl = carry[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                lines.append(finish(Array(carry[start..<nl])))
-                start = nl + 1
-                continue
-            }
-            if ended {
-                if start < carry.count || overlong {
-                    lines.append(finish(Array(carry[start...])))
-                }
-                carry.removeAll()
-                start = 0
-                break
-            }
-            carry.removeFirst(start)
-            start = 0
-            if carry.count > longest {
-                overlong = true
-                carry.removeAll(keepingCapacity: true)
-            }
-            let chunk = try handle.read(upToCount: 1 << 16) ?? Data()
-            if chunk.isEmpty {
-                ended = true
-            } else {
-                carry.append(contentsOf: chunk)
-            }
-        }
-        return lines
-    }
-
-    private mutating func finish(_ bytes: [UInt8]) -> Line {
-        lineNumber += 1
-        if overlong {
-            overlong = false
-            return Line(number: lineNumber, content: .tooLong)
-        }
-        return Line(number: lineNumber, content: .bytes(bytes))
     }
 }

@@ -73,15 +73,6 @@ public struct IntakeError: HTTPResponseError, CustomStringConvertible {
                     message: "the service cannot reach its database; retry later", headers: headers)
     }()
 
-    /// More replies are waiting to be stored than the server queues
-    /// (`ReplyBatching.maxQueued`): retry in a moment.
-    public static let busy: Self = {
-        var headers = HTTPFields()
-        headers[.retryAfter] = "1"
-        return Self(status: .serviceUnavailable, code: "unavailable",
-                    message: "the service is busy storing other replies; retry later", headers: headers)
-    }()
-
     public static let internalError = Self(status: .internalServerError, code: "internal_error",
                                            message: "the server failed to answer; this is logged")
 

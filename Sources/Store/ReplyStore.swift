@@ -93,11 +93,8 @@ public struct ReplyStore: Sendable {
         return out
     }
 
-    /// Stores replies with one statement, in a transaction of its own that
-    /// has committed when this returns (so a reply is never acknowledged
-    /// before it is durable); a `reply_id` seen before is left alone. Returns
-    /// the ids stored now. A statement the server refuses throws its own
-    /// `PSQLError`, so the caller can tell a refusal from a transient fault.
+    /// Stores replies with one statement; a `reply_id` seen before is left
+    /// alone. Returns the ids stored now.
     @discardableResult
     public func insert(_ replies: [AcceptedReply], source: String) async throws -> Set<UUID> {
         guard !replies.isEmpty else { return [] }
@@ -110,90 +107,19 @@ public struct ReplyStore: Sendable {
         let hasText = replies.map { $0.text != nil }
         let texts = replies.map { $0.text ?? "" }
         let occurred = replies.map { $0.occurredAt.timeIntervalSince1970 }
-        let statement: PostgresQuery = """
+        let rows = try await client.query("""
             INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at, source)
             SELECT r.reply_id, r.delivery_id, r.campaign_id, r.device_id, r.user_id, r.action,
                    CASE WHEN r.has_text THEN r.text END, to_timestamp(r.occurred), \(source)
             FROM unnest(\(replyIDs)::uuid[], \(deliveries)::bigint[], \(campaigns)::bigint[], \(devices)::bigint[],
                         \(users)::bigint[], \(actions)::text[], \(hasText)::bool[], \(texts)::text[], \(occurred)::float8[])
-                 WITH ORDINALITY AS r(reply_id, delivery_id, campaign_id, device_id, user_id, action, has_text, text, occurred, n)
-            ORDER BY r.n
+                 AS r(reply_id, delivery_id, campaign_id, device_id, user_id, action, has_text, text, occurred)
             ON CONFLICT (reply_id) DO NOTHING
             RETURNING reply_id
-            """
-        return try await committed { conn in
-            var stored = Set<UUID>()
-            for try await id in try await conn.query(statement, logger: logger).decode(UUID.self) { stored.insert(id) }
-            return stored
-        }
-    }
-
-    /// Stores replies through `COPY` into a session-local staging table and
-    /// one set-based merge, in a transaction that has committed when this
-    /// returns. Replies go in their order: of two with the same `reply_id`,
-    /// the first is stored. Returns how many were stored now (the others'
-    /// `reply_id` was stored before). The bulk path of `herald ingest`.
-    public func copyIn(_ replies: [AcceptedReply], source: String) async throws -> Int {
-        guard !replies.isEmpty else { return 0 }
-        return try await committed { conn in
-            // ON COMMIT DELETE ROWS: the table stays for the session's next
-            // batch, empty; nothing of it is ever seen by another session.
-            try await conn.query("""
-                CREATE TEMP TABLE IF NOT EXISTS herald_reply_stage (
-                    n bigint, reply_id uuid, delivery_id bigint, campaign_id bigint, device_id bigint,
-                    user_id bigint, action text, text text, occurred float8
-                ) ON COMMIT DELETE ROWS
-                """, logger: logger)
-            try await conn.copyFrom(
-                table: "herald_reply_stage",
-                columns: ["n", "reply_id", "delivery_id", "campaign_id", "device_id", "user_id", "action", "text", "occurred"],
-                logger: logger
-            ) { writer in
-                var buffer = ByteBuffer()
-                buffer.reserveCapacity(Self.copyChunkBytes + 4096)
-                for (n, reply) in replies.enumerated() {
-                    CopyText.row(n, reply, into: &buffer)
-                    if buffer.readableBytes >= Self.copyChunkBytes {
-                        try await writer.write(buffer)
-                        buffer.clear()
-                    }
-                }
-                if buffer.readableBytes > 0 { try await writer.write(buffer) }
-            }
-            let rows = try await conn.query("""
-                WITH stored AS (
-                    INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at, source)
-                    SELECT reply_id, delivery_id, campaign_id, device_id, user_id, action, text, to_timestamp(occurred), \(source)
-                    FROM herald_reply_stage ORDER BY n
-                    ON CONFLICT (reply_id) DO NOTHING
-                    RETURNING 1)
-                SELECT count(*) FROM stored
-                """, logger: logger)
-            var stored: Int64 = 0
-            for try await count in rows.decode(Int64.self) { stored = count }
-            return Int(stored)
-        }
-    }
-
-    static let copyChunkBytes = 1 << 18
-
-    /// Runs `body` on one connection between BEGIN and COMMIT; returns once
-    /// COMMIT has answered. A failure rolls back and is rethrown as it came
-    /// (the server's `PSQLError`, not a wrapper), so refusals and transient
-    /// faults keep their SQLSTATE.
-    func committed<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await client.withConnection { conn in
-            try await conn.query("BEGIN", logger: logger)
-            let value: T
-            do {
-                value = try await body(conn)
-            } catch {
-                _ = try? await conn.query("ROLLBACK", logger: logger)
-                throw error
-            }
-            try await conn.query("COMMIT", logger: logger)
-            return value
-        }
+            """, logger: logger)
+        var stored = Set<UUID>()
+        for try await id in rows.decode(UUID.self) { stored.insert(id) }
+        return stored
     }
 
     /// The notification config document (contract 5) and its ETag.
@@ -215,52 +141,5 @@ public struct ReplyStore: Sendable {
         let body = NotificationConfig.render(categories: categories, actions: actions)
         let digest = SHA256.hash(data: body).prefix(12).map { String(format: "%02x", $0) }.joined()
         return (body, "\"\(digest)\"")
-    }
-}
-
-/// Rows in `COPY … FROM STDIN (FORMAT text)`: tab-separated, `\N` for NULL,
-/// backslash, tab, newline and carriage return escaped.
-enum CopyText {
-    static func row(_ n: Int, _ reply: AcceptedReply, into buffer: inout ByteBuffer) {
-        buffer.writeString(String(n))
-        buffer.writeInteger(UInt8(ascii: "\t"))
-        buffer.writeString(reply.replyID.uuidString)
-        for number in [reply.target.deliveryID, reply.target.campaignID, reply.target.deviceID, reply.target.userID] {
-            buffer.writeInteger(UInt8(ascii: "\t"))
-            buffer.writeString(String(number))
-        }
-        buffer.writeInteger(UInt8(ascii: "\t"))
-        field(reply.action, into: &buffer)
-        buffer.writeInteger(UInt8(ascii: "\t"))
-        if let text = reply.text {
-            field(text, into: &buffer)
-        } else {
-            buffer.writeStaticString("\\N")
-        }
-        buffer.writeInteger(UInt8(ascii: "\t"))
-        let seconds = reply.occurredAt.timeIntervalSince1970
-        if seconds == seconds.rounded(.down), abs(seconds) < 1e15 {
-            buffer.writeString(String(Int64(seconds)))
-        } else {
-            buffer.writeString("\(seconds)")
-        }
-        buffer.writeInteger(UInt8(ascii: "\n"))
-    }
-
-    static func field(_ text: String, into buffer: inout ByteBuffer) {
-        let utf8 = text.utf8
-        if !utf8.contains(where: { $0 == 0x5C || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
-            buffer.writeString(text)
-            return
-        }
-        for byte in utf8 {
-            switch byte {
-            case 0x5C: buffer.writeStaticString("\\\\")
-            case 0x09: buffer.writeStaticString("\\t")
-            case 0x0A: buffer.writeStaticString("\\n")
-            case 0x0D: buffer.writeStaticString("\\r")
-            default: buffer.writeInteger(byte)
-            }
-        }
     }
 }
