@@ -2,6 +2,7 @@ import ExtensionKit
 import Foundation
 import HeraldCore
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import Store
 #if canImport(Glibc)
@@ -190,6 +191,8 @@ public struct CampaignRun: Sendable {
         let runID = try await db("begin the run") {
             try await store.beginRun(host: options.host, pid: pid, dryRun: options.dryRun, lease: options.lease)
         }
+        Self.ownRuns.withLockedValue { _ = $0.insert(runID) }
+        defer { Self.ownRuns.withLockedValue { _ = $0.remove(runID) } }
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"
         let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
@@ -207,7 +210,9 @@ public struct CampaignRun: Sendable {
                 defer { group.cancelAll() }
                 if !options.dryRun {
                     let others = try await db("find live runs") { try await store.otherLiveRuns(than: runID) }
-                    let gone = others.filter { Self.isGone(host: $0.host, pid: $0.pid, localHost: options.host, ownPID: pid) }.map(\.id)
+                    let gone = others.filter {
+                        Self.isGone(run: $0.id, host: $0.host, pid: $0.pid, localHost: options.host, ownPID: pid)
+                    }.map(\.id)
                     recovered = try await db("recover abandoned deliveries") {
                         try await store.recoverAbandoned(currentRun: runID, deadRuns: gone, lease: options.lease)
                     }
@@ -283,13 +288,17 @@ public struct CampaignRun: Sendable {
         }
     }
 
-    /// A run of this host whose process no longer exists is gone (and never
-    /// this process under an old run id).
-    static func isGone(host: String, pid: Int32, localHost: String, ownPID: Int32) -> Bool {
+    /// A run of this host whose process no longer exists is gone, and so is
+    /// a run with this process's id that this process did not start (an
+    /// earlier process with the same id: a restarted container's pid 1).
+    static func isGone(run: Int64, host: String, pid: Int32, localHost: String, ownPID: Int32) -> Bool {
         guard host == localHost else { return false }
-        if pid == ownPID { return true }
+        if pid == ownPID { return !ownRuns.withLockedValue { $0.contains(run) } }
         return kill(pid, 0) != 0 && errno == ESRCH
     }
+
+    /// The runs this process started (and has not finished).
+    static let ownRuns = NIOLockedValueBox<Set<Int64>>([])
 
     private func runCampaign(_ id: Int64, state: inout RunState, logger: Logger) async throws -> CampaignSummary {
         var logger = logger

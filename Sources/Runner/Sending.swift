@@ -53,6 +53,9 @@ extension CampaignRun {
         case fenced
         /// APNs refused the provider itself.
         case fatal(String)
+        /// Another run declared this one gone (`runs.status` is no longer
+        /// running): what it held is another's now.
+        case declaredGone
     }
 
     /// Claims, sends and records the campaign's queued deliveries until none
@@ -96,6 +99,8 @@ extension CampaignRun {
             switch ended {
             case .fatal(let text):
                 throw RunAborted(reason: "APNs refused the provider (\(text)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
+            case .declaredGone:
+                return .outage("another run declared this run gone (it seemed to have stopped); the next run continues")
             case .paused: return .paused
             case .cancelled: return .cancelled
             case .expired: return .expired
@@ -163,6 +168,8 @@ extension CampaignRun {
         /// The last row the claim read: the next one reads on from there.
         var end: Int64
         var status: CampaignStatus?
+        /// Another run declared this one gone: it must stop.
+        var runGone: Bool
     }
 
     /// One sending session: claim, send, record, in one task group.
@@ -246,6 +253,7 @@ extension CampaignRun {
                         try await db("find claimable deliveries") { try await store.firstClaimable(campaign: campaign.id) }
                     }
                     var window = ClaimWindow(deliveries: [], end: after, full: false)
+                    func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive }
                     // A session starts at the campaign's first claimable row.
                     if after > 0 {
                         window = try await take(after)
@@ -253,16 +261,17 @@ extension CampaignRun {
                         window = try await take(start - 1)
                     }
                     // Windows of rows sent already (another worker's): read on.
-                    while window.deliveries.isEmpty, window.full { window = try await take(window.end) }
-                    if window.deliveries.isEmpty, after > 0, let behind = try await first() {
+                    while goOn() { window = try await take(window.end) }
+                    if window.deliveries.isEmpty, window.runLive, after > 0, let behind = try await first() {
                         // Rows given back behind the cursor (a retry, a stopped run's): read from there.
                         window = try await take(behind - 1)
-                        while window.deliveries.isEmpty, window.full { window = try await take(window.end) }
+                        while goOn() { window = try await take(window.end) }
                     }
+                    if !window.runLive { return ClaimAnswer(deliveries: [], end: window.end, status: nil, runGone: true) }
                     // Nothing claimable: a marketer's pause or cancel, or the end.
                     let status = window.deliveries.isEmpty
                         ? try await db("read the campaign's status") { try await store.campaignStatus(campaign.id) } : nil
-                    return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status)
+                    return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status, runGone: false)
                 }
                 group.addTask {
                     do {
@@ -333,6 +342,7 @@ extension CampaignRun {
                         continue
                     }
                     answer = nil
+                    if ready.runGone { end = .declaredGone; break }
                     if ready.deliveries.isEmpty {
                         switch ready.status {
                         case .paused?: end = .paused

@@ -23,11 +23,16 @@ public struct ClaimWindow: Sendable, Hashable {
     public var deliveries: [ClaimedDelivery]
     public var end: Int64
     public var full: Bool
+    /// False when the run is no longer `running`: another run declared it
+    /// gone (its process seemed to have ended, or it stopped renewing). It
+    /// claims nothing more and must stop: its deliveries are another's now.
+    public var runLive: Bool
 
-    public init(deliveries: [ClaimedDelivery], end: Int64, full: Bool) {
+    public init(deliveries: [ClaimedDelivery], end: Int64, full: Bool, runLive: Bool = true) {
         self.deliveries = deliveries
         self.end = end
         self.full = full
+        self.runLive = runLive
     }
 }
 
@@ -601,16 +606,18 @@ public struct CampaignStore: Sendable {
                 WHERE d.id = picked.id AND d.campaign_id = \(campaign)
                 RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant
             )
-            SELECT m.last, m.n, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant
-            FROM (SELECT max(id) AS last, count(*)::bigint AS n FROM win) m
+            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant
+            FROM (SELECT max(id) AS last, count(*)::bigint AS n,
+                         EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
             LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
             ORDER BY c.id
             """, logger: logger)
         var window = ClaimWindow(deliveries: [], end: after, full: false)
-        for try await (last, n, id, deviceID, token, env, locale, key, kid, apnsID, variant) in rows.decode(
-            (Int64?, Int64, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?).self) {
+        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant) in rows.decode(
+            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?).self) {
             window.end = last ?? after
             window.full = n >= limit
+            window.runLive = runLive
             guard let id, let deviceID, let token, let env, let locale else { continue }
             window.deliveries.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
@@ -644,7 +651,7 @@ public struct CampaignStore: Sendable {
         from -= 1
         while true {
             let window = try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from)
-            if !window.deliveries.isEmpty || !window.full { return window.deliveries }
+            if !window.deliveries.isEmpty || !window.full || !window.runLive { return window.deliveries }
             from = window.end
         }
     }
