@@ -573,13 +573,22 @@ public struct CampaignStore: Sendable {
                 WHERE id = \(run) AND status = 'running'
                   AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running'))
                 RETURNING id
-            ), win AS (
-                SELECT d.id FROM deliveries d
+            ), win AS MATERIALIZED (
+                SELECT d.id, d.status, d.not_before, d.claimed_by FROM deliveries d
                 WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
                 ORDER BY d.id LIMIT \(limit)
             ), picked AS (
-                SELECT d.id, d.device_id, d.user_id FROM win JOIN deliveries d ON d.id = win.id
+                -- The window's claimable ids as an array: the ledger is read
+                -- by id (partitions have no unique index on id, and a join
+                -- with the window was planned as millions of rows).
+                SELECT d.id, d.device_id, d.user_id FROM deliveries d
                 WHERE d.campaign_id = \(campaign)
+                  AND d.id = ANY (ARRAY(SELECT w.id FROM win w
+                                        WHERE (w.status = 'queued' AND w.not_before <= now())
+                                           OR (w.status = 'in_flight' AND NOT EXISTS (
+                                                   SELECT 1 FROM runs r WHERE r.id = w.claimed_by AND r.status = 'running'
+                                                                          AND r.lease_expires_at >= now()))))
+                  -- Checked again on the row as it is once locked.
                   AND ((d.status = 'queued' AND d.not_before <= now())
                        OR (d.status = 'in_flight' AND NOT EXISTS (
                                SELECT 1 FROM runs r WHERE r.id = d.claimed_by AND r.status = 'running'
