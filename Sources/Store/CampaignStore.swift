@@ -583,16 +583,9 @@ public struct CampaignStore: Sendable {
                 -- with the window was planned as millions of rows).
                 SELECT d.id, d.device_id, d.user_id FROM deliveries d
                 WHERE d.campaign_id = \(campaign)
-                  AND d.id = ANY (ARRAY(SELECT w.id FROM win w
-                                        WHERE (w.status = 'queued' AND w.not_before <= now())
-                                           OR (w.status = 'in_flight' AND NOT EXISTS (
-                                                   SELECT 1 FROM runs r WHERE r.id = w.claimed_by AND r.status = 'running'
-                                                                          AND r.lease_expires_at >= now()))))
+                  AND d.id = ANY (ARRAY(SELECT w.id FROM win w WHERE \(unescaped: Self.claimable("w"))))
                   -- Checked again on the row as it is once locked.
-                  AND ((d.status = 'queued' AND d.not_before <= now())
-                       OR (d.status = 'in_flight' AND NOT EXISTS (
-                               SELECT 1 FROM runs r WHERE r.id = d.claimed_by AND r.status = 'running'
-                                                      AND r.lease_expires_at >= now())))
+                  AND \(unescaped: Self.claimable("d"))
                   AND EXISTS (SELECT 1 FROM live)
                 FOR UPDATE OF d SKIP LOCKED
             ), upd AS (
@@ -636,6 +629,18 @@ public struct CampaignStore: Sendable {
         return window
     }
 
+    /// When the ledger row `alias` may be claimed (by campaign claims and
+    /// config refresh claims alike): queued and due, or in flight for a run
+    /// that is no longer running or whose lease lapsed.
+    static func claimable(_ alias: String) -> String {
+        """
+        ((\(alias).status = 'queued' AND \(alias).not_before <= now())
+         OR (\(alias).status = 'in_flight' AND NOT EXISTS (
+                 SELECT 1 FROM runs r WHERE r.id = \(alias).claimed_by AND r.status = 'running'
+                                        AND r.lease_expires_at >= now())))
+        """
+    }
+
     /// The first claimable row of the campaign after `after` (queued and
     /// due, or held by a run that is gone), one read of the campaign's rows;
     /// nil when there is none.
@@ -643,10 +648,7 @@ public struct CampaignStore: Sendable {
         let rows = try await client.query("""
             SELECT min(d.id) FROM deliveries d
             WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
-              AND ((d.status = 'queued' AND d.not_before <= now())
-                   OR (d.status = 'in_flight' AND NOT EXISTS (
-                           SELECT 1 FROM runs r WHERE r.id = d.claimed_by AND r.status = 'running'
-                                                  AND r.lease_expires_at >= now())))
+              AND \(unescaped: Self.claimable("d"))
             """, logger: logger)
         for try await id in rows.decode(Int64?.self) { return id }
         return nil

@@ -130,10 +130,7 @@ public struct ConfigRefreshStore: Sendable {
             ), picked AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.campaign_id IS NULL AND d.refresh_open
-                  AND ((d.status = 'queued' AND d.not_before <= now())
-                       OR (d.status = 'in_flight' AND NOT EXISTS (
-                               SELECT 1 FROM runs r WHERE r.id = d.claimed_by AND r.status = 'running'
-                                                      AND r.lease_expires_at >= now())))
+                  AND \(unescaped: CampaignStore.claimable("d"))
                   AND EXISTS (SELECT 1 FROM live)
                 ORDER BY d.id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
