@@ -45,9 +45,12 @@ public struct PayloadBuilder: Sendable {
         let campaign: Campaign
         let apsByLocale: [String: [UInt8]]
         let kindAndMedia: [UInt8]
+        /// The content locales, for resolving each device's locale.
+        let locales: LocaleMatch.Table
 
         init(_ campaign: Campaign) {
             self.campaign = campaign
+            locales = LocaleMatch.Table(campaign.content.keys, default: campaign.defaultLocale)
             var aps: [String: [UInt8]] = [:]
             for (locale, text) in campaign.content {
                 aps[locale] = PayloadBuilder.renderAPS(campaign: campaign, text: text)
@@ -163,7 +166,7 @@ public struct PayloadBuilder: Sendable {
     /// The payload bytes for one device.
     public func payload(for target: DeliveryTarget, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
         let r = rendering(target.variant)
-        return payload(r, locale: r.campaign.contentLocale(for: target.locale), deliveryID: target.deliveryID,
+        return payload(r, locale: r.locales.best(for: target.locale), deliveryID: target.deliveryID,
                        replyToken: replyToken, sealed: sealed)
     }
 

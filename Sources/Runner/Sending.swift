@@ -177,8 +177,8 @@ extension CampaignRun {
     /// Three things overlap so that neither the database's commits nor
     /// APNs' answers wait for the other: the sends in flight, one ledger
     /// write (the outcomes gathered while the previous write committed) and
-    /// one claim of the next batch (started when half of the current one is
-    /// sent). Outcomes not yet written, together with the sends in flight,
+    /// one claim of the next batch (started as soon as the current one is
+    /// taken). Outcomes not yet written, together with the sends in flight,
     /// never exceed `repeatBound`: a send starts only below it.
     private func session(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
                          logger: Logger) async throws -> SessionEnd {
@@ -356,7 +356,11 @@ extension CampaignRun {
                     if let expiry = campaign.expiresAt, expiry <= Date() { end = .expired; break }
                     continue
                 }
-                if claimed.count - next <= options.batchSize / 2, answer == nil { startClaim() }
+                // The next batch is claimed while this one is sent: a claim
+                // of 1,000 rows took about as long as sending them (45 ms
+                // against 50 ms at 20k/s, measured), so one started halfway
+                // through left the sends waiting at every batch.
+                if answer == nil { startClaim() }
 
                 let delivery = claimed[next]
                 let host = delivery.target.environment == "sandbox" ? APNsEnvironment.sandbox.host : APNsEnvironment.production.host

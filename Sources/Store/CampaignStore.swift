@@ -150,13 +150,15 @@ public struct CampaignStore: Sendable {
     /// expired) keeps that verdict. Returns how many deliveries were given back.
     @discardableResult
     public func finishRun(_ id: Int64, figures f: RunFigures, end: RunEnd, error: String?) async throws -> Int {
+        let held = try await claimedPartitions(of: [id])
         let rows = try await client.query("""
             WITH back AS (
                 UPDATE deliveries d SET
                     status = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'cancelled' ELSE 'queued' END,
                     last_error = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'campaign cancelled' ELSE d.last_error END,
                     claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
-                WHERE d.claimed_by = \(id) AND d.status = 'in_flight'
+                WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
+                  AND d.claimed_by = \(id) AND d.status = 'in_flight'
                 RETURNING d.id
             ), run AS (
                 UPDATE runs SET finished_at = now(), status = \(end.rawValue), error = \(error),
@@ -170,6 +172,34 @@ public struct CampaignStore: Sendable {
             """, logger: logger)
         for try await (back, _) in rows.decode((Int64, Int64).self) { return Int(back) }
         return 0
+    }
+
+    /// The ledger partitions where `runs` may hold deliveries in flight:
+    /// the campaigns their claims recorded (`runs.claimed_campaigns`) and
+    /// the config refresh pushes' rows (`claimed_refreshes`). Statements
+    /// that look for a run's in-flight rows name these, as binds that
+    /// PostgreSQL prunes the other partitions with when it plans the
+    /// statement (Sql/0012: no index names `claimed_by`, so that a claim is
+    /// a HOT update).
+    struct ClaimedPartitions {
+        var campaigns: [Int64] = []
+        var refreshes = false
+    }
+
+    func claimedPartitions(of runs: [Int64], orLapsedAfter lease: Duration? = nil, besides current: Int64 = 0) async throws -> ClaimedPartitions {
+        let seconds = lease.map { Double($0.components.seconds) } ?? -1
+        let rows = try await client.query("""
+            SELECT coalesce(array_agg(DISTINCT c.id) FILTER (WHERE c.id IS NOT NULL), '{}'), coalesce(bool_or(r.claimed_refreshes), false)
+            FROM runs r LEFT JOIN LATERAL unnest(r.claimed_campaigns) AS c(id) ON true
+            WHERE r.id = ANY(\(runs)::bigint[])
+               OR (\(seconds) >= 0 AND r.status = 'running' AND r.id <> \(current) AND NOT r.dry_run
+                   AND coalesce(r.heartbeat_at, r.started_at) < now() - make_interval(secs => \(seconds)))
+            """, logger: logger)
+        var held = ClaimedPartitions()
+        for try await (campaigns, refreshes) in rows.decode(([Int64], Bool).self) {
+            held = ClaimedPartitions(campaigns: campaigns, refreshes: refreshes)
+        }
+        return held
     }
 
     /// Renews the lease of every delivery `run` holds — one row, the run's
@@ -203,6 +233,7 @@ public struct CampaignStore: Sendable {
     /// a run whose lease lapsed, without waiting for this.)
     public func recoverAbandoned(currentRun: Int64, deadRuns: [Int64], lease: Duration) async throws -> Int {
         let seconds = Double(lease.components.seconds)
+        let held = try await claimedPartitions(of: deadRuns, orLapsedAfter: lease, besides: currentRun)
         let rows = try await client.query("""
             WITH mark AS (
                 UPDATE runs SET status = 'failed', finished_at = now(),
@@ -216,7 +247,8 @@ public struct CampaignStore: Sendable {
                     status = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'cancelled' ELSE 'queued' END,
                     last_error = CASE WHEN (SELECT c.status FROM campaigns c WHERE c.id = d.campaign_id) = 'cancelled' THEN 'campaign cancelled' ELSE d.last_error END,
                     claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
-                WHERE d.claimed_by IN (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[]))
+                WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
+                  AND d.claimed_by IN (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[]))
                   AND d.status = 'in_flight'
                 RETURNING d.id
             )
@@ -569,7 +601,9 @@ public struct CampaignStore: Sendable {
         let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
             WITH live AS (
-                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds)))
+                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds))),
+                    claimed_campaigns = CASE WHEN \(campaign) = ANY (claimed_campaigns) THEN claimed_campaigns
+                                             ELSE claimed_campaigns || \(campaign)::bigint END
                 WHERE id = \(run) AND status = 'running'
                   AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running'))
                 RETURNING id

@@ -124,7 +124,8 @@ public struct ConfigRefreshStore: Sendable {
         let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
             WITH live AS (
-                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds)))
+                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds))),
+                    claimed_refreshes = true
                 WHERE id = \(run) AND status = 'running'
                 RETURNING id
             ), picked AS (

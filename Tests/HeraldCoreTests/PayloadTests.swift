@@ -78,6 +78,24 @@ struct PayloadTests {
         #expect(Self.poster.contentLocale(for: device) == expected)
     }
 
+    /// The payload builder resolves locales through a table made once per
+    /// campaign; it picks what `contentLocale` picks, for every kind of tag.
+    @Test(arguments: ["zh-Hans-CN", "zh_Hans", "zh", "en-GB", "fr-FR", "ZH-hans", "EN_us", "de", "", "-", "zh-", "ñu-ES", "İs"])
+    func payloadsShowTheTextContentLocaleChooses(device: String) throws {
+        var t = Self.target
+        t.locale = device
+        var exact = Self.target
+        exact.locale = Self.poster.contentLocale(for: device)
+        #expect(Self.poster.content[exact.locale] != nil)
+        let builder = PayloadBuilder(campaign: Self.poster)
+        #expect(builder.payload(for: t, replyToken: nil, sealed: nil) == builder.payload(for: exact, replyToken: nil, sealed: nil))
+    }
+
+    @Test(arguments: ["en", "EN_us", "zh_Hant_TW", "zh-Hans", "a_B-c", "ñu_ES", "İs", "ǅ_x", ""])
+    func normalizingWithoutFoundationMatchesFoundation(tag: String) {
+        #expect(LocaleMatch.normalize(tag) == tag.replacingOccurrences(of: "_", with: "-").lowercased())
+    }
+
     @Test func languageMatchBeforeDefault() {
         var c = Self.poster
         c.content["pt-BR"] = LocalizedText(title: "Outono", body: "…")

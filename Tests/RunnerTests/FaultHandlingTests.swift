@@ -123,6 +123,42 @@ struct LeaseTests {
         }
     }
 
+    /// A run's in-flight rows are found through the campaigns its claims
+    /// recorded (no index names `claimed_by`, Sql/0012): what it holds in
+    /// several campaigns' partitions, and config refresh pushes, all go back.
+    @Test func whatARunHoldsInSeveralPartitionsGoesBack() async throws {
+        try await TestDatabase.with { client, _ in
+            let (store, first) = try await Self.setUp(client)
+            try await client.exec(Fixtures.campaign(name: "Second"))
+            try await client.exec("""
+                UPDATE campaigns SET status = 'running', snapshot_at = now() WHERE name = 'Second';
+                SELECT herald_delivery_partition(id) FROM campaigns WHERE name = 'Second';
+                INSERT INTO deliveries (campaign_id, device_id, user_id)
+                SELECT c.id, d.id, d.user_id FROM campaigns c, devices d WHERE c.name = 'Second';
+                INSERT INTO config_documents (etag, locale, categories) VALUES ('"e1"', 'en', '{}');
+                INSERT INTO deliveries (kind, config_etag, device_id, user_id, refresh_open)
+                SELECT 'config_refresh', '"e1"', id, user_id, true FROM devices WHERE id <= 3;
+                """)
+            let second = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Second'", as: Int64.self))
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries_c\(second)", as: Int64.self) == 20)
+            _ = try await store.claim(campaign: first, run: 1, limit: 4, lease: .seconds(60))
+            _ = try await store.claim(campaign: second, run: 1, limit: 6, lease: .seconds(60))
+            _ = try await ConfigRefreshStore(client: client, logger: TestDatabase.logger).claim(run: 1, limit: 10, lease: .seconds(60))
+            _ = try await store.claim(campaign: second, run: 2, limit: 2, lease: .seconds(60))
+            #expect(try await client.scalar("SELECT claimed_campaigns::text || ' ' || claimed_refreshes FROM runs WHERE id = 1",
+                                            as: String.self) == "{\(first),\(second)} true")
+            let back = try await store.finishRun(1, figures: RunFigures(), end: .stopped, error: nil)
+            #expect(back == 4 + 6 + 3)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE claimed_by = 1", as: Int64.self) == 0)
+            // Run 2's claim is its own.
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self) == 2)
+            // Run 2 dies: the next run recovers its rows from its campaign's partition.
+            try await client.exec("INSERT INTO runs (id, host, pid) VALUES (3, 'c', 3)")
+            #expect(try await store.recoverAbandoned(currentRun: 3, deadRuns: [2], lease: .seconds(60)) == 2)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self) == 0)
+        }
+    }
+
     @Test func runsThatStoppedRenewingAreRecovered() async throws {
         try await TestDatabase.with { client, _ in
             let (store, campaign) = try await Self.setUp(client)

@@ -174,12 +174,14 @@ struct SendTests {
             try await client.exec(Fixtures.catalogue)
             try await client.exec(Fixtures.audience(count: 50))
             try await client.exec(Fixtures.campaign(name: "Interrupted"))
-            // A run that died mid-batch an hour ago: its row says running, its heartbeat and leases expired, 20 deliveries in flight.
+            // A run that died mid-batch an hour ago: its row says running (with the campaign its claims
+            // recorded), its heartbeat and leases expired, 20 deliveries in flight.
             try await client.exec("""
                 UPDATE campaigns SET status = 'running', started_at = now();
                 INSERT INTO deliveries (campaign_id, device_id, user_id, status)
                 SELECT c.id, d.id, d.user_id, 'queued' FROM campaigns c, devices d;
-                INSERT INTO runs (id, host, pid, started_at, heartbeat_at) VALUES (900, 'gone', 1, now() - interval '1 hour', now() - interval '1 hour');
+                INSERT INTO runs (id, host, pid, started_at, heartbeat_at, claimed_campaigns)
+                SELECT 900, 'gone', 1, now() - interval '1 hour', now() - interval '1 hour', array_agg(id) FROM campaigns;
                 UPDATE deliveries SET status = 'in_flight', claimed_by = 900, lease_expires_at = now() - interval '55 minutes'
                 WHERE id IN (SELECT id FROM deliveries ORDER BY id LIMIT 20);
                 UPDATE deliveries SET status = 'sent', sent_at = now() WHERE id IN (SELECT id FROM deliveries ORDER BY id DESC LIMIT 10);

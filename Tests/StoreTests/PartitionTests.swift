@@ -148,13 +148,13 @@ struct PartitionTests {
                 RETURNING id
                 """, as: Int64.self))
             #expect(fresh > lastID)
-            // The later migrations apply over the partitioned ledger (0011 sets every partition's fillfactor).
+            // The later migrations apply over the partitioned ledger (0011, then 0012, set every partition's fillfactor).
             let later = try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
             #expect(!later.isEmpty && later.allSatisfy { $0 > "0010" })
             #expect(try await Self.lines(client, """
                 SELECT DISTINCT array_to_string(c.reloptions, ',') FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
                 WHERE i.inhparent = 'deliveries'::regclass
-                """) == ["fillfactor=60"])
+                """) == ["fillfactor=40"])
             #expect(try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
         }
     }
