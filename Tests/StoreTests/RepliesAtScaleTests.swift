@@ -30,8 +30,9 @@ struct RepliesAtScaleTests {
 
     @Test func repliesHaveNoForeignKeysLeft() async throws {
         try await TestDatabase.with { client, _ in
-            #expect(try await client.scalar(
-                "SELECT count(*) FROM pg_constraint WHERE conrelid = 'replies'::regclass AND contype = 'f'", as: Int64.self) == 0)
+            let keys = try await client.scalar(
+                "SELECT count(*) FROM pg_constraint WHERE conrelid = 'replies'::regclass AND contype = 'f'", as: Int64.self)
+            #expect(keys == 0)
         }
     }
 
@@ -89,8 +90,8 @@ struct RepliesAtScaleTests {
             var second = batch[1]
             second.replyID = batch[0].replyID
             #expect(try await store.copyIn([batch[0], second, batch[1]], source: "ingest") == 2)
-            #expect(try await PartitionTests.lines(client, "SELECT reply_id || ':' || delivery_id FROM replies ORDER BY delivery_id")
-                    == ["\(batch[0].replyID.uuidString.lowercased()):1", "\(batch[1].replyID.uuidString.lowercased()):3"])
+            let stored = try await PartitionTests.lines(client, "SELECT reply_id || ':' || delivery_id FROM replies ORDER BY delivery_id")
+            #expect(stored == ["\(batch[0].replyID.uuidString.lowercased()):1", "\(batch[1].replyID.uuidString.lowercased()):3"])
         }
     }
 
