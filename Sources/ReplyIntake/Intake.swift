@@ -62,15 +62,16 @@ public struct ReplyIntake: Sendable {
     }
 
     /// Checks and stores a JSON-lines file, `batch` lines at a time: each
-    /// batch's good lines go through `COPY` into a staging table and one
-    /// set-based merge, in a transaction of its own, while the next batches
-    /// are read and checked and up to `writers` batches are stored at once
-    /// (on as many connections). A batch that shares a `reply_id` with one
+    /// batch is parsed and its tokens checked as it is read; its deliveries
+    /// are then looked up and its good lines go through `COPY` into a
+    /// staging table and one set-based merge, in a transaction of its own,
+    /// up to `writers` batches at once (on as many connections) while the
+    /// next batches are read. A batch that shares a `reply_id` with one
     /// still being stored waits for it, so the first line of a reply is the
     /// one stored, as if the file were read in one go. Memory stays flat
     /// whatever the file's size (`writers` + 1 batches at most). Blank lines
     /// are ignored.
-    public func ingest(file path: String, batch: Int = 5000, writers: Int = 2) async throws -> IngestReport {
+    public func ingest(file path: String, batch: Int = 5000, writers: Int = 3) async throws -> IngestReport {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError.configuration("cannot read \(path)")
         }
@@ -85,9 +86,9 @@ public struct ReplyIntake: Sendable {
             while true {
                 let lines = try reader.next(max(1, batch))
                 if lines.isEmpty { break }
-                let accepted = try await check(lines, into: &report)
-                guard !accepted.isEmpty else { continue }
-                let ids = Set(accepted.map(\.reply.replyID))
+                let parsed = parse(lines, into: &report)
+                guard !parsed.isEmpty else { continue }
+                let ids = Set(parsed.map(\.body.replyID))
                 while storing.count >= writers || storing.values.contains(where: { !$0.isDisjoint(with: ids) }),
                       case let (done, written)? = try await group.next() {
                     storing[done] = nil
@@ -96,15 +97,15 @@ public struct ReplyIntake: Sendable {
                 number += 1
                 storing[number] = ids
                 let this = number
-                group.addTask { (this, try await self.write(accepted)) }
+                group.addTask { (this, try await self.checkAndWrite(parsed)) }
             }
             while case let (_, written)? = try await group.next() { report.add(written) }
         }
         return report
     }
 
-    /// Parses and checks a batch of lines; what passes, with its line number.
-    private func check(_ lines: [LineReader.Line], into report: inout IngestReport) async throws -> [(line: Int, reply: AcceptedReply)] {
+    /// Parses a batch of lines and checks their tokens; what passes, with its line number.
+    private func parse(_ lines: [LineReader.Line], into report: inout IngestReport) -> [(line: Int, body: ReplyBody)] {
         var parsed: [(line: Int, body: ReplyBody)] = []
         parsed.reserveCapacity(lines.count)
         for line in lines {
@@ -127,10 +128,16 @@ public struct ReplyIntake: Sendable {
                 report.bad.append((line.number, error))
             }
         }
-        guard !parsed.isEmpty else { return [] }
+        return parsed
+    }
+
+    /// Looks a parsed batch's deliveries up, checks each line against its
+    /// delivery and stores the good ones.
+    private func checkAndWrite(_ parsed: [(line: Int, body: ReplyBody)]) async throws -> Written {
         async let lookedUp = store.targets(Array(Set(parsed.map(\.body.delivery))))
         async let catalogue = store.categoryActions()
         let (targets, actions) = try await (lookedUp, catalogue)
+        var refused: [(line: Int, error: ReplyError)] = []
         var accepted: [(line: Int, reply: AcceptedReply)] = []
         accepted.reserveCapacity(parsed.count)
         for (line, body) in parsed {
@@ -138,7 +145,7 @@ public struct ReplyIntake: Sendable {
             do throws(ReplyError) {
                 try ReplyRules.check(body, target: target, actions: target?.categoryID.flatMap { actions[$0] } ?? [])
             } catch {
-                report.bad.append((line, error))
+                refused.append((line, error))
                 continue
             }
             if let target {
@@ -146,7 +153,9 @@ public struct ReplyIntake: Sendable {
                                                       text: body.text, occurredAt: body.occurredAt)))
             }
         }
-        return accepted
+        var written = accepted.isEmpty ? Written() : try await write(accepted)
+        written.bad = refused + written.bad
+        return written
     }
 
     /// What storing one batch did.

@@ -130,29 +130,32 @@ public struct ReplyStore: Sendable {
 
     /// Stores replies through `COPY` into a session-local staging table and
     /// one set-based merge, in a transaction that has committed when this
-    /// returns. Replies go in their order: of two with the same `reply_id`,
-    /// the first is stored. Returns how many were stored now (the others'
-    /// `reply_id` was stored before). The bulk path of `herald ingest`.
+    /// returns. Of two replies with the same `reply_id`, the first is stored
+    /// (the later ones are left out here, so the merge needs no order).
+    /// Returns how many were stored now (the others' `reply_id` was stored
+    /// before, or earlier in `replies`). The bulk path of `herald ingest`.
     public func copyIn(_ replies: [AcceptedReply], source: String) async throws -> Int {
         guard !replies.isEmpty else { return 0 }
+        var seen = Set<UUID>(minimumCapacity: replies.count)
+        let firsts = replies.filter { seen.insert($0.replyID).inserted }
         return try await committed { conn in
             // ON COMMIT DELETE ROWS: the table stays for the session's next
             // batch, empty; nothing of it is ever seen by another session.
             try await conn.query("""
                 CREATE TEMP TABLE IF NOT EXISTS herald_reply_stage (
-                    n bigint, reply_id uuid, delivery_id bigint, campaign_id bigint, device_id bigint,
+                    reply_id uuid, delivery_id bigint, campaign_id bigint, device_id bigint,
                     user_id bigint, action text, text text, occurred float8
                 ) ON COMMIT DELETE ROWS
                 """, logger: logger)
             try await conn.copyFrom(
                 table: "herald_reply_stage",
-                columns: ["n", "reply_id", "delivery_id", "campaign_id", "device_id", "user_id", "action", "text", "occurred"],
+                columns: ["reply_id", "delivery_id", "campaign_id", "device_id", "user_id", "action", "text", "occurred"],
                 logger: logger
             ) { writer in
                 var buffer = ByteBuffer()
                 buffer.reserveCapacity(Self.copyChunkBytes + 4096)
-                for (n, reply) in replies.enumerated() {
-                    CopyText.row(n, reply, into: &buffer)
+                for reply in firsts {
+                    CopyText.row(reply, into: &buffer)
                     if buffer.readableBytes >= Self.copyChunkBytes {
                         try await writer.write(buffer)
                         buffer.clear()
@@ -164,7 +167,7 @@ public struct ReplyStore: Sendable {
                 WITH stored AS (
                     INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at, source)
                     SELECT reply_id, delivery_id, campaign_id, device_id, user_id, action, text, to_timestamp(occurred), \(source)
-                    FROM herald_reply_stage ORDER BY n
+                    FROM herald_reply_stage
                     ON CONFLICT (reply_id) DO NOTHING
                     RETURNING 1)
                 SELECT count(*) FROM stored
@@ -227,9 +230,7 @@ public struct ReplyStore: Sendable {
 /// Rows in `COPY … FROM STDIN (FORMAT text)`: tab-separated, `\N` for NULL,
 /// backslash, tab, newline and carriage return escaped.
 enum CopyText {
-    static func row(_ n: Int, _ reply: AcceptedReply, into buffer: inout ByteBuffer) {
-        buffer.writeString(String(n))
-        buffer.writeInteger(UInt8(ascii: "\t"))
+    static func row(_ reply: AcceptedReply, into buffer: inout ByteBuffer) {
         buffer.writeString(reply.replyID.uuidString)
         for number in [reply.target.deliveryID, reply.target.campaignID, reply.target.deviceID, reply.target.userID] {
             buffer.writeInteger(UInt8(ascii: "\t"))
