@@ -357,9 +357,9 @@ extension CampaignRun {
                     continue
                 }
                 // The next batch is claimed while this one is sent: a claim
-                // of 1,000 rows took about as long as sending them (45 ms
-                // against 50 ms at 20k/s, measured), so one started halfway
-                // through left the sends waiting at every batch.
+                // of 1,000 rows took 45 ms (pg_stat_statements, 1,000,000-device
+                // run), about as long as sending them takes at 20k/s, so
+                // one started halfway through left the sends waiting.
                 if answer == nil { startClaim() }
 
                 let delivery = claimed[next]
