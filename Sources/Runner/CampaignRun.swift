@@ -55,7 +55,7 @@ public struct RunOptions: Sendable {
     public var stop: StopSignal
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
-                recordEvery: Int = 100, recordInterval: Duration = .milliseconds(250),
+                recordEvery: Int = 500, recordInterval: Duration = .milliseconds(250),
                 host: String = ProcessInfo.processInfo.hostName,
                 lease: Duration = .seconds(300), sendSpan: Duration = .seconds(185),
                 outageBudget: Duration = .seconds(300), breakerThreshold: Int = 3,

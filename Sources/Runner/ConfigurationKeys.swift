@@ -110,7 +110,7 @@ extension ConfigurationKey {
         "deliveries claimed from the ledger at a time")
     static let concurrency = Self("HERALD_CONCURRENCY", "run", "concurrency", kind: .integer(1...10_000, default: 200),
         "notifications in flight at once")
-    static let recordEvery = Self("HERALD_RECORD_EVERY", "run", "record_every", kind: .integer(1...100_000, default: 100),
+    static let recordEvery = Self("HERALD_RECORD_EVERY", "run", "record_every", kind: .integer(1...100_000, default: 500),
         "outcomes are written to the ledger at least every N notifications (the repeat window, see \"Reliability\")")
     static let recordInterval = Self("HERALD_RECORD_INTERVAL_MS", "run", "record_interval_ms",
         kind: .integer(10...60_000, default: 250), "… and at least every this many milliseconds")

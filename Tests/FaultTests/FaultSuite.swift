@@ -15,7 +15,9 @@ import Glibc
 struct FaultSuite {
     /// HERALD_CONCURRENCY + HERALD_RECORD_EVERY as the workers run them: the
     /// most notifications a kill -9 can make the next run send again.
-    static func repeatBound(concurrency: Int, recordEvery: Int = 100) -> Int { concurrency + recordEvery }
+    static func repeatBound(concurrency: Int, recordEvery: Int = FaultSuite.recordEvery) -> Int { concurrency + recordEvery }
+    /// HERALD_RECORD_EVERY of every worker the suite starts.
+    static let recordEvery = 100
 
     static func campaign(_ client: PostgresClient, devices: Int, name: String, collapseID: String) async throws -> Int64 {
         try await client.exec(Fixtures.catalogue)

@@ -299,6 +299,7 @@ func workerEnvironment(database: DatabaseConfiguration, simulator: SimulatorProc
     // A short APNs deadline keeps the lease (which must outlast one send) short.
     env["APNS_TIMEOUT_SECONDS"] = "3"
     env["HERALD_LEASE_SECONDS"] = "70"
+    env["HERALD_RECORD_EVERY"] = "\(FaultSuite.recordEvery)"
     for (k, v) in extra { env[k] = v }
     return env
 }

@@ -44,7 +44,7 @@ $user_line
 worker_processes 1;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;
-events { worker_connections 1024; }
+events { worker_connections 4096; }
 http {
   access_log off;
   client_body_temp_path $dir/tmp/body;
@@ -56,7 +56,12 @@ http {
   keepalive_timeout 120s;
   client_body_buffer_size 16k;
   client_max_body_size 8k;
-  upstream sink { server 127.0.0.1:$backend; keepalive 64; keepalive_requests 100000000; }
+  # As many idle upstream connections kept as streams may be in flight
+  # (http2_max_concurrent_streams): with 64, every request beyond the 64th
+  # in flight opened and closed a TCP connection to the backend. Measured
+  # with 200 in flight (a 200,000-device run): nginx's CPU per notification
+  # 38 µs with 64, 23 µs with 1024; h2load's rate did not change.
+  upstream sink { server 127.0.0.1:$backend; keepalive 1024; keepalive_requests 100000000; }
   server {
     listen 127.0.0.1:$SINK_PORT ssl http2;
     ssl_certificate $SINK_CERT;
