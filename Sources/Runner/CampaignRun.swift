@@ -53,6 +53,9 @@ public struct RunOptions: Sendable {
     public var retryWait: Duration
     /// Asked to stop (SIGTERM, SIGINT): stop claiming, finish, record.
     public var stop: StopSignal
+    /// Device ids in a campaign's first audience slice; sending starts once
+    /// it is written, while the next slices are (Sql/0014).
+    public var firstSnapshotSlice: Int64 = CampaignStore.defaultFirstSlice
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
                 recordEvery: Int = 500, recordInterval: Duration = .milliseconds(250),
@@ -312,22 +315,21 @@ public struct CampaignRun: Sendable {
             summary.kind = due.campaign.kind
             let prepared = try PreparedCampaign(
                 campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
+            let firstSlice = options.firstSnapshotSlice
             let snap = try await db("snapshot the audience") {
-                try await store.snapshot(due, start: !dryRun)
+                try await store.snapshot(due, start: !dryRun, firstSlice: firstSlice)
             }
             summary.snapshot = snap
             state.figures.targeted += snap.inserted
             state.figures.skipped += snap.skipped
-            if snap.inserted > 0 {
-                logger.info("audience snapshot", metadata: [
-                    "devices": "\(snap.inserted)", "queued": "\(snap.queued)",
-                    "skipped": "\(snap.skipped)", "deferred": "\(snap.deferred)",
-                ])
-            }
             if options.dryRun {
+                logSnapshot(snap, logger: logger)
                 try await printPayloads(prepared, summary: &summary, figures: &state.figures)
-            } else {
+            } else if snap.complete {
+                logSnapshot(snap, logger: logger)
                 try await send(prepared, summary: &summary, state: &state, logger: logger)
+            } else {
+                try await sendWhileSnapshotting(due, prepared, summary: &summary, state: &state, logger: logger)
             }
         } catch let problem as CampaignProblem {
             try await fail(&summary, reason: problem.message, logger: logger)
@@ -340,6 +342,55 @@ public struct CampaignRun: Sendable {
             try await fail(&summary, reason: StoreError.describe(error), logger: logger)
         }
         return summary
+    }
+
+    private func logSnapshot(_ snap: SnapshotResult, logger: Logger) {
+        guard snap.inserted > 0 else { return }
+        logger.info("audience snapshot", metadata: [
+            "devices": "\(snap.inserted)", "queued": "\(snap.queued)",
+            "skipped": "\(snap.skipped)", "deferred": "\(snap.deferred)",
+        ])
+    }
+
+    /// Sends a campaign whose audience is still being written: the next
+    /// slices are written by a child task while the ones written are sent.
+    /// Sending waits for slices rather than ending while some remain; when
+    /// sending ends early (a stop, a pause, an outage), no further slice is
+    /// started and the one under way is waited for. An error of a slice
+    /// (its own data, or the database away beyond the budget) is thrown
+    /// once sending has ended.
+    private func sendWhileSnapshotting(_ due: DueCampaign, _ prepared: PreparedCampaign, summary: inout CampaignSummary,
+                                       state: inout RunState, logger: Logger) async throws {
+        let store = self.store
+        let db = self.db
+        let options = self.options
+        let writing = SnapshotWriting()
+        try await withThrowingTaskGroup(of: SnapshotResult.self) { group in
+            group.addTask {
+                defer { writing.finish() }
+                var rest = SnapshotResult(complete: false)
+                while !rest.complete, !writing.stopRequested, !options.stop.isRequested {
+                    let slice = try await db("snapshot the audience") {
+                        try await store.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice)
+                    }
+                    rest.add(slice)
+                }
+                return rest
+            }
+            do {
+                try await send(prepared, summary: &summary, state: &state, logger: logger, snapshotting: writing)
+            } catch {
+                writing.requestStop()
+                throw error
+            }
+            writing.requestStop()
+            for try await rest in group {
+                summary.snapshot?.add(rest)
+                state.figures.targeted += rest.inserted
+                state.figures.skipped += rest.skipped
+            }
+        }
+        if let snap = summary.snapshot { logSnapshot(snap, logger: logger) }
     }
 
     private func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {
@@ -424,4 +475,19 @@ enum DryRunLine {
         }
         return w
     }
+}
+
+/// Whether a campaign's audience is still being written by a run's child
+/// task, and whether that task should stop starting slices.
+final class SnapshotWriting: Sendable {
+    private struct State {
+        var writing = true
+        var stopRequested = false
+    }
+    private let state = NIOLockedValueBox(State())
+
+    var isWriting: Bool { state.withLockedValue { $0.writing } }
+    var stopRequested: Bool { state.withLockedValue { $0.stopRequested } }
+    func finish() { state.withLockedValue { $0.writing = false } }
+    func requestStop() { state.withLockedValue { $0.stopRequested = true } }
 }

@@ -25,6 +25,8 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     /// least every N notifications and every T milliseconds.
     public var recordEvery: Int
     public var recordInterval: Duration
+    /// `HERALD_SNAPSHOT_SLICE`: device ids in a campaign's first audience slice.
+    public var snapshotSlice: Int
     /// `HERALD_LEASE_SECONDS`: how long a claim belongs to a run without renewal.
     public var lease: Duration
     /// `HERALD_OUTAGE_BUDGET_SECONDS`: how long APNs may be unreachable before the run stops (75).
@@ -91,6 +93,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         configRefreshLeadMinutes = try source.number(.configRefreshLead)
         recordEvery = try source.number(.recordEvery)
         recordInterval = .milliseconds(try source.number(.recordInterval))
+        snapshotSlice = try source.number(.snapshotSlice)
         lease = .seconds(try source.number(.lease))
         outageBudget = .seconds(try source.number(.outageBudget))
         databaseBudget = .seconds(try source.number(.databaseOutage))

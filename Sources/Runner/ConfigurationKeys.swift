@@ -112,6 +112,9 @@ extension ConfigurationKey {
         "notifications in flight at once")
     static let recordEvery = Self("HERALD_RECORD_EVERY", "run", "record_every", kind: .integer(1...100_000, default: 500),
         "outcomes are written to the ledger at least every N notifications (the repeat window, see \"Reliability\")")
+    static let snapshotSlice = Self("HERALD_SNAPSHOT_SLICE", "run", "snapshot_slice",
+        kind: .integer(1...1_000_000_000, default: 50_000),
+        "device ids in the first slice of a campaign's audience snapshot; sending starts once it is written, each next slice is as large as all before it")
     static let recordInterval = Self("HERALD_RECORD_INTERVAL_MS", "run", "record_interval_ms",
         kind: .integer(10...60_000, default: 250), "… and at least every this many milliseconds")
     static let lease = Self("HERALD_LEASE_SECONDS", "run", "lease_seconds", kind: .integer(5...86_400, default: 300),
@@ -177,7 +180,7 @@ extension ConfigurationKey {
         replySecret, replySecretFile,
         apnsKeyPath, apnsKeyID, apnsTeamID, apnsTopic, apnsURL, apnsCAPath,
         apnsMaxConnections, apnsStreams, apnsTimeout, apnsMaxAttempts,
-        batchSize, concurrency, recordEvery, recordInterval, lease, outageBudget, stopGrace, retryWait,
+        batchSize, concurrency, recordEvery, recordInterval, snapshotSlice, lease, outageBudget, stopGrace, retryWait,
         configRefreshLead, metricsTextfile,
         httpHost, httpPort, rateAddress, rateAddressBurst, rateDelivery, rateDevice,
         httpMaxConnections, httpMaxConnectionsPerAddress, httpHeaderTimeout, httpBodyTimeout, httpMaxHeaderBytes,

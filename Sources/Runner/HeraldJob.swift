@@ -23,6 +23,7 @@ public struct HeraldJob: Sendable {
                                  outageBudget: c.outageBudget, databaseBudget: c.databaseBudget,
                                  stopGrace: c.stopGrace, retryWait: c.retryWait, stop: stop)
         options.configRefreshLead = TimeInterval(c.configRefreshLeadMinutes * 60)
+        options.firstSnapshotSlice = Int64(c.snapshotSlice)
         if let apns {
             // The longest one notification can take in the client: every
             // attempt to its deadline, every backoff at its longest, a connect.

@@ -62,9 +62,13 @@ extension CampaignRun {
     /// is left, with at most `concurrency` notifications in flight; waits
     /// out APNs outages (circuit breaker) and lease renewals within their
     /// budgets, and short retry backoffs.
+    ///
+    /// `snapshotting`, when the campaign's audience is still being written:
+    /// sending waits for the next slice instead of ending.
     func send(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
-              logger: Logger) async throws {
-        let end = try await sendCampaign(prepared, summary: &summary, state: &state, logger: logger)
+              logger: Logger, snapshotting: SnapshotWriting? = nil) async throws {
+        let end = try await sendCampaign(prepared, summary: &summary, state: &state, logger: logger,
+                                         snapshotting: snapshotting)
         switch end {
         case .done:
             let store = self.store
@@ -88,7 +92,7 @@ extension CampaignRun {
     }
 
     private func sendCampaign(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
-                              logger: Logger) async throws -> CampaignEnd {
+                              logger: Logger, snapshotting: SnapshotWriting?) async throws -> CampaignEnd {
         let clock = ContinuousClock()
         let store = self.store
         let campaignID = prepared.campaign.id
@@ -106,6 +110,11 @@ extension CampaignRun {
             case .expired: return .expired
             case .stopped: return .stopped
             case .drained:
+                if let snapshotting, snapshotting.isWriting {
+                    // The next slice of the audience is being written.
+                    guard await pause(for: .milliseconds(50)) else { return .stopped }
+                    continue
+                }
                 // Deliveries back from transient answers wait out their
                 // backoff; a short one is waited for here.
                 guard let wait = try await db("find the next due delivery", { try await store.nextDue(campaign: campaignID) }),
@@ -194,7 +203,8 @@ extension CampaignRun {
         pending.reserveCapacity(options.recordEvery)
         var lastFlush = clock.now
         var end: SessionEnd?
-        var progress = CampaignProgress(campaign: campaign.id, total: summary.snapshot?.queued, now: clock.now)
+        var progress = CampaignProgress(campaign: campaign.id,
+                                        total: summary.snapshot.flatMap { $0.complete ? $0.queued : nil }, now: clock.now)
         defer { progress.finish() }
         // Claims of this session are sent only while no lease lapsed since it began.
         let epoch = leases.epoch

@@ -81,6 +81,39 @@ public struct SnapshotResult: Sendable, Hashable {
     /// Per variant (name order), when the campaign has variants: the
     /// devices assigned to it and how many of them are queued.
     public var variants: [VariantCount] = []
+    /// False while slices of the audience remain to be written (Sql/0014).
+    public var complete = true
+
+    public init(inserted: Int = 0, queued: Int = 0, skipped: Int = 0, deferred: Int = 0,
+                skippedNoKey: Int = 0, skippedCapped: Int = 0, complete: Bool = true) {
+        self.inserted = inserted
+        self.queued = queued
+        self.skipped = skipped
+        self.deferred = deferred
+        self.skippedNoKey = skippedNoKey
+        self.skippedCapped = skippedCapped
+        self.complete = complete
+    }
+
+    /// Adds a later slice's counts.
+    public mutating func add(_ slice: SnapshotResult) {
+        inserted += slice.inserted
+        queued += slice.queued
+        skipped += slice.skipped
+        deferred += slice.deferred
+        skippedNoKey += slice.skippedNoKey
+        skippedCapped += slice.skippedCapped
+        for count in slice.variants {
+            if let i = variants.firstIndex(where: { $0.name == count.name }) {
+                variants[i].devices += count.devices
+                variants[i].queued += count.queued
+            } else {
+                variants.append(count)
+                variants.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            }
+        }
+        complete = slice.complete
+    }
 
     public struct VariantCount: Sendable, Hashable {
         public var name: String
@@ -399,55 +432,86 @@ public struct CampaignStore: Sendable {
             """, logger: logger)
     }
 
-    /// Writes the campaign's audience into `deliveries` with one set-based
-    /// statement. Idempotent: a device already in the ledger is left alone.
-    /// A campaign is snapshotted once (`snapshot_at`), whether it is due as
-    /// `scheduled` or was resumed as `running`; with `start` it moves to
-    /// running in the same transaction, so a later run does not snapshot again.
-    /// A dry run previews the audience of a campaign not snapshotted yet.
-    public func snapshot(_ due: DueCampaign, start: Bool) async throws -> SnapshotResult {
+    /// Writes the campaign's audience into `deliveries`, set-based. A
+    /// campaign is snapshotted once, whether it is due as `scheduled` or was
+    /// resumed as `running`; a device already in its ledger is left alone.
+    ///
+    /// With `start` (a run) the audience is written in slices of device ids
+    /// (Sql/0014), each in a transaction of its own, and this writes the
+    /// next slice only: the first moves the campaign to `running` and sets
+    /// `snapshot_at` (the variants are frozen from then on), each records
+    /// how far it got (`snapshot_through`), the last clears it. The result
+    /// says whether the snapshot is complete; the run sends the slices
+    /// written while it writes the next (`firstSlice` device ids first, then
+    /// each slice as large as all before it). Without `start` (a dry run)
+    /// the whole audience is written in one statement, and the campaign
+    /// stays as it was.
+    public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice) async throws -> SnapshotResult {
         let c = due.campaign
         let logger = self.logger
         // Its partition first, in a transaction of its own (only for a
         // campaign still to snapshot: one resumed after a prune has none).
         for try await pending in try await client.query("""
-            SELECT snapshot_at IS NULL AND status IN ('scheduled', 'running') FROM campaigns WHERE id = \(c.id)
+            SELECT (snapshot_at IS NULL OR snapshot_through IS NOT NULL) AND status IN ('scheduled', 'running')
+            FROM campaigns WHERE id = \(c.id)
             """, logger: logger).decode(Bool.self) where pending {
             if try await !ensurePartition(campaign: c.id) {
                 logger.warning("the campaign's ledger partition could not be made now (a lock was busy); its deliveries go to deliveries_default",
                                metadata: ["campaign": "\(c.id)"])
             }
         }
-        let result = try await client.withTransaction(logger: logger) { conn in
-            let statusRows = try await conn.query(
-                "SELECT status, snapshot_at IS NULL FROM campaigns WHERE id = \(c.id) FOR UPDATE", logger: logger)
+        let result = try await client.withTransaction(logger: logger) { conn -> (snapshot: SnapshotResult, analyze: Bool) in
+            let statusRows = try await conn.query("""
+                SELECT status, snapshot_at IS NULL, snapshot_through, (SELECT max(id) FROM devices)
+                FROM campaigns WHERE id = \(c.id) FOR UPDATE
+                """, logger: logger)
             var status = ""
-            var pending = false
-            for try await (s, p) in statusRows.decode((String, Bool).self) { (status, pending) = (s, p) }
-            if !pending || !(status == "scheduled" || status == "running") {
-                return SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
+            var fresh = false
+            var through: Int64?
+            var lastDevice: Int64 = 0
+            for try await (s, f, t, m) in statusRows.decode((String, Bool, Int64?, Int64?).self) {
+                (status, fresh, through, lastDevice) = (s, f, t, m ?? 0)
             }
-            // A campaign's first audience (the usual case: its row lock keeps
-            // other snapshots out) is written with a plain INSERT; rows of it
-            // already there (written by hand) make it skip those devices.
+            var done = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
+            guard fresh || through != nil, status == "scheduled" || status == "running" else { return (done, false) }
+            // This slice: the device ids after the cursor, up to as many
+            // again (at least `firstSlice`); a dry run writes them all.
+            let low = through ?? 0
+            let step = max(firstSlice, low, 1)
+            let high = start && low <= Int64.max - step ? low + step : Int64.max
+            let last = high >= lastDevice
+            // Rows of these devices already in the ledger (a dry run's, or
+            // written by hand) make the statement skip them; else it is a
+            // plain INSERT.
             var written = false
             for try await exists in try await conn.query("""
-                SELECT EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(c.id) AND kind = 'campaign')
+                SELECT EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(c.id) AND kind = 'campaign'
+                                                       AND device_id > \(low) AND device_id <= \(high))
                 """, logger: logger).decode(Bool.self) { written = exists }
-            let query = try Self.snapshotQuery(due, skippingWritten: written)
-            let result = try await Self.insertAudience(query, on: conn, logger: logger)
+            let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written)
+            done = try await Self.insertAudience(query, on: conn, logger: logger)
+            done.complete = last
             if start {
-                try await conn.query(
-                    "UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now() WHERE id = \(c.id)",
-                    logger: logger)
+                try await conn.query("""
+                    UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()),
+                        snapshot_at = coalesce(snapshot_at, now()),
+                        snapshot_through = \(last ? nil : high as Int64?)
+                    WHERE id = \(c.id)
+                    """, logger: logger)
             }
-            return result
+            return (done, low == 0 || last)
         }
-        if result.inserted >= Self.analyzeAfter {
+        // The claims are planned with statistics that know the campaign:
+        // after its first slice and after its last, when they were large.
+        if result.analyze, result.snapshot.inserted >= Self.analyzeAfter {
             try await client.query("SELECT herald_ledger_analyze(\(c.id))", logger: logger)
         }
-        return result
+        return result.snapshot
     }
+
+    /// The device ids of a run's first snapshot slice: about a second of
+    /// PostgreSQL's work here, after which sending starts.
+    public static let defaultFirstSlice: Int64 = 50_000
 
     /// A snapshot of at least this many rows is followed by ANALYZE of the
     /// campaign's ledger rows: the statistics the claims are planned with
@@ -509,7 +573,10 @@ public struct CampaignStore: Sendable {
     /// without a speculative insertion per row (measured, 200,000 rows:
     /// 1.25 s and 1.21M WAL records with the conflict clause, 0.98 s and
     /// 1.01M without).
-    static func snapshotQuery(_ due: DueCampaign, skippingWritten: Bool = true) throws -> PostgresQuery {
+    /// `devices` bounds the device ids written (a slice: above its lower
+    /// bound, up to its upper one).
+    static func snapshotQuery(_ due: DueCampaign, devices: ClosedRange<Int64> = 0...Int64.max,
+                              skippingWritten: Bool = true) throws -> PostgresQuery {
         let c = due.campaign
         var binds = PostgresBindings(capacity: 16)
         binds.append(c.id)
@@ -520,8 +587,10 @@ public struct CampaignStore: Sendable {
         // (empty: the campaign has none, deliveries carry no variant).
         binds.append(c.variants.map(\.name))
         binds.append(c.variantLowerBounds.map { Int32($0) })
+        binds.append(devices.lowerBound)
+        binds.append(devices.upperBound)
         // The segment's condition is compiled for this statement: its binds
-        // follow the six above, and it names devices `dv` and users `u`.
+        // follow the eight above, and it names devices `dv` and users `u`.
         let segment: CompiledSegment
         do {
             segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
@@ -556,6 +625,7 @@ public struct CampaignStore: Sendable {
                 CROSS JOIN settings st
                 LEFT JOIN capped cp ON cp.user_id = u.id
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+                  AND dv.id > $7 AND dv.id <= $8
                   AND (\(segment.sql))
                 \(skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "")
                 RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped, variant
@@ -817,7 +887,7 @@ public struct CampaignStore: Sendable {
     public func completeIfDone(_ campaign: Int64) async throws -> Bool {
         let rows = try await client.query("""
             UPDATE campaigns SET status = 'completed', completed_at = now()
-            WHERE id = \(campaign) AND status = 'running'
+            WHERE id = \(campaign) AND status = 'running' AND snapshot_through IS NULL
               AND NOT EXISTS (SELECT 1 FROM deliveries
                               WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
             RETURNING id

@@ -1,0 +1,93 @@
+import Foundation
+import PostgresNIO
+import Runner
+import Store
+import Testing
+import TestSupport
+
+/// An audience written in slices that sending starts on (Sql/0014): every
+/// device once, the campaign complete only after its last slice, a stopped
+/// snapshot going on where it stopped.
+@Suite("Audience snapshots in slices", .serialized)
+struct SnapshotSliceTests {
+    @Test func aLargeAudienceIsSentWhileItsSlicesAreWritten() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 3000))
+            try await client.exec(Fixtures.campaign(name: "Big"))
+            try await withSimulator { sim in
+                var options = RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 50)
+                options.firstSnapshotSlice = 200
+                let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
+                #expect(summary.figures.sent == 3000)
+                #expect(summary.figures.targeted == 3000)
+                #expect(summary.campaigns.first?.snapshot?.inserted == 3000)
+                #expect(summary.campaigns.first?.snapshot?.queued == 3000)
+                #expect(summary.campaigns.first?.completed == true)
+                let accepted = await sim.simulator.accepted
+                #expect(accepted.count == 3000)
+                #expect(Set(accepted.map(\.deviceToken)).count == 3000)
+            }
+            // One ledger row per device, all sent; the snapshot is complete.
+            #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 3000)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 3000)
+            #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "completed")
+            #expect(try await client.scalar("SELECT snapshot_through IS NULL AND snapshot_at IS NOT NULL FROM campaigns", as: Bool.self) == true)
+            // Several statements wrote it: one id range each (device ids
+            // 1–3000 in slices of 200, 200, 400, 800, 1600 ids).
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_id_ranges", as: Int64.self) == 5)
+        }
+    }
+
+    @Test func aSnapshotStoppedBetweenSlicesGoesOnWhereItStopped() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 1000))
+            try await client.exec(Fixtures.campaign(name: "Paused midway"))
+            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
+            let due = try await store.loadCampaign(id)
+
+            let first = try await store.snapshot(due, start: true, firstSlice: 100)
+            #expect(first.inserted == 100)
+            #expect(!first.complete)
+            #expect(try await client.scalar("SELECT status || ' ' || snapshot_through FROM campaigns", as: String.self) == "running 100")
+            // What is written so far is sent; the campaign is not complete
+            // while slices remain.
+            try await client.exec("UPDATE deliveries SET status = 'sent', sent_at = now()")
+            #expect(try await !store.completeIfDone(id))
+            // Its variants are frozen from the first slice on.
+            do {
+                try await client.exec("INSERT INTO campaign_variants (campaign_id, name, share) VALUES (\(id), 'A', 50), (\(id), 'B', 50)")
+                Issue.record("a variant was added to a campaign whose audience is being written")
+            } catch {
+                #expect(String(reflecting: error).contains("variants cannot be added"), "\(String(reflecting: error))")
+            }
+
+            // A marketer's pause stops the snapshot where it is.
+            try await client.exec("UPDATE campaigns SET status = 'paused'")
+            let paused = try await store.snapshot(due, start: true, firstSlice: 100)
+            #expect(paused.inserted == 0)
+            #expect(try await client.scalar("SELECT snapshot_through FROM campaigns", as: Int64.self) == 100)
+
+            // Resumed, it goes on from device 101, slice after slice.
+            try await client.exec("UPDATE campaigns SET status = 'running'")
+            var total = first
+            var slices = 1
+            while !total.complete {
+                total.add(try await store.snapshot(due, start: true, firstSlice: 100))
+                slices += 1
+                try #require(slices < 10)
+            }
+            #expect(total.inserted == 1000)
+            #expect(slices == 5)   // 100, 100, 200, 400, 800 device ids
+            #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM deliveries", as: Int64.self) == 1000)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 1000)
+            #expect(try await client.scalar("SELECT snapshot_through IS NULL FROM campaigns", as: Bool.self) == true)
+            // A snapshot is written once.
+            #expect(try await store.snapshot(due, start: true, firstSlice: 100).inserted == 0)
+            try await client.exec("UPDATE deliveries SET status = 'sent', sent_at = now()")
+            #expect(try await store.completeIfDone(id))
+        }
+    }
+}
