@@ -5,7 +5,7 @@
 -- run on a durable PostgreSQL, 5.4 s of statement time during which one of the
 -- two cores had nothing to do. A run now writes the audience in slices of
 -- device ids, each in a transaction of its own (the first small, each next
--- one as large as all before it, so a million devices take a handful of
+-- one three times as large as all before it, so a million devices take four
 -- statements), and sends the committed slices while the next one is written.
 --
 -- `snapshot_at` keeps its meaning, when the audience was first written: the

