@@ -138,7 +138,20 @@ public struct ReplyStore: Sendable {
         guard !replies.isEmpty else { return 0 }
         var seen = Set<UUID>(minimumCapacity: replies.count)
         let firsts = replies.filter { seen.insert($0.replyID).inserted }
-        return try await committed { conn in
+        do {
+            return try await copyIn(firsts, source: source, skippingStored: false)
+        } catch where StoreError.sqlState(of: error) == "23505" {
+            // Some reply_id was stored before: the batch again, skipping those.
+            return try await copyIn(firsts, source: source, skippingStored: true)
+        }
+    }
+
+    /// One `copyIn` attempt. The first is a plain INSERT, which PostgreSQL
+    /// writes without a speculative insertion per row; a reply_id stored
+    /// before fails it (23505), and the batch is written again with
+    /// `ON CONFLICT (reply_id) DO NOTHING`.
+    private func copyIn(_ firsts: [AcceptedReply], source: String, skippingStored: Bool) async throws -> Int {
+        try await committed { conn in
             // ON COMMIT DELETE ROWS: the table stays for the session's next
             // batch, empty; nothing of it is ever seen by another session.
             try await conn.query("""
@@ -168,7 +181,7 @@ public struct ReplyStore: Sendable {
                     INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at, source)
                     SELECT reply_id, delivery_id, campaign_id, device_id, user_id, action, text, to_timestamp(occurred), \(source)
                     FROM herald_reply_stage
-                    ON CONFLICT (reply_id) DO NOTHING
+                    \(unescaped: skippingStored ? "ON CONFLICT (reply_id) DO NOTHING" : "")
                     RETURNING 1)
                 SELECT count(*) FROM stored
                 """, logger: logger)
