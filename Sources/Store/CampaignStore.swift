@@ -443,9 +443,9 @@ public struct CampaignStore: Sendable {
     /// how far it got (`snapshot_through`), the last clears it. The result
     /// says whether the snapshot is complete; the run sends the slices
     /// written while it writes the next (`firstSlice` device ids first, then
-    /// each slice three times as large as all before it). Without `start` (a dry run)
-    /// the whole audience is written in one statement, and the campaign
-    /// stays as it was.
+    /// each slice three times as large as all before it). Without `start`
+    /// (a dry run) the whole audience is written in one statement, and the
+    /// campaign stays as it was.
     public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice) async throws -> SnapshotResult {
         let c = due.campaign
         let logger = self.logger
@@ -472,12 +472,13 @@ public struct CampaignStore: Sendable {
             for try await (s, f, t, m) in statusRows.decode((String, Bool, Int64?, Int64?).self) {
                 (status, fresh, through, lastDevice) = (s, f, t, m ?? 0)
             }
-            var done = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
-            guard fresh || through != nil, status == "scheduled" || status == "running" else { return (done, false) }
-            // This slice: the device ids after the cursor, up to as many
-            // again (at least `firstSlice`); a dry run writes them all.
+            guard fresh || through != nil, status == "scheduled" || status == "running" else { return (SnapshotResult(), false) }
+            // This slice: the device ids after the cursor, `sliceGrowth`
+            // times as many as all before it (at least `firstSlice`); a dry
+            // run writes them all.
             let low = through ?? 0
-            let step = max(firstSlice, low.multipliedReportingOverflow(by: Self.sliceGrowth).overflow ? Int64.max : low * Self.sliceGrowth, 1)
+            let grown = low.multipliedReportingOverflow(by: Self.sliceGrowth)
+            let step = max(firstSlice, grown.overflow ? .max : grown.partialValue, 1)
             let high = start && low <= Int64.max - step ? low + step : Int64.max
             let last = high >= lastDevice
             // Rows of these devices already in the ledger (a dry run's, or
@@ -489,7 +490,7 @@ public struct CampaignStore: Sendable {
                                                        AND device_id > \(low) AND device_id <= \(high))
                 """, logger: logger).decode(Bool.self) { written = exists }
             let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written)
-            done = try await Self.insertAudience(query, on: conn, logger: logger)
+            var done = try await Self.insertAudience(query, on: conn, logger: logger)
             done.complete = last
             if start {
                 try await conn.query("""
@@ -565,7 +566,7 @@ public struct CampaignStore: Sendable {
     }
 
     private static func insertAudience(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> SnapshotResult {
-        var result = SnapshotResult(inserted: 0, queued: 0, skipped: 0, deferred: 0)
+        var result = SnapshotResult()
         for try await (n, q, s, d, k, f, names, devices, queued) in try await conn.query(query, logger: logger)
             .decode((Int64, Int64, Int64, Int64, Int64, Int64, [String], [Int64], [Int64]).self) {
             result = SnapshotResult(inserted: Int(n), queued: Int(q), skipped: Int(s), deferred: Int(d),
