@@ -18,13 +18,16 @@ public struct ReplyIntake: Sendable {
     public let tokens: ReplyTokens
     public let logger: Logger
     let batcher: ReplyBatcher
+    let catalogue: ActionCatalogue
 
     /// `batching`: how concurrent `submit` calls are stored together.
     public init(store: ReplyStore, tokens: ReplyTokens, logger: Logger, batching: ReplyBatching = .init()) {
         self.store = store
         self.tokens = tokens
         self.logger = logger
-        self.batcher = ReplyBatcher(store: store, logger: logger, batching: batching)
+        let catalogue = ActionCatalogue(store: store)
+        self.catalogue = catalogue
+        self.batcher = ReplyBatcher(store: store, catalogue: catalogue, logger: logger, batching: batching)
     }
 
     /// One reply from the network. Refusals are values; a database fault
@@ -134,23 +137,16 @@ public struct ReplyIntake: Sendable {
     /// Looks a parsed batch's deliveries up, checks each line against its
     /// delivery and stores the good ones.
     private func checkAndWrite(_ parsed: [(line: Int, body: ReplyBody)]) async throws -> Written {
-        async let lookedUp = store.targets(Array(Set(parsed.map(\.body.delivery))))
-        async let catalogue = store.categoryActions()
-        let (targets, actions) = try await (lookedUp, catalogue)
+        let since = ContinuousClock.now
+        let targets = try await store.targets(Array(Set(parsed.map(\.body.delivery))))
+        let results = try await catalogue.check(parsed.map(\.body), targets: targets, since: since)
         var refused: [(line: Int, error: ReplyError)] = []
         var accepted: [(line: Int, reply: AcceptedReply)] = []
         accepted.reserveCapacity(parsed.count)
-        for (line, body) in parsed {
-            let target = targets[body.delivery]
-            do throws(ReplyError) {
-                try ReplyRules.check(body, target: target, actions: target?.categoryID.flatMap { actions[$0] } ?? [])
-            } catch {
-                refused.append((line, error))
-                continue
-            }
-            if let target {
-                accepted.append((line, AcceptedReply(replyID: body.replyID, target: target, action: body.action,
-                                                      text: body.text, occurredAt: body.occurredAt)))
+        for ((line, _), result) in zip(parsed, results) {
+            switch result {
+            case .success(let reply): accepted.append((line, reply))
+            case .failure(let error): refused.append((line, error))
             }
         }
         var written = accepted.isEmpty ? Written() : try await write(accepted)

@@ -61,12 +61,14 @@ final class ReplyBatcher: Sendable {
     }
 
     let store: ReplyStore
+    let catalogue: ActionCatalogue
     let logger: Logger
     let batching: ReplyBatching
     private let state = NIOLockedValueBox(State())
 
-    init(store: ReplyStore, logger: Logger, batching: ReplyBatching) {
+    init(store: ReplyStore, catalogue: ActionCatalogue, logger: Logger, batching: ReplyBatching) {
         self.store = store
+        self.catalogue = catalogue
         self.logger = logger
         self.batching = batching
     }
@@ -123,33 +125,22 @@ final class ReplyBatcher: Sendable {
     /// Checks a batch against its deliveries and stores what passes, with
     /// the same checks in the same order as one reply alone.
     private func process(_ batch: [Item]) async {
-        let found: (targets: [Int64: ReplyTarget], actions: [String: [CategoryAction]])
+        let since = ContinuousClock.now
+        let results: [Result<AcceptedReply, ReplyError>]
         do {
-            async let lookedUp = store.targets(Array(Set(batch.map(\.body.delivery))))
-            async let catalogue = store.categoryActions()
-            found = try await (lookedUp, catalogue)
+            let targets = try await store.targets(Array(Set(batch.map(\.body.delivery))))
+            results = try await catalogue.check(batch.map(\.body), targets: targets, since: since)
         } catch {
             for item in batch { answer(item, .failure(error)) }
             return
         }
-        let (targets, actions) = found
         var accepted: [(item: Item, reply: AcceptedReply)] = []
         accepted.reserveCapacity(batch.count)
-        for item in batch {
-            let body = item.body
-            let target = targets[body.delivery]
-            do throws(ReplyError) {
-                try ReplyRules.check(body, target: target, actions: target?.categoryID.flatMap { actions[$0] } ?? [])
-            } catch {
-                answer(item, .success(.failure(error)))
-                continue
+        for (item, result) in zip(batch, results) {
+            switch result {
+            case .success(let reply): accepted.append((item, reply))
+            case .failure(let error): answer(item, .success(.failure(error)))
             }
-            guard let target else {
-                answer(item, .success(.failure(.unknownDelivery)))
-                continue
-            }
-            accepted.append((item, AcceptedReply(replyID: body.replyID, target: target, action: body.action,
-                                                 text: body.text, occurredAt: body.occurredAt)))
         }
         // One statement per source (in practice one: "api").
         var sources: [String] = []

@@ -34,49 +34,18 @@ public struct ReplyStore: Sendable {
     /// The deliveries among `ids` that exist, with their campaign's category.
     ///
     /// The ledger is partitioned by campaign (Sql/0010) and a lookup by id
-    /// alone would plan and probe every partition: the campaigns that may
-    /// hold these ids are read from `delivery_id_ranges` first, and the
-    /// ledger is then read with them named, which PostgreSQL plans against
-    /// those partitions only. Ids in no range (rows written by hand) are
-    /// looked up across the whole ledger.
+    /// alone would probe every partition: `herald_reply_targets` (Sql/0015)
+    /// finds each id's campaign in `delivery_id_ranges` and reads that one
+    /// partition, with a plan made once per database session.
     public func targets(_ ids: [Int64]) async throws -> [Int64: ReplyTarget] {
         guard !ids.isEmpty else { return [:] }
-        var campaigns = Set<Int64>()
-        var unranged: [Int64] = []
-        for try await (id, campaign) in try await client.query("""
-            SELECT i.id, r.campaign_id
-            FROM unnest(\(ids)::bigint[]) AS i(id) LEFT JOIN delivery_id_ranges r ON r.ids @> i.id
-            """, logger: logger).decode((Int64, Int64?).self) {
-            if let campaign { campaigns.insert(campaign) } else { unranged.append(id) }
-        }
         var out: [Int64: ReplyTarget] = [:]
-        if !campaigns.isEmpty {
-            try await lookUp(ids, campaigns: Array(campaigns), into: &out)
-        }
-        if !unranged.isEmpty {
-            try await lookUp(unranged, campaigns: nil, into: &out)
-        }
-        return out
-    }
-
-    private func lookUp(_ ids: [Int64], campaigns: [Int64]?, into out: inout [Int64: ReplyTarget]) async throws {
-        let rows: PostgresRowSequence
-        if let campaigns {
-            rows = try await client.query("""
-                SELECT d.id, d.campaign_id, d.device_id, d.user_id, c.category_id
-                FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
-                WHERE d.campaign_id = ANY(\(campaigns)::bigint[]) AND d.id = ANY(\(ids)::bigint[])
-                """, logger: logger)
-        } else {
-            rows = try await client.query("""
-                SELECT d.id, d.campaign_id, d.device_id, d.user_id, c.category_id
-                FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
-                WHERE d.id = ANY(\(ids)::bigint[])
-                """, logger: logger)
-        }
+        out.reserveCapacity(ids.count)
+        let rows = try await client.query("SELECT * FROM herald_reply_targets(\(ids)::bigint[])", logger: logger)
         for try await (id, campaign, device, user, category) in rows.decode((Int64, Int64, Int64, Int64, String?).self) {
             out[id] = ReplyTarget(deliveryID: id, campaignID: campaign, deviceID: device, userID: user, categoryID: category)
         }
+        return out
     }
 
     /// Every category's actions (a small table: read whole).
