@@ -15,19 +15,20 @@ public struct ReplyBatching: Sendable, Hashable {
     /// time. While they are busy, new replies queue up and form the next
     /// batch: there is no timer, a batch is whatever arrived meanwhile, so a
     /// lone reply is stored at once and a busy server stores many per commit.
-    /// Two by default: one batch commits while the next is looked up. Four
-    /// made more, smaller batches (11 replies each under 64 connections,
-    /// six statements a batch); measured with wrk, 64 connections, three
-    /// rounds alternated: 6,358–8,142 stored replies/s at 118–156 µs of
-    /// Herald's and 91–112 µs of PostgreSQL's CPU per reply with four,
-    /// 7,943–9,037/s at 98–113 and 60–69 µs with two (p99 12–13 ms against
-    /// 13–18 ms).
+    /// One by default: a batch costs four statements whatever its size (the
+    /// lookup, BEGIN, INSERT, COMMIT), so under load one batch of everything
+    /// that waits beats two of half. Measured with wrk (64 connections,
+    /// durable PostgreSQL, five rounds alternated): 12,467–14,067 stored
+    /// replies/s with one (31 replies a batch, 64–75 µs of Herald's and
+    /// 26–28 µs of PostgreSQL's CPU per reply), 12,114–12,859/s with two (19
+    /// a batch, 69–73 and 37–38 µs); with 256 connections both stored about
+    /// 19,000/s.
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.
     public var maxQueued: Int
 
-    public init(maxBatch: Int = 500, maxConcurrentBatches: Int = 2, maxQueued: Int = 10_000) {
+    public init(maxBatch: Int = 500, maxConcurrentBatches: Int = 1, maxQueued: Int = 10_000) {
         self.maxBatch = max(1, maxBatch)
         self.maxConcurrentBatches = max(1, maxConcurrentBatches)
         self.maxQueued = max(1, maxQueued)

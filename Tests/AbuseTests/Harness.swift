@@ -226,11 +226,13 @@ extension RawHTTP {
         return (sent, closed)
     }
 
-    /// Opens a connection, sends nothing, and tells whether the server closes
-    /// it before `limit` (a bound for the test, far above the server's timeout).
-    static func waitsForClose(port: Int, within limit: Duration) async throws -> Bool {
+    /// Opens a connection, sends `request` (nothing by default), and tells
+    /// whether the server closes it before `limit` (a bound for the test, far
+    /// above the server's timeout).
+    static func waitsForClose(port: Int, within limit: Duration, after request: [UInt8] = []) async throws -> Bool {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port).get()
+        if !request.isEmpty { try await channel.writeAndFlush(ByteBuffer(bytes: request)).get() }
         let closed = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await channel.closeFuture.get()

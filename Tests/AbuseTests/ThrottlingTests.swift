@@ -176,8 +176,13 @@ struct ThrottlingTests {
                 #expect(trickled.closedByServer)
                 #expect(trickled.sent < body.count)
 
-                // A connection that says nothing is closed too.
+                // A connection that says nothing is closed too, and so is
+                // one that falls silent after its answers (keep-alive).
                 #expect(try await RawHTTP.waitsForClose(port: port, within: .seconds(10)))
+                let keepAlive = Array("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+                let started = ContinuousClock.now
+                #expect(try await RawHTTP.waitsForClose(port: port, within: .seconds(10), after: keepAlive + keepAlive))
+                #expect(ContinuousClock.now - started >= .milliseconds(900))
 
                 // And the server still answers others.
                 #expect(try await RawHTTP.exchange(port: port, ThrottlingTests.get("/healthz"))?.status == 200)
