@@ -79,6 +79,8 @@ public enum ReplyRules {
     /// Longest `token` accepted before the token check (a real one is 22 characters).
     public static let maxTokenBytes = 128
 
+    static let knownKeys: Set<String> = ["delivery", "token", "action", "text", "occurred_at", "reply_id"]
+
     /// Parses one reply strictly (`StrictJSON`: no duplicate keys, no
     /// trailing commas, valid UTF-8, bounded numbers and depth); a field of the
     /// wrong type, a missing or unknown field, a control character in an
@@ -92,57 +94,51 @@ public enum ReplyRules {
             throw .malformed("the body is not valid JSON: \(error.description)")
         }
         guard case .object(let members) = value else { throw .malformed("the body is not a JSON object") }
-        let known: Set<String> = ["delivery", "token", "action", "text", "occurred_at", "reply_id"]
-        if let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
+        if members.keys.contains(where: { !knownKeys.contains($0) }),
+           let unknown = members.keys.sorted().first(where: { !knownKeys.contains($0) }) {
             throw .malformed("unknown key \(StrictJSON.quote(unknown))")
         }
-        for key in ["delivery", "token", "action", "occurred_at", "reply_id"] where members[key] == nil {
+        // Each member is looked up once (a lookup hashes its key).
+        let fields = (delivery: members["delivery"], token: members["token"], action: members["action"],
+                      occurred: members["occurred_at"], replyID: members["reply_id"], text: members["text"])
+        for (key, field) in [("delivery", fields.delivery), ("token", fields.token), ("action", fields.action),
+                             ("occurred_at", fields.occurred), ("reply_id", fields.replyID)] where field == nil {
             throw .malformed("\"\(key)\" is missing")
         }
-        guard case .int = members["delivery"] else { throw .malformed("\"delivery\" must be an integer") }
-        for key in ["token", "action", "occurred_at", "reply_id"] {
-            guard case .string = members[key] else { throw .malformed("\"\(key)\" must be a string") }
-        }
-        switch members["text"] {
-        case nil, .null?, .string?: break
+        guard case .int(let delivery)? = fields.delivery else { throw .malformed("\"delivery\" must be an integer") }
+        guard case .string(let token)? = fields.token else { throw .malformed("\"token\" must be a string") }
+        guard case .string(let action)? = fields.action else { throw .malformed("\"action\" must be a string") }
+        guard case .string(let occurred)? = fields.occurred else { throw .malformed("\"occurred_at\" must be a string") }
+        guard case .string(let id)? = fields.replyID else { throw .malformed("\"reply_id\" must be a string") }
+        let text: String?
+        switch fields.text {
+        case nil, .null?: text = nil
+        case .string(let value)?: text = value
         default: throw .malformed("\"text\" must be a string")
         }
-        if let token = members["token"]?.stringValue {
-            guard token.utf8.count <= maxTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-                throw .malformed("\"token\" must be printable ASCII of at most \(maxTokenBytes) characters")
-            }
+        guard token.utf8.count <= maxTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .malformed("\"token\" must be printable ASCII of at most \(maxTokenBytes) characters")
         }
-        if let action = members["action"]?.stringValue {
-            guard !action.isEmpty, action.utf8.count <= maxActionBytes else {
-                throw .malformed("\"action\" must be 1 to \(maxActionBytes) bytes")
-            }
-            guard !action.unicodeScalars.contains(where: isControl) else {
-                throw .malformed("\"action\" must not contain control characters")
-            }
+        guard !action.isEmpty, action.utf8.count <= maxActionBytes else {
+            throw .malformed("\"action\" must be 1 to \(maxActionBytes) bytes")
         }
-        for key in ["occurred_at", "reply_id"] {
-            if let s = members[key]?.stringValue, s.utf8.count > 64 || s.unicodeScalars.contains(where: isControl) {
-                throw .malformed("\"\(key)\" is not valid")
-            }
+        guard !action.unicodeScalars.contains(where: isControl) else {
+            throw .malformed("\"action\" must not contain control characters")
+        }
+        for (key, s) in [("occurred_at", occurred), ("reply_id", id)]
+        where s.utf8.count > 64 || s.unicodeScalars.contains(where: isControl) {
+            throw .malformed("\"\(key)\" is not valid")
         }
         // The fields' own formats (RFC 3339 time, UUID) are read as
         // ExtensionKit's `ReplyBody` decoder reads them, straight from the
         // values proven strict above (no second parse of the bytes).
-        guard case .int(let delivery)? = members["delivery"],
-              case .string(let token)? = members["token"],
-              case .string(let action)? = members["action"],
-              case .string(let occurred)? = members["occurred_at"],
-              case .string(let id)? = members["reply_id"]
-        else {
-            throw .malformed("the body does not match the reply contract")
-        }
         guard let occurredAt = ReplyBody.timestamp(occurred) else {
             throw .malformed("\"occurred_at\" is not valid: expected an RFC 3339 timestamp such as 2026-11-20T10:00:00Z")
         }
-        guard let replyID = UUID(uuidString: id) else {
+        guard let replyID = UUIDText.parse(id) else {
             throw .malformed("\"reply_id\" is not valid: expected a UUID")
         }
-        return ReplyBody(delivery: delivery, token: token, action: action, text: members["text"]?.stringValue,
+        return ReplyBody(delivery: delivery, token: token, action: action, text: text,
                          occurredAt: occurredAt, replyID: replyID)
     }
 
