@@ -18,11 +18,11 @@ public struct ReplyBatching: Sendable, Hashable {
     /// One by default: a batch costs four statements whatever its size (the
     /// lookup, BEGIN, INSERT, COMMIT), so under load one batch of everything
     /// that waits beats two of half. Measured with wrk (64 connections,
-    /// durable PostgreSQL, five rounds alternated): 12,467–14,067 stored
-    /// replies/s with one (31 replies a batch, 64–75 µs of Herald's and
-    /// 26–28 µs of PostgreSQL's CPU per reply), 12,114–12,859/s with two (19
-    /// a batch, 69–73 and 37–38 µs); with 256 connections both stored about
-    /// 19,000/s.
+    /// durable PostgreSQL, two rounds alternated): 14,067 and 13,476 stored
+    /// replies/s with one (31 replies a batch, 62–63 µs of Herald's and
+    /// 26–28 µs of PostgreSQL's CPU per reply), 12,114 and 12,476 with two
+    /// (19 a batch, 69–72 and 37–38 µs); with 256 connections both stored
+    /// about 19,000/s (BENCHMARKS.md, fifth sitting).
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.
