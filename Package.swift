@@ -229,7 +229,7 @@ let package = Package(
         .testTarget(
             name: "FaultTests",
             dependencies: [
-                "Store", "TestSupport",
+                "Store", "TestSupport", "HeraldCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

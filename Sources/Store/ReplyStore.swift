@@ -73,11 +73,12 @@ public struct ReplyStore: Sendable {
         return out
     }
 
-    /// Stores replies with one statement, in a transaction of its own that
-    /// has committed when this returns (so a reply is never acknowledged
-    /// before it is durable); a `reply_id` seen before is left alone. Returns
-    /// the ids stored now. A statement the server refuses throws its own
-    /// `PSQLError`, so the caller can tell a refusal from a transient fault.
+    /// Stores replies with one statement, `herald_store_replies` (Sql/0016),
+    /// which commits before it answers: when this returns the replies are
+    /// durable (a reply is never acknowledged before), and a `reply_id` seen
+    /// before is left alone. Returns the ids stored now. A statement the
+    /// server refuses throws its own `PSQLError`, so the caller can tell a
+    /// refusal from a transient fault. Not to be called inside a transaction.
     @discardableResult
     public func insert(_ replies: [AcceptedReply], source: String) async throws -> Set<UUID> {
         guard !replies.isEmpty else { return [] }
@@ -90,22 +91,14 @@ public struct ReplyStore: Sendable {
         let hasText = replies.map { $0.text != nil }
         let texts = replies.map { $0.text ?? "" }
         let occurred = replies.map { $0.occurredAt.timeIntervalSince1970 }
-        let statement: PostgresQuery = """
-            INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at, source)
-            SELECT r.reply_id, r.delivery_id, r.campaign_id, r.device_id, r.user_id, r.action,
-                   CASE WHEN r.has_text THEN r.text END, to_timestamp(r.occurred), \(source)
-            FROM unnest(\(replyIDs)::uuid[], \(deliveries)::bigint[], \(campaigns)::bigint[], \(devices)::bigint[],
-                        \(users)::bigint[], \(actions)::text[], \(hasText)::bool[], \(texts)::text[], \(occurred)::float8[])
-                 WITH ORDINALITY AS r(reply_id, delivery_id, campaign_id, device_id, user_id, action, has_text, text, occurred, n)
-            ORDER BY r.n
-            ON CONFLICT (reply_id) DO NOTHING
-            RETURNING reply_id
-            """
-        return try await committed { conn in
-            var stored = Set<UUID>()
-            for try await id in try await conn.query(statement, logger: logger).decode(UUID.self) { stored.insert(id) }
-            return stored
-        }
+        let rows = try await client.query("""
+            CALL herald_store_replies(\(replyIDs)::uuid[], \(deliveries)::bigint[], \(campaigns)::bigint[], \(devices)::bigint[],
+                                      \(users)::bigint[], \(actions)::text[], \(hasText)::bool[], \(texts)::text[],
+                                      \(occurred)::float8[], \(source), NULL)
+            """, logger: logger)
+        var stored = Set<UUID>()
+        for try await ids in rows.decode([UUID].self) { stored.formUnion(ids) }
+        return stored
     }
 
     /// Stores replies through `COPY` into a session-local staging table and

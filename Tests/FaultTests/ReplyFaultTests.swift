@@ -1,0 +1,214 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HeraldCore
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: Replies under faults
+
+extension FaultSuite {
+    /// The reply intake's promise under real faults: a reply is answered 2xx
+    /// only once it is committed, and a client that retries with the same
+    /// `reply_id` until it gets a 2xx has it stored exactly once. A real
+    /// `herald serve` takes distinct replies from concurrent clients while
+    /// its PostgreSQL is restarted and then while it is killed (SIGKILL) and
+    /// started again on another port; afterwards every reply that was
+    /// answered 2xx is in the database, none twice, and the clients' 202s
+    /// (stored now) match the rows.
+    @Test func acknowledgedRepliesSurviveADatabaseRestartAndAKilledServer() async throws {
+        try await withScratch { dir in
+            let cluster = try await DedicatedCluster.start(in: dir)
+            do {
+                let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
+                let count = 600
+                let deliveries = try await withPostgres(database, logger: TestDatabase.logger) { client in
+                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                    try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: count) + ";\n"
+                        + Fixtures.campaign(name: "Poster") + ";\n" + """
+                        INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
+                        SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c CROSS JOIN devices d ORDER BY d.id
+                        """)
+                    var ids: [Int64] = []
+                    for try await id in try await client.query("SELECT id FROM deliveries ORDER BY id", logger: TestDatabase.logger)
+                        .decode(Int64.self) { ids.append(id) }
+                    return ids
+                }
+                let secret = replySecret()
+                let tokens = ReplyTokens(secret: try ReplySecret(base64: secret))
+                let replies = deliveries.map { delivery in
+                    let id = UUID()
+                    return PendingReply(id: id, body: Data("""
+                        {"delivery": \(delivery), "token": "\(tokens.token(delivery: delivery))", "action": "love_it", \
+                        "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(id.uuidString)"}
+                        """.utf8))
+                }
+
+                var env = ProcessInfo.processInfo.environment
+                env["DATABASE_URL"] = database.description
+                env["HERALD_REPLY_SECRET"] = secret
+                env["LOG_LEVEL"] = "notice"
+                env["HERALD_LOG_FORMAT"] = "json"
+                env["HERALD_RATE_ADDRESS"] = "1000000"
+                env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
+                env["HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS"] = "64"
+                let server = IntakeServerProcess(environment: env, directory: dir)
+                try await server.start()
+
+                let ledger = ReplyLedger()
+                let senders = Task {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for lane in 0..<12 {
+                            group.addTask {
+                                for index in stride(from: lane, to: replies.count, by: 12) {
+                                    try await Self.sendUntilAnswered(replies[index], server: server, ledger: ledger)
+                                }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                }
+                try await waitUntil("a third of the replies answered", limit: .seconds(120)) { await ledger.answered >= count / 3 }
+                try await cluster.restart()
+                try await waitUntil("two thirds of the replies answered", limit: .seconds(120)) { await ledger.answered >= 2 * count / 3 }
+                try await server.kill()
+                try await server.start()
+                try await senders.value
+                try await server.stop()
+
+                let answered = await ledger.snapshot()
+                try await withPostgres(database, logger: TestDatabase.logger) { client in
+                    var rows: [UUID: Int] = [:]
+                    for try await id in try await client.query("SELECT reply_id FROM replies", logger: TestDatabase.logger)
+                        .decode(UUID.self) { rows[id, default: 0] += 1 }
+                    let lost = answered.statuses.keys.filter { rows[$0] == nil }.count
+                    let doubled = rows.values.filter { $0 > 1 }.count
+                    print("replies under faults: \(replies.count) sent, \(answered.statuses.count) answered 2xx "
+                          + "(\(answered.statuses.values.filter { $0 == 202 }.count) stored, "
+                          + "\(answered.statuses.values.filter { $0 == 200 }.count) duplicate), "
+                          + "\(answered.retries) retries after 503 or a broken connection, "
+                          + "\(rows.count) rows, \(lost) lost, \(doubled) doubled")
+                    #expect(answered.statuses.count == replies.count)
+                    #expect(lost == 0)
+                    #expect(doubled == 0)
+                    #expect(rows.count == replies.count)
+                    // A 200 is answered only for a reply_id stored before: its
+                    // earlier attempt was stored, and its answer lost with the
+                    // killed server or the connection.
+                    #expect(answered.retries > 0)
+                }
+            } catch {
+                await cluster.wipe()
+                throw error
+            }
+            await cluster.wipe()
+        }
+    }
+
+    /// A reply body and the reply_id it carries.
+    struct PendingReply: Sendable {
+        var id: UUID
+        var body: Data
+    }
+
+    /// Posts `reply` until the server answers 2xx, retrying (same body, same
+    /// reply_id) after a 503 or a broken connection, as the extension does.
+    static func sendUntilAnswered(_ reply: PendingReply, server: IntakeServerProcess, ledger: ReplyLedger) async throws {
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(180)
+        while clock.now < end {
+            if let port = server.port {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/replies")!)
+                request.httpMethod = "POST"
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.httpBody = reply.body
+                request.timeoutInterval = 10
+                if let (_, response) = try? await URLSession.shared.data(for: request),
+                   let status = (response as? HTTPURLResponse)?.statusCode {
+                    if status == 202 || status == 200 {
+                        await ledger.answered(reply.id, status: status)
+                        return
+                    }
+                    #expect(status == 503, "reply \(reply.id) answered \(status)")
+                    if status != 503 { return }
+                }
+            }
+            await ledger.retried()
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Timeout(what: "reply \(reply.id) was never answered 2xx")
+    }
+
+    actor ReplyLedger {
+        private(set) var statuses: [UUID: Int] = [:]
+        private(set) var retries = 0
+        var answered: Int { statuses.count }
+
+        func answered(_ id: UUID, status: Int) {
+            #expect(statuses[id] == nil, "reply \(id) answered twice")
+            statuses[id] = status
+        }
+
+        func retried() { retries += 1 }
+        func snapshot() -> (statuses: [UUID: Int], retries: Int) { (statuses, retries) }
+    }
+
+    /// `herald serve` as a child process on a port of its choosing, which it
+    /// logs; killed and started again, it picks another. Started, killed and
+    /// stopped by the test's own task; the port is read by the clients.
+    final class IntakeServerProcess: @unchecked Sendable {
+        let environment: [String: String]
+        let directory: Scratch
+        private var child: Child?
+        private let lock = NSLock()
+        private var current: Int?
+
+        init(environment: [String: String], directory: Scratch) {
+            self.environment = environment
+            self.directory = directory
+        }
+
+        /// Where it listens now; nil while it is down.
+        var port: Int? { lock.withLock { current } }
+
+        func start() async throws {
+            let child = try Child(name: "serve", arguments: ["serve", "--port", "0"], environment: environment, directory: directory)
+            self.child = child
+            try await waitUntil("herald serve listening", limit: .seconds(60)) {
+                guard child.isRunning else { throw Timeout(what: "herald serve exited\n\(child.tail())") }
+                return Self.listeningPort(child.text()) != nil
+            }
+            let port = Self.listeningPort(child.text())
+            lock.withLock { current = port }
+        }
+
+        func kill() async throws {
+            lock.withLock { current = nil }
+            child?.signal(SIGKILL)
+            _ = try await child?.wait(limit: .seconds(30))
+        }
+
+        func stop() async throws {
+            lock.withLock { current = nil }
+            child?.signal(SIGTERM)
+            let code = try await child?.wait(limit: .seconds(60))
+            #expect(code == 0, "herald serve exited \(code ?? -1)")
+        }
+
+        /// The port of the log's "reply intake listening" line.
+        static func listeningPort(_ log: String) -> Int? {
+            for line in log.split(separator: "\n") where line.contains("reply intake listening") {
+                guard let range = line.range(of: #""address":"[^"]*:([0-9]+)""#, options: .regularExpression) else { continue }
+                let match = line[range].dropLast()
+                if let colon = match.lastIndex(of: ":") { return Int(match[match.index(after: colon)...]) }
+            }
+            return nil
+        }
+    }
+}
