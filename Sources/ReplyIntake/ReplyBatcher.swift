@@ -15,14 +15,17 @@ public struct ReplyBatching: Sendable, Hashable {
     /// time. While they are busy, new replies queue up and form the next
     /// batch: there is no timer, a batch is whatever arrived meanwhile, so a
     /// lone reply is stored at once and a busy server stores many per commit.
-    /// One by default: a batch costs four statements whatever its size (the
-    /// lookup, BEGIN, INSERT, COMMIT), so under load one batch of everything
-    /// that waits beats two of half. Measured with wrk (64 connections,
-    /// durable PostgreSQL, two rounds alternated): 14,067 and 13,476 stored
+    /// One by default: a batch costs round trips and a commit whatever its
+    /// size, so under load one batch of everything that waits beats two of
+    /// half. Measured with wrk (64 connections, durable PostgreSQL, two
+    /// rounds alternated, when a batch was four statements: the lookup,
+    /// BEGIN, INSERT, COMMIT; two since Sql/0016): 14,067 and 13,476 stored
     /// replies/s with one (31 replies a batch, 62–63 µs of Herald's and
     /// 26–28 µs of PostgreSQL's CPU per reply), 12,114 and 12,476 with two
     /// (19 a batch, 69–72 and 37–38 µs); with 256 connections both stored
-    /// about 19,000/s (BENCHMARKS.md, fifth sitting).
+    /// about 19,000/s (BENCHMARKS.md, fifth sitting). With two statements a
+    /// batch, alternated again: 14,075 and 14,001/s with one, 12,824 and
+    /// 14,789 with two.
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.
