@@ -104,6 +104,7 @@ extension FaultSuite {
                     #expect(answered.retries > 0)
                 }
             } catch {
+                print("herald serve's log, last lines:\n\(dir.children.filter { $0.name == "serve" }.map { $0.tail(30) }.joined(separator: "\n--\n"))")
                 await cluster.wipe()
                 throw error
             }
