@@ -169,12 +169,19 @@ public enum ReplyRules {
         }
         if let text = body.text {
             guard takesText else { throw .textNotAllowed }
-            guard !text.utf8.contains(0) else { throw .textInvalid }
-            // Counted as PostgreSQL's char_length counts (code points), not as
-            // Swift's Character (grapheme clusters): "e" followed by 3,000
-            // combining marks is one Character but 3,001 code points.
-            guard text.unicodeScalars.count <= maxTextCharacters else { throw .textTooLong }
+            if let problem = textProblem(text) { throw problem }
         }
+    }
+
+    /// What is wrong with a reply's text whatever its delivery: a NUL, or
+    /// more than `maxTextCharacters`, counted as PostgreSQL's char_length
+    /// counts (code points), not as Swift's Character (grapheme clusters):
+    /// "e" followed by 3,000 combining marks is one Character but 3,001 code
+    /// points.
+    public static func textProblem(_ text: String) -> ReplyError? {
+        guard !text.utf8.contains(0) else { return .textInvalid }
+        guard text.unicodeScalars.count <= maxTextCharacters else { return .textTooLong }
+        return nil
     }
 }
 

@@ -12,8 +12,9 @@ import Store
 /// PostgreSQL's planning per batch for a table that changes when a marketer
 /// adds an action. A reply refused with a copy read before its batch began
 /// is checked again with one read after, so an action added to a category is
-/// accepted at once; an action taken out of a category is refused within
-/// `maxAge`.
+/// accepted at once; `herald ingest` refuses an action taken out of a
+/// category within `maxAge`. (`herald serve` stores what the committed
+/// catalogue allows, Sql/0017, and uses the copy to say why it refused.)
 final class ActionCatalogue: Sendable {
     typealias Actions = [String: [CategoryAction]]
 
@@ -41,10 +42,11 @@ final class ActionCatalogue: Sendable {
     /// arrived; a refusal for the catalogue's sake made with a copy read
     /// before then is made again with a copy read after. A database fault
     /// throws.
+    /// `readNow`: with a copy read at `since` or later, whatever its age.
     func check(
-        _ bodies: [ReplyBody], targets: [Int64: ReplyTarget], since: ContinuousClock.Instant
+        _ bodies: [ReplyBody], targets: [Int64: ReplyTarget], since: ContinuousClock.Instant, readNow: Bool = false
     ) async throws -> [Result<AcceptedReply, ReplyError>] {
-        var copy = try await current()
+        var copy = readNow ? try await fresh(since: since) : try await current()
         var results = bodies.map { Self.check($0, targets: targets, actions: copy.actions) }
         if copy.readAt < since, results.contains(where: Self.mayBeStale) {
             copy = try await fresh(since: since)

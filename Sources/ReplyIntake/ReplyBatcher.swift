@@ -19,13 +19,13 @@ public struct ReplyBatching: Sendable, Hashable {
     /// size, so under load one batch of everything that waits beats two of
     /// half. Measured with wrk (64 connections, durable PostgreSQL, two
     /// rounds alternated, when a batch was four statements: the lookup,
-    /// BEGIN, INSERT, COMMIT; two since Sql/0016): 14,067 and 13,476 stored
+    /// BEGIN, INSERT, COMMIT; one since Sql/0017): 14,067 and 13,476 stored
     /// replies/s with one (31 replies a batch, 62–63 µs of Herald's and
     /// 26–28 µs of PostgreSQL's CPU per reply), 12,114 and 12,476 with two
     /// (19 a batch, 69–72 and 37–38 µs); with 256 connections both stored
     /// about 19,000/s (BENCHMARKS.md, fifth sitting). With two statements a
-    /// batch, alternated again: 14,075 and 14,001/s with one, 12,824 and
-    /// 14,789 with two.
+    /// batch (Sql/0016), alternated again: 14,075 and 14,001/s with one,
+    /// 12,824 and 14,789 with two.
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.
@@ -127,77 +127,90 @@ final class ReplyBatcher: Sendable {
     var outstanding: Int { state.withLockedValue { $0.outstanding } }
 
     /// Checks a batch against its deliveries and stores what passes, with
-    /// the same checks in the same order as one reply alone.
+    /// the same checks in the same order as one reply alone: one statement
+    /// per source (in practice one: "api").
     private func process(_ batch: [Item]) async {
-        let since = ContinuousClock.now
-        let results: [Result<AcceptedReply, ReplyError>]
-        do {
-            let targets = try await store.targets(Array(Set(batch.map(\.body.delivery))))
-            results = try await catalogue.check(batch.map(\.body), targets: targets, since: since)
-        } catch {
-            for item in batch { answer(item, .failure(error)) }
-            return
-        }
-        var accepted: [(item: Item, reply: AcceptedReply)] = []
-        accepted.reserveCapacity(batch.count)
-        for (item, result) in zip(batch, results) {
-            switch result {
-            case .success(let reply): accepted.append((item, reply))
-            case .failure(let error): answer(item, .success(.failure(error)))
-            }
-        }
-        // One statement per source (in practice one: "api").
         var sources: [String] = []
-        var bySource: [String: [(item: Item, reply: AcceptedReply)]] = [:]
-        for entry in accepted {
-            if bySource[entry.item.source] == nil { sources.append(entry.item.source) }
-            bySource[entry.item.source, default: []].append(entry)
+        var bySource: [String: [Item]] = [:]
+        for item in batch {
+            if bySource[item.source] == nil { sources.append(item.source) }
+            bySource[item.source, default: []].append(item)
         }
         for source in sources {
-            await storeBatch(bySource[source] ?? [], source: source)
+            await take(bySource[source] ?? [], source: source)
         }
     }
 
-    /// One INSERT for the batch. Of two replies with the same `reply_id`,
-    /// the first is stored and the second answered as a duplicate, as if
-    /// they had come one after the other. If the database refuses the
-    /// statement for one reply's data, each reply is stored on its own so
-    /// that only that one is refused.
-    private func storeBatch(_ accepted: [(item: Item, reply: AcceptedReply)], source: String) async {
-        guard !accepted.isEmpty else { return }
-        var seen = Set<UUID>()
-        let firsts = accepted.map(\.reply).filter { seen.insert($0.replyID).inserted }
+    /// One `herald_take_replies` call for the batch (Sql/0017): it looks the
+    /// deliveries up, stores what passes the checks that need them and
+    /// commits before it answers. Of two replies with the same `reply_id`,
+    /// the first that passes is stored and the other answered as a
+    /// duplicate, as if they had come one after the other. A refused reply
+    /// is told why by `ReplyRules.check` (through the catalogue's copy). If
+    /// the database refuses the statement for one reply's data, each reply is
+    /// taken on its own so that only that one is refused.
+    private func take(_ items: [Item], source: String) async {
+        guard !items.isEmpty else { return }
+        let since = ContinuousClock.now
+        let taken: ReplyStore.TakenBatch
         do {
-            let stored = try await store.insert(firsts, source: source)
-            var answered = Set<UUID>()
-            for (item, reply) in accepted {
-                let first = answered.insert(reply.replyID).inserted
-                if first, stored.contains(reply.replyID) {
-                    logger.debug("reply stored", metadata: ["delivery": "\(reply.target.deliveryID)", "campaign": "\(reply.target.campaignID)"])
-                    answer(item, .success(.success(.stored)))
-                } else {
-                    answer(item, .success(.success(.duplicate)))
+            taken = try await store.take(items.map { item in
+                let body = item.body
+                return ReplyStore.IncomingReply(replyID: body.replyID, deliveryID: body.delivery, action: body.action, text: body.text,
+                                                occurredAt: body.occurredAt,
+                                                textAllowed: body.text.map { ReplyRules.textProblem($0) == nil } ?? true)
+            }, source: source)
+        } catch where ReplyIntake.isRefusal(error) {
+            guard items.count > 1 else {
+                answer(items[0], .success(.failure(ReplyIntake.refusal(error))))
+                return
+            }
+            for item in items { await take([item], source: source) }
+            return
+        } catch {
+            for item in items { answer(item, .failure(error)) }
+            return
+        }
+        // What was stored is answered first: nothing after it may fail it.
+        var claimed = Set<UUID>()
+        var refused: [Item] = []
+        for (index, item) in items.enumerated() {
+            guard taken.passed.contains(index) else {
+                refused.append(item)
+                continue
+            }
+            if taken.stored.contains(item.body.replyID), claimed.insert(item.body.replyID).inserted {
+                logger.debug("reply stored", metadata: ["delivery": "\(item.body.delivery)"])
+                answer(item, .success(.success(.stored)))
+            } else {
+                answer(item, .success(.success(.duplicate)))
+            }
+        }
+        guard !refused.isEmpty else { return }
+        do {
+            let reasons = try await catalogue.check(refused.map(\.body), targets: taken.targets, since: since)
+            var unexplained: [Item] = []
+            for (item, reason) in zip(refused, reasons) {
+                switch reason {
+                case .failure(let error): answer(item, .success(.failure(error)))
+                case .success: unexplained.append(item)
                 }
             }
-        } catch where ReplyIntake.isRefusal(error) {
-            var fault: (any Error)?
-            for (item, reply) in accepted {
-                if let fault {
-                    answer(item, .failure(fault))
-                    continue
-                }
-                do {
-                    let stored = try await store.insert([reply], source: source)
-                    answer(item, .success(.success(stored.isEmpty ? .duplicate : .stored)))
-                } catch where ReplyIntake.isRefusal(error) {
-                    answer(item, .success(.failure(ReplyIntake.refusal(error))))
-                } catch {
-                    fault = error
-                    answer(item, .failure(error))
+            guard !unexplained.isEmpty else { return }
+            // The committed catalogue refused what the copy allows (an action
+            // taken out of a category within the copy's age): told why with
+            // a copy read now.
+            let again = try await catalogue.check(unexplained.map(\.body), targets: taken.targets, since: .now, readNow: true)
+            for (item, reason) in zip(unexplained, again) {
+                switch reason {
+                case .failure(let error): answer(item, .success(.failure(error)))
+                case .success:
+                    answer(item, .success(.failure(.actionNotAllowed(item.body.action,
+                                                                     category: taken.targets[item.body.delivery]?.categoryID))))
                 }
             }
         } catch {
-            for (item, _) in accepted { answer(item, .failure(error)) }
+            for item in refused { answer(item, .failure(error)) }
         }
     }
 }

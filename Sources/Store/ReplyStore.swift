@@ -73,7 +73,9 @@ public struct ReplyStore: Sendable {
         return out
     }
 
-    /// Stores replies with one statement, `herald_store_replies` (Sql/0016),
+    /// Stores replies already checked against their deliveries (the intake
+    /// takes its batches with `take`) with one statement,
+    /// `herald_store_replies` (Sql/0016),
     /// which commits before it answers: when this returns the replies are
     /// durable (a reply is never acknowledged before), and a `reply_id` seen
     /// before is left alone. Returns the ids stored now. A statement the
@@ -99,6 +101,74 @@ public struct ReplyStore: Sendable {
         var stored = Set<UUID>()
         for try await ids in rows.decode([UUID].self) { stored.formUnion(ids) }
         return stored
+    }
+
+    /// One reply of an intake batch, as `take` stores it: checked for what
+    /// needs no delivery (its token, its text's length and characters).
+    public struct IncomingReply: Sendable {
+        public var replyID: UUID
+        public var deliveryID: Int64
+        public var action: String
+        public var text: String?
+        public var occurredAt: Date
+        /// False: its text may not be stored whatever its delivery.
+        public var textAllowed: Bool
+
+        public init(replyID: UUID, deliveryID: Int64, action: String, text: String?, occurredAt: Date, textAllowed: Bool) {
+            self.replyID = replyID
+            self.deliveryID = deliveryID
+            self.action = action
+            self.text = text
+            self.occurredAt = occurredAt
+            self.textAllowed = textAllowed
+        }
+    }
+
+    /// What `take` did with a batch.
+    public struct TakenBatch: Sendable {
+        /// The deliveries of the batch that exist.
+        public var targets: [Int64: ReplyTarget] = [:]
+        /// The positions in the batch of the replies that passed the checks
+        /// that need their delivery (stored now, or stored before).
+        public var passed: Set<Int> = []
+        /// The reply ids stored now.
+        public var stored: Set<UUID> = []
+    }
+
+    /// Looks a batch's deliveries up, stores the replies that pass the checks
+    /// that need them and commits, with one statement:
+    /// `herald_take_replies` (Sql/0017), which commits before it answers, so
+    /// that when this returns the replies are durable. Of replies with the
+    /// same `reply_id` the first that passes is stored; one stored before is
+    /// left alone. A statement the server refuses throws its own `PSQLError`.
+    /// Not to be called inside a transaction.
+    public func take(_ replies: [IncomingReply], source: String) async throws -> TakenBatch {
+        guard !replies.isEmpty else { return TakenBatch() }
+        let replyIDs = replies.map(\.replyID)
+        let deliveries = replies.map(\.deliveryID)
+        let actions = replies.map(\.action)
+        let hasText = replies.map { $0.text != nil }
+        // A text that may not be stored is not sent (a NUL is not even valid
+        // text for PostgreSQL): the reply is refused all the same.
+        let texts = replies.map { $0.textAllowed ? $0.text ?? "" : "" }
+        let occurred = replies.map { $0.occurredAt.timeIntervalSince1970 }
+        let allowed = replies.map(\.textAllowed)
+        let rows = try await client.query("""
+            CALL herald_take_replies(\(replyIDs)::uuid[], \(deliveries)::bigint[], \(actions)::text[], \(hasText)::bool[],
+                                     \(texts)::text[], \(occurred)::float8[], \(allowed)::bool[], \(source),
+                                     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+            """, logger: logger)
+        var taken = TakenBatch()
+        for try await (found, campaigns, devices, users, categories, categorized, passed, stored)
+            in rows.decode(([Int64], [Int64], [Int64], [Int64], [String], [Bool], [Int32], [UUID]).self) {
+            for index in found.indices {
+                taken.targets[found[index]] = ReplyTarget(deliveryID: found[index], campaignID: campaigns[index], deviceID: devices[index],
+                                                          userID: users[index], categoryID: categorized[index] ? categories[index] : nil)
+            }
+            taken.passed = Set(passed.map { Int($0) - 1 })
+            taken.stored = Set(stored)
+        }
+        return taken
     }
 
     /// Stores replies through `COPY` into a session-local staging table and

@@ -130,7 +130,7 @@ extension FaultSuite {
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
                 request.httpBody = reply.body
                 request.timeoutInterval = 10
-                if let (_, response) = try? await URLSession.shared.data(for: request),
+                if let (_, response) = try? await Self.replyClients.data(for: request),
                    let status = (response as? HTTPURLResponse)?.statusCode {
                     if status == 202 || status == 200 {
                         await ledger.answered(reply.id, status: status)
@@ -145,6 +145,16 @@ extension FaultSuite {
         }
         throw Timeout(what: "reply \(reply.id) was never answered 2xx")
     }
+
+    /// The clients' own session: `URLSession.shared` is the demo's too
+    /// (DemoLoop's fleets, run by other suites at the same time), and its
+    /// few connections per host left this scenario's replies waiting
+    /// behind the demo's for minutes once.
+    static let replyClients: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 16
+        return URLSession(configuration: configuration)
+    }()
 
     actor ReplyLedger {
         private(set) var statuses: [UUID: Int] = [:]

@@ -9,7 +9,8 @@ import TestSupport
 
 /// The categories' actions kept between batches (ActionCatalogue): read once
 /// per `maxAge`, read again before a reply is refused with a copy older than
-/// the reply.
+/// the reply; and the intake, which stores what the committed catalogue
+/// allows whatever the copy says.
 @Suite("Reply intake: the action catalogue between batches")
 struct ActionCatalogueTests {
     static let target = ReplyTarget(deliveryID: 7, campaignID: 1, deviceID: 1, userID: 1, categoryID: "poster.v1")
@@ -79,6 +80,21 @@ struct ActionCatalogueTests {
             try await db.exec("INSERT INTO category_actions (category_id, action_id, position) VALUES ('poster.v1', 'remind', 3)")
             let added = try await intake.submit(Array(IntakeTests.reply(delivery: 1, action: "remind").utf8))
             #expect(added == .success(.stored))
+        }
+    }
+
+    /// The database decides what is stored (Sql/0017): an action taken out
+    /// of a category is refused at once, though the copy, read a moment
+    /// before, still has it; and the refusal says why.
+    @Test func theIntakeRefusesAnActionTakenOutAtOnce() async throws {
+        try await withIntake { intake, db in
+            #expect(try await intake.submit(Array(IntakeTests.reply(delivery: 1, action: "dont_care").utf8)) == .success(.stored))
+            try await db.exec("DELETE FROM category_actions WHERE category_id = 'poster.v1' AND action_id = 'dont_care'")
+            let id = UUID()
+            let refused = try await intake.submit(Array(IntakeTests.reply(delivery: 1, action: "dont_care", replyID: id).utf8))
+            #expect(refused.errorCode == "action_not_allowed")
+            let rows = try await db.query("SELECT count(*) FROM replies WHERE reply_id = \(id)", logger: TestDatabase.logger)
+            for try await count in rows.decode(Int64.self) { #expect(count == 0) }
         }
     }
 }
