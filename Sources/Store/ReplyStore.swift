@@ -51,12 +51,21 @@ public struct ReplyStore: Sendable {
             """, logger: logger)
         for try await (found, campaigns, devices, users, categories, categorized)
             in rows.decode(([Int64], [Int64], [Int64], [Int64], [String], [Bool]).self) {
-            for index in found.indices {
-                out[found[index]] = ReplyTarget(deliveryID: found[index], campaignID: campaigns[index], deviceID: devices[index],
-                                                userID: users[index], categoryID: categorized[index] ? categories[index] : nil)
-            }
+            Self.add(found, campaigns, devices, users, categories, categorized, to: &out)
         }
         return out
+    }
+
+    /// Adds the deliveries `herald_reply_targets` found, returned as one array
+    /// per column (a category that is NULL is `categorized` false).
+    private static func add(
+        _ found: [Int64], _ campaigns: [Int64], _ devices: [Int64], _ users: [Int64], _ categories: [String], _ categorized: [Bool],
+        to targets: inout [Int64: ReplyTarget]
+    ) {
+        for index in found.indices {
+            targets[found[index]] = ReplyTarget(deliveryID: found[index], campaignID: campaigns[index], deviceID: devices[index],
+                                                userID: users[index], categoryID: categorized[index] ? categories[index] : nil)
+        }
     }
 
     /// Every category's actions (a small table: read whole).
@@ -161,10 +170,7 @@ public struct ReplyStore: Sendable {
         var taken = TakenBatch()
         for try await (found, campaigns, devices, users, categories, categorized, passed, stored)
             in rows.decode(([Int64], [Int64], [Int64], [Int64], [String], [Bool], [Int32], [UUID]).self) {
-            for index in found.indices {
-                taken.targets[found[index]] = ReplyTarget(deliveryID: found[index], campaignID: campaigns[index], deviceID: devices[index],
-                                                          userID: users[index], categoryID: categorized[index] ? categories[index] : nil)
-            }
+            Self.add(found, campaigns, devices, users, categories, categorized, to: &taken.targets)
             taken.passed = Set(passed.map { Int($0) - 1 })
             taken.stored = Set(stored)
         }
