@@ -84,12 +84,23 @@ public enum ReplyRules {
     /// Parses one reply strictly (`StrictJSON`: no duplicate keys, no
     /// trailing commas, valid UTF-8, bounded numbers and depth); a field of the
     /// wrong type, a missing or unknown field, a control character in an
-    /// identifier or bad JSON is `malformed_json` naming the problem.
+    /// identifier or bad JSON is `malformed_json` naming the problem. A body
+    /// of the plain shape clients send is read by `PlainReply`, which finds
+    /// the same fields without building a `JSONValue`.
     public static func decode(_ bytes: some DataProtocol) throws(ReplyError) -> ReplyBody {
         guard bytes.count <= maxBodyBytes else { throw .tooLarge }
+        let array = Array(bytes)
+        if let plain = array.withUnsafeBytes({ PlainReply.scan($0) }) {
+            return try body(plain)
+        }
+        return try body(strictFields(array))
+    }
+
+    /// The fields as `StrictJSON` reads them, or why they cannot be read.
+    static func strictFields(_ bytes: [UInt8]) throws(ReplyError) -> ReplyFields {
         let value: JSONValue
         do {
-            value = try StrictJSON.parse(Array(bytes), limits: .init(maxDepth: 4, maxNumberLength: 24))
+            value = try StrictJSON.parse(bytes, limits: .init(maxDepth: 4, maxNumberLength: 24))
         } catch {
             throw .malformed("the body is not valid JSON: \(error.description)")
         }
@@ -116,6 +127,12 @@ public enum ReplyRules {
         case .string(let value)?: text = value
         default: throw .malformed("\"text\" must be a string")
         }
+        return ReplyFields(delivery: delivery, token: token, action: action, occurredAt: occurred, replyID: id, text: text)
+    }
+
+    /// The reply, once its fields' own formats check out.
+    static func body(_ fields: ReplyFields) throws(ReplyError) -> ReplyBody {
+        let (token, action, occurred, id) = (fields.token, fields.action, fields.occurredAt, fields.replyID)
         guard token.utf8.count <= maxTokenBytes, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .malformed("\"token\" must be printable ASCII of at most \(maxTokenBytes) characters")
         }
@@ -138,7 +155,7 @@ public enum ReplyRules {
         guard let replyID = UUIDText.parse(id) else {
             throw .malformed("\"reply_id\" is not valid: expected a UUID")
         }
-        return ReplyBody(delivery: delivery, token: token, action: action, text: text,
+        return ReplyBody(delivery: fields.delivery, token: token, action: action, text: fields.text,
                          occurredAt: occurredAt, replyID: replyID)
     }
 

@@ -89,25 +89,37 @@ public struct ReplyTokens: Sendable {
 
     /// The token that goes out with delivery `delivery` as `herald.r`.
     public func token(delivery: Int64) -> String {
-        var hmac = keyed
-        Self.withMessage(delivery: delivery) { hmac.update(data: $0) }
-        let mac = hmac.finalize()
-        return mac.withUnsafeBytes { bytes in
-            Base64URL.encode(UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.macByteCount)))
-        }
+        withMAC(delivery: delivery) { Base64URL.encode($0) }
     }
 
     /// Whether `token` is the token of `delivery`. The comparison takes the same
     /// time wherever the first difference is; a token of the wrong length or
-    /// alphabet is simply not valid.
+    /// alphabet is simply not valid. The expected token is written to the
+    /// stack, not made a String (measured: `herald ingest` spent a sixth of
+    /// its CPU here when it was).
     public func verify(_ token: String, delivery: Int64) -> Bool {
-        let expected = self.token(delivery: delivery)
         guard token.utf8.count == Self.tokenLength else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(expected.utf8, token.utf8) {
-            difference |= a ^ b
+        return withMAC(delivery: delivery) { mac in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.tokenLength) { expected in
+                let length = Base64URL.encode(mac, into: expected)
+                var token = token
+                return token.withUTF8 { given in
+                    var difference: UInt8 = 0
+                    for index in 0..<length {
+                        difference |= expected[index] ^ given[index]
+                    }
+                    return difference == 0 && length == given.count
+                }
+            }
         }
-        return difference == 0
+    }
+
+    /// Calls `body` with the first `macByteCount` bytes of the MAC of `delivery`.
+    private func withMAC<R>(delivery: Int64, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        var hmac = keyed
+        Self.withMessage(delivery: delivery) { hmac.update(data: $0) }
+        let mac = hmac.finalize()
+        return mac.withUnsafeBytes { bytes in body(UnsafeRawBufferPointer(rebasing: bytes.prefix(Self.macByteCount))) }
     }
 
     /// Calls `body` with the UTF-8 bytes of `"v1:<delivery>"`, built on the stack.

@@ -7,14 +7,12 @@ import Store
 /// The categories' actions that replies are checked against, read from the
 /// database at most once per `maxAge` instead of once per batch.
 ///
-/// Reading them was one statement in every intake batch, planned each time:
-/// measured under wrk (64 connections, batches of about 19 replies), 80 µs of
-/// PostgreSQL's planning per batch for a table that changes when a marketer
-/// adds an action. A reply refused with a copy read before its batch began
-/// is checked again with one read after, so an action added to a category is
-/// accepted at once; `herald ingest` refuses an action taken out of a
-/// category within `maxAge`. (`herald serve` stores what the committed
-/// catalogue allows, Sql/0017, and uses the copy to say why it refused.)
+/// What is stored is what the committed catalogue allows (Sql/0018): this
+/// copy only says why a reply was refused, so it is read when a batch has a
+/// refusal, not for every batch (reading it was 80 µs of PostgreSQL's
+/// planning per intake batch). A refusal explained with a copy read before
+/// its batch began is checked again with one read after, so a reply the
+/// database refused is told the reason as committed.
 final class ActionCatalogue: Sendable {
     typealias Actions = [String: [CategoryAction]]
 
@@ -37,15 +35,16 @@ final class ActionCatalogue: Sendable {
         self.init(maxAge: maxAge) { try await store.categoryActions() }
     }
 
-    /// Checks each body against its delivery (nil: none) and the catalogue,
-    /// as `ReplyRules.check` does, in order. `since`: when the bodies had all
+    /// Why each body is refused (nil: it passes), checked against its
+    /// delivery (none in `targets`: no such delivery) and the catalogue, as
+    /// `ReplyRules.check` does, in order. `since`: when the bodies had all
     /// arrived; a refusal for the catalogue's sake made with a copy read
     /// before then is made again with a copy read after. A database fault
     /// throws.
     /// `readNow`: with a copy read at `since` or later, whatever its age.
     func check(
         _ bodies: [ReplyBody], targets: [Int64: ReplyTarget], since: ContinuousClock.Instant, readNow: Bool = false
-    ) async throws -> [Result<AcceptedReply, ReplyError>] {
+    ) async throws -> [ReplyError?] {
         var copy = readNow ? try await fresh(since: since) : try await current()
         var results = bodies.map { Self.check($0, targets: targets, actions: copy.actions) }
         if copy.readAt < since, results.contains(where: Self.mayBeStale) {
@@ -57,21 +56,19 @@ final class ActionCatalogue: Sendable {
         return results
     }
 
-    private static func check(_ body: ReplyBody, targets: [Int64: ReplyTarget], actions: Actions) -> Result<AcceptedReply, ReplyError> {
+    private static func check(_ body: ReplyBody, targets: [Int64: ReplyTarget], actions: Actions) -> ReplyError? {
         let target = targets[body.delivery]
         do throws(ReplyError) {
             try ReplyRules.check(body, target: target, actions: target?.categoryID.flatMap { actions[$0] } ?? [])
         } catch {
-            return .failure(error)
+            return error
         }
-        guard let target else { return .failure(.unknownDelivery) }
-        return .success(AcceptedReply(replyID: body.replyID, target: target, action: body.action,
-                                      text: body.text, occurredAt: body.occurredAt))
+        return nil
     }
 
     /// A refusal that another copy of the catalogue could turn.
-    private static func mayBeStale(_ result: Result<AcceptedReply, ReplyError>) -> Bool {
-        guard case .failure(let error) = result else { return false }
+    private static func mayBeStale(_ result: ReplyError?) -> Bool {
+        guard let error = result else { return false }
         return error.code == ReplyError.textNotAllowed.code || error.code == ReplyError.actionNotAllowed("", category: nil).code
     }
 

@@ -65,15 +65,14 @@ public struct ReplyIntake: Sendable {
     }
 
     /// Checks and stores a JSON-lines file, `batch` lines at a time: each
-    /// batch is parsed and its tokens checked as it is read; its deliveries
-    /// are then looked up and its good lines go through `COPY` into a
-    /// staging table and one set-based merge, in a transaction of its own,
-    /// up to `writers` batches at once (on as many connections) while the
-    /// next batches are read. A batch that shares a `reply_id` with one
-    /// still being stored waits for it, so the first line of a reply is the
-    /// one stored, as if the file were read in one go. Memory stays flat
-    /// whatever the file's size (`writers` + 1 batches at most). Blank lines
-    /// are ignored.
+    /// batch is parsed and its tokens checked as it is read, then looked up,
+    /// checked against its deliveries and stored by one statement that
+    /// commits (`ReplyStore.store`), up to `writers` batches at once (on as
+    /// many connections) while the next batches are read. A batch that
+    /// shares a reply (a delivery and `reply_id`) with one still being
+    /// stored waits for it, so the first line of a reply is the one stored,
+    /// as if the file were read in one go. Memory stays flat whatever the
+    /// file's size (`writers` + 1 batches at most). Blank lines are ignored.
     public func ingest(file path: String, batch: Int = 5000, writers: Int = 3) async throws -> IngestReport {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw StoreError.configuration("cannot read \(path)")
@@ -83,28 +82,34 @@ public struct ReplyIntake: Sendable {
         var report = IngestReport()
         let writers = max(1, writers)
         try await withThrowingTaskGroup(of: (Int, Written).self) { group in
-            // The reply ids of the batches being stored, by batch number.
-            var storing: [Int: Set<UUID>] = [:]
+            // The replies of the batches being stored, by batch number.
+            var storing: [Int: Set<ReplyKey>] = [:]
             var number = 0
             while true {
                 let lines = try reader.next(max(1, batch))
                 if lines.isEmpty { break }
                 let parsed = parse(lines, into: &report)
                 guard !parsed.isEmpty else { continue }
-                let ids = Set(parsed.map(\.body.replyID))
-                while storing.count >= writers || storing.values.contains(where: { !$0.isDisjoint(with: ids) }),
+                let keys = Set(parsed.map { ReplyKey(delivery: $0.body.delivery, replyID: $0.body.replyID) })
+                while storing.count >= writers || storing.values.contains(where: { !$0.isDisjoint(with: keys) }),
                       case let (done, written)? = try await group.next() {
                     storing[done] = nil
                     report.add(written)
                 }
                 number += 1
-                storing[number] = ids
+                storing[number] = keys
                 let this = number
-                group.addTask { (this, try await self.checkAndWrite(parsed)) }
+                group.addTask { (this, try await self.write(parsed[...])) }
             }
             while case let (_, written)? = try await group.next() { report.add(written) }
         }
         return report
+    }
+
+    /// What identifies a reply: its delivery and the client's `reply_id`.
+    struct ReplyKey: Hashable {
+        var delivery: Int64
+        var replyID: UUID
     }
 
     /// Parses a batch of lines and checks their tokens; what passes, with its line number.
@@ -134,26 +139,6 @@ public struct ReplyIntake: Sendable {
         return parsed
     }
 
-    /// Looks a parsed batch's deliveries up, checks each line against its
-    /// delivery and stores the good ones.
-    private func checkAndWrite(_ parsed: [(line: Int, body: ReplyBody)]) async throws -> Written {
-        let since = ContinuousClock.now
-        let targets = try await store.targets(Array(Set(parsed.map(\.body.delivery))))
-        let results = try await catalogue.check(parsed.map(\.body), targets: targets, since: since)
-        var refused: [(line: Int, error: ReplyError)] = []
-        var accepted: [(line: Int, reply: AcceptedReply)] = []
-        accepted.reserveCapacity(parsed.count)
-        for ((line, _), result) in zip(parsed, results) {
-            switch result {
-            case .success(let reply): accepted.append((line, reply))
-            case .failure(let error): refused.append((line, error))
-            }
-        }
-        var written = accepted.isEmpty ? Written() : try await write(accepted)
-        written.bad = refused + written.bad
-        return written
-    }
-
     /// What storing one batch did.
     struct Written: Sendable {
         var stored = 0
@@ -161,13 +146,15 @@ public struct ReplyIntake: Sendable {
         var bad: [(line: Int, error: ReplyError)] = []
     }
 
-    /// Stores a batch in one transaction. One line the database refuses must
-    /// not sink the others: the batch is then split in halves, each stored
-    /// on its own, down to the refused lines, which are reported.
-    private func write(_ rows: ArraySlice<(line: Int, reply: AcceptedReply)>) async throws -> Written {
+    /// Stores a batch in one transaction and says why each refused line
+    /// was refused. One line the database refuses must not sink the others:
+    /// the batch is then split in halves, each stored on its own, down to
+    /// the refused lines, which are reported.
+    private func write(_ rows: ArraySlice<(line: Int, body: ReplyBody)>) async throws -> Written {
+        let since = ContinuousClock.now
+        let batch: ReplyStore.StoredBatch
         do {
-            let stored = try await store.copyIn(rows.map(\.reply), source: "ingest")
-            return Written(stored: stored, duplicates: rows.count - stored)
+            batch = try await store.store(rows.map { Self.incoming($0.body) }, source: "ingest")
         } catch let error where Self.isRefusal(error) {
             guard rows.count > 1 else {
                 return Written(bad: rows.map { ($0.line, Self.refusal(error)) })
@@ -180,10 +167,41 @@ public struct ReplyIntake: Sendable {
             written.bad += rest.bad
             return written
         }
+        var written = Written(stored: batch.stored, duplicates: batch.duplicates.count)
+        if !batch.refused.isEmpty {
+            let refused = batch.refused.map { rows[rows.startIndex + $0] }
+            let reasons = try await Self.explain(refused.map(\.body), store: store, catalogue: catalogue, since: since)
+            written.bad = zip(refused, reasons).map { ($0.line, $1) }
+        }
+        return written
     }
 
-    private func write(_ rows: [(line: Int, reply: AcceptedReply)]) async throws -> Written {
-        try await write(rows[...])
+    /// A reply as `ReplyStore.store` takes it.
+    static func incoming(_ body: ReplyBody) -> ReplyStore.IncomingReply {
+        ReplyStore.IncomingReply(replyID: body.replyID, deliveryID: body.delivery, action: body.action, text: body.text,
+                                 occurredAt: body.occurredAt,
+                                 textAllowed: body.text.map { ReplyRules.textProblem($0) == nil } ?? true)
+    }
+
+    /// Why each of these replies, which the database refused to store, was
+    /// refused: `ReplyRules.check` against their deliveries (looked up now)
+    /// and the catalogue (`since`: when they had arrived). The database
+    /// decides with the catalogue as committed; where the copy still allows
+    /// the reply (an action taken out of a category within the copy's age),
+    /// it is asked again with a copy read now.
+    static func explain(
+        _ bodies: [ReplyBody], store: ReplyStore, catalogue: ActionCatalogue, since: ContinuousClock.Instant
+    ) async throws -> [ReplyError] {
+        let targets = try await store.targets(Array(Set(bodies.map(\.delivery))))
+        var reasons = try await catalogue.check(bodies, targets: targets, since: since)
+        let unexplained = reasons.indices.filter { reasons[$0] == nil }
+        if !unexplained.isEmpty {
+            let again = try await catalogue.check(unexplained.map { bodies[$0] }, targets: targets, since: .now, readNow: true)
+            for (index, reason) in zip(unexplained, again) { reasons[index] = reason }
+        }
+        return reasons.indices.map { index in
+            reasons[index] ?? .actionNotAllowed(bodies[index].action, category: targets[bodies[index].delivery]?.categoryID)
+        }
     }
 
     /// A statement the database refused for its data (SQLSTATE classes 22

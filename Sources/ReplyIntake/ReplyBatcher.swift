@@ -8,8 +8,8 @@ import Store
 
 /// How concurrent replies are gathered into batches (group commit).
 public struct ReplyBatching: Sendable, Hashable {
-    /// Replies checked and stored together at most: one lookup of their
-    /// deliveries, one INSERT, one commit.
+    /// Replies checked and stored together at most: one statement, one
+    /// commit.
     public var maxBatch: Int
     /// Batches in progress at once, each on one database connection at a
     /// time. While they are busy, new replies queue up and form the next
@@ -141,25 +141,20 @@ final class ReplyBatcher: Sendable {
         }
     }
 
-    /// One `herald_take_replies` call for the batch (Sql/0017): it looks the
-    /// deliveries up, stores what passes the checks that need them and
-    /// commits before it answers. Of two replies with the same `reply_id`,
-    /// the first that passes is stored and the other answered as a
-    /// duplicate, as if they had come one after the other. A refused reply
-    /// is told why by `ReplyRules.check` (through the catalogue's copy). If
-    /// the database refuses the statement for one reply's data, each reply is
+    /// One `herald_commit_replies` call for the batch (Sql/0018): it looks
+    /// the deliveries up, stores what passes the checks that need them and
+    /// commits before it answers. Of two replies with the same delivery and
+    /// `reply_id`, the first that passes is stored and the other answered as
+    /// a duplicate, as if they had come one after the other. A refused reply
+    /// is told why by `ReplyRules.check` (`ReplyIntake.explain`). If the
+    /// database refuses the statement for one reply's data, each reply is
     /// taken on its own so that only that one is refused.
     private func take(_ items: [Item], source: String) async {
         guard !items.isEmpty else { return }
         let since = ContinuousClock.now
-        let taken: ReplyStore.TakenBatch
+        let batch: ReplyStore.StoredBatch
         do {
-            taken = try await store.take(items.map { item in
-                let body = item.body
-                return ReplyStore.IncomingReply(replyID: body.replyID, deliveryID: body.delivery, action: body.action, text: body.text,
-                                                occurredAt: body.occurredAt,
-                                                textAllowed: body.text.map { ReplyRules.textProblem($0) == nil } ?? true)
-            }, source: source)
+            batch = try await store.store(items.map { ReplyIntake.incoming($0.body) }, source: source)
         } catch where ReplyIntake.isRefusal(error) {
             guard items.count > 1 else {
                 answer(items[0], .success(.failure(ReplyIntake.refusal(error))))
@@ -172,45 +167,23 @@ final class ReplyBatcher: Sendable {
             return
         }
         // What was stored is answered first: nothing after it may fail it.
-        var claimed = Set<UUID>()
-        var refused: [Item] = []
-        for (index, item) in items.enumerated() {
-            guard taken.passed.contains(index) else {
-                refused.append(item)
-                continue
-            }
-            if taken.stored.contains(item.body.replyID), claimed.insert(item.body.replyID).inserted {
+        let refused = Set(batch.refused)
+        let duplicates = Set(batch.duplicates)
+        for (index, item) in items.enumerated() where !refused.contains(index) {
+            if duplicates.contains(index) {
+                answer(item, .success(.success(.duplicate)))
+            } else {
                 logger.debug("reply stored", metadata: ["delivery": "\(item.body.delivery)"])
                 answer(item, .success(.success(.stored)))
-            } else {
-                answer(item, .success(.success(.duplicate)))
             }
         }
-        guard !refused.isEmpty else { return }
+        guard !batch.refused.isEmpty else { return }
+        let refusedItems = batch.refused.map { items[$0] }
         do {
-            let reasons = try await catalogue.check(refused.map(\.body), targets: taken.targets, since: since)
-            var unexplained: [Item] = []
-            for (item, reason) in zip(refused, reasons) {
-                switch reason {
-                case .failure(let error): answer(item, .success(.failure(error)))
-                case .success: unexplained.append(item)
-                }
-            }
-            guard !unexplained.isEmpty else { return }
-            // The committed catalogue refused what the copy allows (an action
-            // taken out of a category within the copy's age): told why with
-            // a copy read now.
-            let again = try await catalogue.check(unexplained.map(\.body), targets: taken.targets, since: .now, readNow: true)
-            for (item, reason) in zip(unexplained, again) {
-                switch reason {
-                case .failure(let error): answer(item, .success(.failure(error)))
-                case .success:
-                    answer(item, .success(.failure(.actionNotAllowed(item.body.action,
-                                                                     category: taken.targets[item.body.delivery]?.categoryID))))
-                }
-            }
+            let reasons = try await ReplyIntake.explain(refusedItems.map(\.body), store: store, catalogue: catalogue, since: since)
+            for (item, reason) in zip(refusedItems, reasons) { answer(item, .success(.failure(reason))) }
         } catch {
-            for item in refused { answer(item, .failure(error)) }
+            for item in refusedItems { answer(item, .failure(error)) }
         }
     }
 }

@@ -63,4 +63,15 @@ public enum Fixtures {
         JOIN campaigns c ON c.name = v.campaign
         JOIN devices d ON d.id = (SELECT id FROM devices ORDER BY id OFFSET v.n - 1 LIMIT 1);
         """
+
+    /// `threeDeliveries` as runs write them: each campaign's ledger in a
+    /// partition of its own, its ids recorded in `delivery_id_ranges`, so that
+    /// replies are looked up one partition per range (Sql/0018's fast path)
+    /// instead of by the general lookup that rows written by hand take.
+    public static let threeDeliveriesAsRunsWriteThem = threeDeliveries + """
+        ;
+        SELECT herald_delivery_partition(id) FROM campaigns;
+        INSERT INTO delivery_id_ranges (campaign_id, ids)
+        SELECT campaign_id, int8range(id, id, '[]') FROM deliveries;
+        """
 }

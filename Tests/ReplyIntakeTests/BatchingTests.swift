@@ -9,15 +9,17 @@ import TestSupport
 
 /// Replies submitted together are checked and stored together; each still
 /// gets the answer it would get alone.
-@Suite("Reply intake in batches (group commit) and ingest through COPY")
+@Suite("Reply intake in batches (group commit) and ingest")
 struct BatchingTests {
     static let tokens = IntakeTests.tokens
 
+    /// `ranged`: the ledger as runs write it (a partition and a range per
+    /// campaign, Sql/0018's fast path), else written by hand (its general path).
     func withBatchingIntake<T: Sendable>(
-        _ batching: ReplyBatching, _ body: @Sendable (ReplyIntake, PostgresClient) async throws -> T
+        _ batching: ReplyBatching, ranged: Bool = false, _ body: @Sendable (ReplyIntake, PostgresClient) async throws -> T
     ) async throws -> T {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.threeDeliveries)
+            try await client.exec(ranged ? Fixtures.threeDeliveriesAsRunsWriteThem : Fixtures.threeDeliveries)
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                      tokens: Self.tokens, logger: TestDatabase.logger, batching: batching)
             return try await body(intake, client)
@@ -88,9 +90,9 @@ struct BatchingTests {
 
     /// With a reply the database refuses in the batch, the batch's statement
     /// fails and each reply is stored on its own; without, one statement.
-    @Test(arguments: [false, true])
-    func oneBatchGivesEachReplyItsOwnAnswer(withARefusal: Bool) async throws {
-        try await withBatchingIntake(.init(maxBatch: 500, maxConcurrentBatches: 1)) { intake, db in
+    @Test(arguments: [false, true], [false, true])
+    func oneBatchGivesEachReplyItsOwnAnswer(withARefusal: Bool, ranged: Bool) async throws {
+        try await withBatchingIntake(.init(maxBatch: 500, maxConcurrentBatches: 1), ranged: ranged) { intake, db in
             try await db.exec("ALTER TABLE replies ADD CONSTRAINT \"reply text must not say bad\" CHECK (text IS NULL OR text <> 'bad')")
             let storedBefore = UUID()
             #expect(try await intake.submit(Array(IntakeTests.reply(delivery: 1, action: "love_it", replyID: storedBefore).utf8)) == .success(.stored))
@@ -144,8 +146,9 @@ struct BatchingTests {
         }
     }
 
-    @Test func ingestThroughCopyGivesTheSameReport() async throws {
-        try await withBatchingIntake(.init()) { intake, db in
+    @Test(arguments: [false, true])
+    func ingestGivesEachLineItsAnswer(ranged: Bool) async throws {
+        try await withBatchingIntake(.init(), ranged: ranged) { intake, db in
             try await db.exec("ALTER TABLE replies ADD CONSTRAINT \"reply text must not say bad\" CHECK (text IS NULL OR text <> 'bad')")
             let texts = ["tab\there", "back\\slash \\N", "new\nline\r\n", "très bien 👍 — 谢谢", "\\.", "plain"]
             var lines: [String] = []

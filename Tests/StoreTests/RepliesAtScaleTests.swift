@@ -5,27 +5,27 @@ import Store
 import Testing
 import TestSupport
 
-/// The replies table without foreign keys (Sql/0013): what the keys did is
-/// done by the statements and by triggers once per statement.
-@Suite("Replies at scale (Sql/0013)")
+/// The replies table without foreign keys (Sql/0013), stored through one
+/// checked path (Sql/0018): `ReplyStore.store` looks each reply's delivery
+/// up and checks its action in the INSERT itself; an INSERT written by
+/// hand is checked by the statement trigger.
+@Suite("Replies at scale (Sql/0013, Sql/0018)")
 struct RepliesAtScaleTests {
-    static func reply(_ delivery: Int64, campaign: Int64, device: Int64, user: Int64,
-                      action: String = "love_it", text: String? = nil) -> AcceptedReply {
-        AcceptedReply(replyID: UUID(), target: ReplyTarget(deliveryID: delivery, campaignID: campaign, deviceID: device,
-                                                           userID: user, categoryID: nil),
-                      action: action, text: text, occurredAt: Date(timeIntervalSince1970: 1_800_000_000))
+    /// The two ledgers a reply is looked up in: rows written by hand (the
+    /// general path) and rows as runs write them (a partition and a range
+    /// per campaign: the fast path).
+    static let ledgers = [Fixtures.threeDeliveries, Fixtures.threeDeliveriesAsRunsWriteThem]
+
+    static func reply(_ delivery: Int64, action: String = "love_it", text: String? = nil, replyID: UUID = UUID(),
+                      textAllowed: Bool = true) -> ReplyStore.IncomingReply {
+        ReplyStore.IncomingReply(replyID: replyID, deliveryID: delivery, action: action, text: text,
+                                 occurredAt: Date(timeIntervalSince1970: 1_800_000_000), textAllowed: textAllowed)
     }
 
-    /// The replies of deliveries `ids`, made as the intake makes them (from the ledger's rows).
-    static func replies(_ client: PostgresClient, _ ids: [Int64]) async throws -> [AcceptedReply] {
-        let store = ReplyStore(client: client, logger: TestDatabase.logger)
-        let targets = try await store.targets(ids)
-        return ids.compactMap { id in
-            targets[id].map { t in
-                AcceptedReply(replyID: UUID(), target: t, action: t.categoryID == "feedback.v1" ? "comment" : "love_it",
-                              text: t.categoryID == "feedback.v1" ? "answer \(id)" : nil, occurredAt: Date())
-            }
-        }
+    /// Replies the fixture's deliveries accept: delivery 2 is the feedback
+    /// prompt's (a text input), 1 and 3 the poster's.
+    static func good(_ ids: [Int64]) -> [ReplyStore.IncomingReply] {
+        ids.map { $0 == 2 ? reply($0, action: "comment", text: "answer \($0)") : reply($0) }
     }
 
     @Test func repliesHaveNoForeignKeysLeft() async throws {
@@ -36,62 +36,116 @@ struct RepliesAtScaleTests {
         }
     }
 
-    @Test func aBatchWithOneReplyToAnUnknownDeliveryIsRefusedWhole() async throws {
+    /// What the foreign keys did for a statement written by hand, the
+    /// statement trigger does: a reply to a delivery that does not exist, or
+    /// that is not its campaign's, fails the whole statement.
+    @Test func anInsertByHandOfAReplyToAnUnknownDeliveryIsRefusedWhole() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.threeDeliveries)
-            let store = ReplyStore(client: client, logger: TestDatabase.logger)
-            let batch = try await Self.replies(client, [1, 2, 3])
-            let poster = batch[0].target
-            // Delivery 999 does not exist; delivery 2 is not the poster's.
-            for wrong in [Self.reply(999, campaign: poster.campaignID, device: poster.deviceID, user: poster.userID),
-                          Self.reply(2, campaign: poster.campaignID, device: poster.deviceID, user: poster.userID)] {
-                let attempt = batch + [wrong]
+            let poster = try #require(try await client.scalar("SELECT campaign_id FROM deliveries WHERE id = 1", as: Int64.self))
+            for wrong in ["999", "2"] {
                 do {
-                    _ = try await store.insert(attempt, source: "api")
-                    Issue.record("a batch with a reply to an unknown delivery was stored")
+                    try await client.exec("""
+                        INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
+                        SELECT gen_random_uuid(), v.id, \(poster), d.device_id, d.user_id, 'love_it', now()
+                        FROM (VALUES (1), (3), (\(wrong))) AS v(id) JOIN deliveries d ON d.id = 1
+                        """)
+                    Issue.record("a statement with a reply to an unknown delivery was stored")
                 } catch {
                     #expect(StoreError.sqlState(of: error) == "23503")
-                    #expect(StoreError.describe(error).contains("which campaign \(poster.campaignID) does not have"))
-                }
-                do {
-                    _ = try await store.copyIn(attempt, source: "ingest")
-                    Issue.record("a batch with a reply to an unknown delivery was copied in")
-                } catch {
-                    #expect(StoreError.sqlState(of: error) == "23503")
+                    #expect(StoreError.describe(error).contains("which campaign \(poster) does not have"))
                 }
                 #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == 0)
             }
-            #expect(try await store.insert(batch, source: "api").count == 3)
         }
     }
 
-    @Test func aReplyToATestSendRecordsItsKind() async throws {
+    /// `store` refuses, by position, what does not answer a delivery as its
+    /// campaign allows, and stores the rest, on either ledger.
+    @Test(arguments: ledgers) func storeRefusesByPositionAndStoresTheRest(ledger: String) async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.threeDeliveries + """
+            try await client.exec(ledger)
+            let store = ReplyStore(client: client, logger: TestDatabase.logger)
+            let batch = [
+                Self.reply(3),                                        // 0 stored
+                Self.reply(999),                                      // 1 no such delivery
+                Self.reply(2, action: "love_it"),                     // 2 not an action of the feedback prompt
+                Self.reply(1, action: "love_it", text: "no"),         // 3 text where none is allowed
+                Self.reply(2, action: "comment", text: "fine"),       // 4 stored
+                Self.reply(2, action: "comment", textAllowed: false), // 5 refused whatever its delivery
+                Self.reply(1, action: "com.apple.UNNotificationDismissActionIdentifier"), // 6 stored
+            ]
+            let stored = try await store.store(batch, source: "api")
+            #expect(stored == ReplyStore.StoredBatch(stored: 3, refused: [1, 2, 3, 5], duplicates: []))
+            let rows = try await PartitionTests.lines(client, "SELECT delivery_id || ':' || action || ':' || coalesce(text, '-') FROM replies ORDER BY id")
+            #expect(Set(rows) == ["3:love_it:-", "2:comment:fine", "1:com.apple.UNNotificationDismissActionIdentifier:-"])
+            // The campaign, device and user come from the ledger.
+            #expect(try await client.scalar("""
+                SELECT count(*) FROM replies r JOIN deliveries d ON d.id = r.delivery_id
+                WHERE (r.campaign_id, r.device_id, r.user_id) = (d.campaign_id, d.device_id, d.user_id)
+                """, as: Int64.self) == 3)
+        }
+    }
+
+    /// A reply is its delivery and `reply_id`: the same again is a duplicate,
+    /// the first of two in a batch is the one stored, and the same `reply_id`
+    /// for another delivery is another reply.
+    @Test(arguments: ledgers) func aReplyIsItsDeliveryAndReplyID(ledger: String) async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(ledger)
+            let store = ReplyStore(client: client, logger: TestDatabase.logger)
+            let id = UUID()
+            #expect(try await store.store([Self.reply(1, replyID: id)], source: "api").stored == 1)
+            let batch = [
+                Self.reply(2, action: "comment", text: "first", replyID: id),   // 0 stored: another delivery
+                Self.reply(1, replyID: id),                                     // 1 duplicate: stored before
+                Self.reply(2, action: "comment", text: "second", replyID: id),  // 2 duplicate of 0
+                Self.reply(3, action: "nope", replyID: id),                     // 3 refused
+                Self.reply(3, replyID: id),                                     // 4 stored: the first of 3 that passes
+            ]
+            #expect(try await store.store(batch, source: "ingest") == ReplyStore.StoredBatch(stored: 2, refused: [3], duplicates: [1, 2]))
+            let rows = try await PartitionTests.lines(client, "SELECT delivery_id || ':' || coalesce(text, '-') FROM replies WHERE reply_id = '\(id)' ORDER BY delivery_id")
+            #expect(rows == ["1:-", "2:first", "3:-"])
+        }
+    }
+
+    @Test(arguments: ledgers) func aReplyToATestSendRecordsItsKind(ledger: String) async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(ledger + """
                 ;
                 INSERT INTO deliveries (id, kind, campaign_id, device_id, user_id, status, sent_at)
                 SELECT 4, 'test', campaign_id, device_id, user_id, 'sent', now() FROM deliveries WHERE id = 1;
                 INSERT INTO deliveries (id, kind, campaign_id, device_id, user_id, status, sent_at)
-                SELECT 5, 'test', campaign_id, device_id, user_id, 'sent', now() FROM deliveries WHERE id = 3
+                SELECT 5, 'test', campaign_id, device_id, user_id, 'sent', now() FROM deliveries WHERE id = 3;
+                INSERT INTO delivery_id_ranges (campaign_id, ids)
+                SELECT campaign_id, int8range(id, id, '[]') FROM deliveries WHERE id IN (4, 5)
+                  AND EXISTS (SELECT 1 FROM delivery_id_ranges)
                 """)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
-            #expect(try await store.insert(try await Self.replies(client, [1, 4]), source: "api").count == 2)
-            #expect(try await store.copyIn(try await Self.replies(client, [3, 5, 2]), source: "ingest") == 3)
+            #expect(try await store.store(Self.good([1, 4]), source: "api").stored == 2)
+            #expect(try await store.store(Self.good([3, 5, 2]), source: "ingest").stored == 3)
             let kinds = try await PartitionTests.lines(client, "SELECT delivery_id || ':' || delivery_kind FROM replies ORDER BY delivery_id")
             #expect(kinds == ["1:campaign", "2:campaign", "3:campaign", "4:test", "5:test"])
         }
     }
 
-    @Test func copyInStoresTheFirstOfTwoRepliesWithOneID() async throws {
+    /// A batch is stored whole or not at all: a constraint of the table
+    /// failing for one reply stores none of them, and says which constraint.
+    @Test(arguments: ledgers) func aConstraintFailingStoresNothingOfTheBatch(ledger: String) async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.threeDeliveries)
+            try await client.exec(ledger + """
+                ;
+                ALTER TABLE replies ADD CONSTRAINT "reply text must not say bad" CHECK (text IS NULL OR text <> 'bad')
+                """)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
-            let batch = try await Self.replies(client, [1, 3])
-            var second = batch[1]
-            second.replyID = batch[0].replyID
-            #expect(try await store.copyIn([batch[0], second, batch[1]], source: "ingest") == 2)
-            let stored = try await PartitionTests.lines(client, "SELECT reply_id || ':' || delivery_id FROM replies ORDER BY delivery_id")
-            #expect(stored == ["\(batch[0].replyID.uuidString.lowercased()):1", "\(batch[1].replyID.uuidString.lowercased()):3"])
+            do {
+                _ = try await store.store(Self.good([1, 3]) + [Self.reply(2, action: "comment", text: "bad")], source: "api")
+                Issue.record("a batch with a reply the table refuses was stored")
+            } catch {
+                #expect(StoreError.sqlState(of: error) == "23514")
+                #expect(StoreError.constraint(of: error) == "reply text must not say bad")
+            }
+            #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == 0)
         }
     }
 
@@ -99,7 +153,7 @@ struct RepliesAtScaleTests {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.threeDeliveries)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
-            #expect(try await store.insert(try await Self.replies(client, [1, 2, 3]), source: "api").count == 3)
+            #expect(try await store.store(Self.good([1, 2, 3]), source: "api").stored == 3)
             // A reply whose user is not its device's owner (a device that moved to
             // another user after the delivery) goes with either.
             try await client.exec("""
@@ -120,18 +174,17 @@ struct RepliesAtScaleTests {
         }
     }
 
-    @Test func aDeviceDeletedWhileItsReplyIsBeingStoredTakesTheReplyWithIt() async throws {
+    @Test(arguments: ledgers) func aDeviceDeletedWhileItsReplyIsBeingStoredTakesTheReplyWithIt(ledger: String) async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.threeDeliveries)
+            try await client.exec(ledger)
             let device1 = try #require(try await client.scalar("SELECT device_id FROM deliveries WHERE id = 1", as: Int64.self))
-            let reply = try #require(try await Self.replies(client, [1]).first)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
             try await client.withConnection { storing in
                 // The reply's transaction is open (its row written, not committed)…
                 try await storing.query("BEGIN", logger: TestDatabase.logger)
                 try await storing.query("""
-                    INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
-                    VALUES (\(reply.replyID), 1, \(reply.target.campaignID), \(reply.target.deviceID), \(reply.target.userID), 'love_it', now())
+                    SELECT stored FROM herald_store_checked_replies(ARRAY[gen_random_uuid()], ARRAY[1::bigint], ARRAY['love_it'],
+                        ARRAY[false], ARRAY[''], ARRAY[1800000000::float8], ARRAY[true], 'api')
                     """, logger: TestDatabase.logger)
                 // …when the device is deleted on another connection: the deletion waits for it.
                 async let deleted: Void = client.exec("DELETE FROM devices WHERE id = \(device1)")
@@ -141,12 +194,7 @@ struct RepliesAtScaleTests {
             }
             #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == 0)
             // A reply to the deleted device's delivery is refused now.
-            do {
-                _ = try await store.insert([reply], source: "api")
-                Issue.record("a reply to a deleted device's delivery was stored")
-            } catch {
-                #expect(StoreError.sqlState(of: error) == "23503")
-            }
+            #expect(try await store.store([Self.reply(1)], source: "api") == ReplyStore.StoredBatch(stored: 0, refused: [0]))
         }
     }
 }
