@@ -98,6 +98,7 @@ DECLARE
     first_at integer;
     last_at integer;
     n integer;
+    category text;
     allowed text[];
     with_text text[];
     candidates integer[];
@@ -126,18 +127,25 @@ BEGIN
         FOR r IN
             SELECT g.campaign_id, lower(g.ids) AS first_id, upper(g.ids) AS end_id, c.category_id
             FROM delivery_id_ranges g JOIN campaigns c ON c.id = g.campaign_id
+            -- [first, last + 1): no range of real ids holds the largest bigint,
+            -- whose successor does not exist.
             WHERE g.ids && int8range(least(p_delivery_ids[1], p_delivery_ids[total]),
-                                     greatest(p_delivery_ids[1], p_delivery_ids[total]), '[]')
+                                     least(greatest(p_delivery_ids[1], p_delivery_ids[total]), 9223372036854775806) + 1)
+            ORDER BY c.category_id
         LOOP
             -- The slice of the sorted ids in [first_id, end_id).
             first_at := width_bucket(r.first_id - 1, p_delivery_ids) + 1;
             last_at := width_bucket(r.end_id - 1, p_delivery_ids);
             CONTINUE WHEN first_at > last_at;
-            SELECT coalesce(array_agg(ca.action_id), '{}'),
-                   coalesce(array_agg(ca.action_id) FILTER (WHERE a.kind = 'text_input'), '{}')
-            INTO allowed, with_text
-            FROM category_actions ca JOIN actions a ON a.id = ca.action_id
-            WHERE ca.category_id = r.category_id;
+            -- The category's actions, read once for its ranges (in a row).
+            IF allowed IS NULL OR r.category_id IS DISTINCT FROM category THEN
+                SELECT coalesce(array_agg(ca.action_id), '{}'),
+                       coalesce(array_agg(ca.action_id) FILTER (WHERE a.kind = 'text_input'), '{}')
+                INTO allowed, with_text
+                FROM category_actions ca JOIN actions a ON a.id = ca.action_id
+                WHERE ca.category_id = r.category_id;
+                category := r.category_id;
+            END IF;
             WITH ins AS (
                 INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text,
                                      occurred_at, source, delivery_kind)

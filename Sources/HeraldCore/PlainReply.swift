@@ -148,9 +148,10 @@ enum PlainReply {
             let start = index
             var value: Int64 = 0
             while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                // 18 digits always fit an Int64; a 19th may not.
+                guard index - start < 18 else { return nil }
                 value = value * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
                 index += 1
-                guard index - start <= 18 else { return nil }
             }
             let digits = index - start
             guard digits > 0, digits == 1 || bytes[start] != UInt8(ascii: "0"), index < bytes.count else { return nil }

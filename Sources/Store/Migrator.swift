@@ -95,11 +95,20 @@ public struct Migrator: Sendable {
 
     /// How to tell that a migration's objects already exist: the files of
     /// before this rule by name, later files by an `-- applied-if: <query>`
-    /// line of their own (a query returning one boolean).
+    /// line of their own (a query returning one boolean). A file whose
+    /// objects a later one dropped is told here by what replaced them (an
+    /// applied file is never edited: its checksum is recorded).
     static let knownMarkers = [
         "0001_init.sql": "SELECT to_regclass('public.deliveries') IS NOT NULL",
         "0002_analyst.sql": "SELECT to_regclass('analyst.campaign_funnel') IS NOT NULL",
+        // Their procedures made way for herald_commit_replies (0018).
+        "0016_store_replies.sql": Self.storedRepliesMarker("herald_store_replies(uuid[],bigint[],bigint[],bigint[],bigint[],text[],boolean[],text[],double precision[],text,uuid[])"),
+        "0017_take_replies.sql": Self.storedRepliesMarker("herald_take_replies(uuid[],bigint[],text[],boolean[],text[],double precision[],boolean[],text,bigint[],bigint[],bigint[],bigint[],text[],boolean[],integer[],uuid[])"),
     ]
+
+    private static func storedRepliesMarker(_ procedure: String) -> String {
+        "SELECT to_regprocedure('public.\(procedure)') IS NOT NULL OR to_regprocedure('public.herald_commit_replies(uuid[],bigint[],text[],boolean[],text[],double precision[],boolean[],text,integer,integer[],integer[])') IS NOT NULL"
+    }
 
     static func marker(of file: Migration) -> String? {
         if let known = knownMarkers[file.name] { return known }

@@ -14,7 +14,8 @@ public struct ReplyStore: Sendable {
         self.logger = logger
     }
 
-    /// The deliveries among `ids` that exist, with their campaign's category.
+    /// The deliveries among `ids` that exist, with their campaign's category
+    /// (what says why a reply was refused; `store` looks deliveries up itself).
     ///
     /// The ledger is partitioned by campaign (Sql/0010) and a lookup by id
     /// alone would probe every partition: `herald_reply_targets` (Sql/0015)
@@ -139,19 +140,32 @@ public struct ReplyStore: Sendable {
             occurred.append(reply.occurredAt.timeIntervalSince1970)
             allowed.append(reply.textAllowed)
         }
-        let rows = try await client.query("""
+        let call: PostgresQuery = """
             CALL herald_commit_replies(\(replyIDs)::uuid[], \(deliveries)::bigint[], \(actions)::text[], \(hasText)::bool[],
                                        \(texts)::text[], \(occurred)::float8[], \(allowed)::bool[], \(source), NULL, NULL, NULL)
-            """, logger: logger)
-        var batch = StoredBatch()
-        for try await (stored, refused, duplicates) in rows.decode((Int32, [Int32], [Int32]).self) {
-            // Positions in the sorted arrays (1-based) back to the caller's.
-            batch = StoredBatch(stored: Int(stored),
-                                refused: refused.map { order[Int($0) - 1] }.sorted(),
-                                duplicates: duplicates.map { order[Int($0) - 1] }.sorted())
+            """
+        let client = self.client, logger = self.logger
+        return try await DatabaseRetry.withDeadline(Self.storeDeadline, what: "store replies") {
+            let rows = try await client.query(call, logger: logger)
+            var batch = StoredBatch()
+            for try await (stored, refused, duplicates) in rows.decode((Int32, [Int32], [Int32]).self) {
+                // Positions in the sorted arrays (1-based) back to the caller's.
+                let caller = { (position: Int32) -> Int? in order.indices.contains(Int(position) - 1) ? order[Int(position) - 1] : nil }
+                batch = StoredBatch(stored: Int(stored), refused: refused.compactMap(caller).sorted(),
+                                    duplicates: duplicates.compactMap(caller).sorted())
+            }
+            return batch
         }
-        return batch
     }
+
+    /// How long `store` waits for its statement. A connection that closed
+    /// under a statement (PostgreSQL restarted) once left the statement
+    /// unanswered for good, and with it every reply batch behind it (the
+    /// reply fault scenario, about one run in eight); past this the batch
+    /// fails as a transient fault (503, the client retries with the same
+    /// `reply_id`) and the statement is left behind. A batch takes
+    /// milliseconds.
+    public static let storeDeadline: Duration = .seconds(20)
 
     /// The notification config document (contract 5) and its ETag.
     public func notificationConfig() async throws -> (body: [UInt8], etag: String) {

@@ -74,6 +74,8 @@ struct PlainReplyTests {
             with("action", "\"re\tserve\""),                    // a raw control character
             with("delivery", "-1"), with("delivery", "1.0"), with("delivery", "1e3"), with("delivery", "01"),
             with("delivery", "1234567890123456789"),            // 19 digits
+            with("delivery", "9999999999999999999"),            // 19 digits past Int64
+            with("delivery", String(repeating: "9", count: 40)),
             with("delivery", #""918273""#),                     // a string
             with("action", "null"), with("action", "7"),
             Self.body(Self.members + [("text", "7")]),
