@@ -193,6 +193,7 @@ extension HTTPField.Name {
 /// A fault of the connection to PostgreSQL (down, restarting, out of
 /// connections), as opposed to a statement it refused: transient, so 503.
 func isDatabaseUnavailable(_ error: any Error) -> Bool {
+    if error is DatabaseCallTimedOut { return true }
     guard let psql = error as? PSQLError else { return false }
     guard let state = psql.serverInfo?[.sqlState] else { return true }
     // 08 connection exception, 53 insufficient resources, 57 operator intervention.

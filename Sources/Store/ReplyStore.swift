@@ -164,8 +164,9 @@ public struct ReplyStore: Sendable {
     /// reply fault scenario, about one run in eight); past this the batch
     /// fails as a transient fault (503, the client retries with the same
     /// `reply_id`) and the statement is left behind. A batch takes
-    /// milliseconds.
-    public static let storeDeadline: Duration = .seconds(20)
+    /// milliseconds; the minute leaves room for a lock held a while (a
+    /// device's erasure waits for the batches storing replies, and they for it).
+    public static let storeDeadline: Duration = .seconds(60)
 
     /// The notification config document (contract 5) and its ETag.
     public func notificationConfig() async throws -> (body: [UInt8], etag: String) {
