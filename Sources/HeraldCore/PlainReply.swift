@@ -11,13 +11,14 @@ struct ReplyFields: Hashable {
 
 /// Reads the fields of a reply body straight from its bytes when it has the
 /// plain shape clients send: one flat object of the contract's keys, each
-/// once, in any order; string values of printable ASCII without escapes; a
-/// delivery written as a plain non-negative integer of at most 18 digits;
-/// `text` a string or null; JSON whitespace anywhere JSON allows it.
+/// once, in any order; string values (a value with an escape or a byte past
+/// ASCII is read by `StrictJSON`'s own string reader); a delivery written
+/// as a plain non-negative integer of at most 18 digits; `text` a string or
+/// null; JSON whitespace anywhere JSON allows it.
 ///
-/// It never refuses a body, it only declines one: anything else (an escape,
-/// a byte outside printable ASCII, another number, an unknown, missing or
-/// repeated key, trailing text) returns nil, and `StrictJSON` reads the body
+/// It never refuses a body, it only declines one: anything else (a string
+/// `StrictJSON` would refuse, another number, an unknown, missing or
+/// repeated key, a key with an escape, trailing text) returns nil, and `StrictJSON` reads the body
 /// or says what is wrong with it. What it accepts, `StrictJSON` accepts too,
 /// with the same values (a test compares them on generated bodies).
 ///
@@ -25,9 +26,11 @@ struct ReplyFields: Hashable {
 /// general reader (a `JSONValue` tree and a dictionary of members) was half
 /// of `herald ingest`'s CPU per line.
 enum PlainReply {
-    static func scan(_ bytes: UnsafeRawBufferPointer) -> ReplyFields? {
-        var scanner = Scanner(bytes: bytes)
-        return scanner.reply()
+    static func scan(_ bytes: [UInt8]) -> ReplyFields? {
+        bytes.withUnsafeBytes { raw in
+            var scanner = Scanner(bytes: raw, array: bytes)
+            return scanner.reply()
+        }
     }
 
     private enum Key: UInt8 {
@@ -51,10 +54,13 @@ enum PlainReply {
 
     private struct Scanner {
         let bytes: UnsafeRawBufferPointer
+        /// The same bytes, for `StrictJSON.string(in:at:)`.
+        let array: [UInt8]
         var index = 0
 
-        init(bytes: UnsafeRawBufferPointer) {
+        init(bytes: UnsafeRawBufferPointer, array: [UInt8]) {
             self.bytes = bytes
+            self.array = array
         }
 
         mutating func reply() -> ReplyFields? {
@@ -64,7 +70,7 @@ enum PlainReply {
             var fields = ReplyFields(delivery: 0, token: "", action: "", occurredAt: "", replyID: "", text: nil)
             while true {
                 skipWhitespace()
-                guard let name = string(), let key = Key(UnsafeRawBufferPointer(rebasing: bytes[name])),
+                guard let name = plainString(), let key = Key(UnsafeRawBufferPointer(rebasing: bytes[name])),
                       seen & key.rawValue == 0 else { return nil }
                 seen |= key.rawValue
                 skipWhitespace()
@@ -79,15 +85,15 @@ enum PlainReply {
                         fields.text = nil
                     } else {
                         guard let value = string() else { return nil }
-                        fields.text = text(value)
+                        fields.text = value
                     }
                 case .token, .action, .occurredAt, .replyID:
                     guard let value = string() else { return nil }
                     switch key {
-                    case .token: fields.token = text(value)
-                    case .action: fields.action = text(value)
-                    case .occurredAt: fields.occurredAt = text(value)
-                    default: fields.replyID = text(value)
+                    case .token: fields.token = value
+                    case .action: fields.action = value
+                    case .occurredAt: fields.occurredAt = value
+                    default: fields.replyID = value
                     }
                 }
                 skipWhitespace()
@@ -122,8 +128,9 @@ enum PlainReply {
             return true
         }
 
-        /// The range of a string's contents: printable ASCII, no escapes.
-        mutating func string() -> Range<Int>? {
+        /// The range of a string's contents when they are printable ASCII
+        /// without escapes.
+        mutating func plainString() -> Range<Int>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             let start = index
             while index < bytes.count {
@@ -138,8 +145,16 @@ enum PlainReply {
             return nil
         }
 
-        func text(_ range: Range<Int>) -> String {
-            String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        /// A string value: plain ones read here, the others (an escape, a
+        /// byte past ASCII) by `StrictJSON`.
+        mutating func string() -> String? {
+            let quote = index
+            if let range = plainString() {
+                return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+            }
+            guard let (value, end) = StrictJSON.string(in: array, at: quote) else { return nil }
+            index = end
+            return value
         }
 
         /// `0` or a digit 1–9 followed by digits, at most 18 in all, ending

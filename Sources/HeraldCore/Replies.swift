@@ -90,7 +90,7 @@ public enum ReplyRules {
     public static func decode(_ bytes: some DataProtocol) throws(ReplyError) -> ReplyBody {
         guard bytes.count <= maxBodyBytes else { throw .tooLarge }
         let array = Array(bytes)
-        if let plain = array.withUnsafeBytes({ PlainReply.scan($0) }) {
+        if let plain = PlainReply.scan(array) {
             return try body(plain)
         }
         return try body(strictFields(array))

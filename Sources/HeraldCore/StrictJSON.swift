@@ -54,6 +54,18 @@ public enum StrictJSON {
         return value
     }
 
+    /// The JSON string whose opening quote is at `bytes[start]`, read as
+    /// `parse` reads one, and the index just past its closing quote; nil
+    /// where `parse` would refuse it. (For `PlainReply`, which reads the
+    /// rest of a reply itself.)
+    static func string(in bytes: [UInt8], at start: Int) -> (value: String, end: Int)? {
+        guard start < bytes.count, bytes[start] == UInt8(ascii: "\"") else { return nil }
+        var reader = Reader(bytes: bytes, limits: .init())
+        reader.index = start
+        guard let value = try? reader.string() else { return nil }
+        return (value, reader.index)
+    }
+
     /// A short, printable quote of untrusted text for an error message.
     public static func quote(_ text: String, max: Int = 40) -> String {
         var out = ""

@@ -26,7 +26,7 @@ struct PlainReplyTests {
     }
 
     static func plain(_ bytes: [UInt8]) -> ReplyFields? {
-        bytes.withUnsafeBytes { PlainReply.scan($0) }
+        PlainReply.scan(bytes)
     }
 
     static func strict(_ bytes: [UInt8]) -> ReplyFields? {
@@ -34,7 +34,9 @@ struct PlainReplyTests {
     }
 
     @Test func theShapesClientsSendAreReadAsTheStrictReaderReadsThem() throws {
-        let texts = [nil, "null", #""""#, #""Loved it! 100% (really) ~ {not json} [x]""#]
+        let texts = [nil, "null", #""""#, #""Loved it! 100% (really) ~ {not json} [x]""#,
+                     // Read by StrictJSON's string reader.
+                     #""très bien 👍 — 谢谢""#, #""Tab\tseparated \\ and \" \/""#, #""\u00e9\ud83d\udc4d \u0000""#, "\"del \u{7F}\""]
         let spacings = [[], [" "], ["\n", " ", "\t"], ["\r\n  "]]
         var count = 0
         for text in texts {
@@ -58,7 +60,7 @@ struct PlainReplyTests {
             #expect(Self.plain(bytes)?.delivery == Int64(delivery))
             #expect(Self.plain(bytes) == Self.strict(bytes))
         }
-        #expect(count == 5 * 4 + 3 * 6 * 4)
+        #expect(count == 5 * 4 + 7 * 6 * 4)
     }
 
     /// What it declines, the strict reader reads or refuses: the decoded
@@ -68,10 +70,13 @@ struct PlainReplyTests {
             Self.body(Self.members.map { $0.key == key ? ($0.key, value) : $0 })
         }
         let declined: [[UInt8]] = [
-            with("action", #""re\u0073erve""#),                 // an escape
-            with("action", #""réserve""#),                      // not ASCII
-            with("action", "\"re\u{7F}serve\""),                // DEL
             with("action", "\"re\tserve\""),                    // a raw control character
+            with("action", #""re\ud800serve""#),                // half a surrogate pair
+            with("action", #""re\xserve""#),                    // an unknown escape
+            with("action", #""re\u00"#),                        // an escape cut short
+            Array(#"{"acti\u006fn":"x"}"#.utf8),               // a key with an escape
+            Array(#"{"delivery":1,"token":"t","action":"re"#.utf8) + [0xFF]       // not UTF-8
+                + Array(#"","occurred_at":"x","reply_id":"y"}"#.utf8),
             with("delivery", "-1"), with("delivery", "1.0"), with("delivery", "1e3"), with("delivery", "01"),
             with("delivery", "1234567890123456789"),            // 19 digits
             with("delivery", "9999999999999999999"),            // 19 digits past Int64
