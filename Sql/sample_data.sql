@@ -51,7 +51,7 @@ INSERT INTO category_actions (category_id, action_id, position) VALUES
     ('feedback.v1', 'comment', 1),
     ('feedback.v1', 'dont_care', 2);
 
--- Segments: a JSON rule over users and devices (README, "Segments").
+-- Segments: a JSON rule over users and devices (docs/marketers.md, "Segments").
 INSERT INTO segments (name, description, rule) VALUES
     ('everyone', 'every reachable device', '{}'),
     ('engaged_members', 'gold and silver members seen in the last 30 days',

@@ -24,7 +24,7 @@ public struct SegmentRuleError: Error, Hashable, CustomStringConvertible {
     public var description: String { "segment rule at \(path): \(problem)" }
 }
 
-/// The segment rule language (README, "Segments"):
+/// The segment rule language (docs/marketers.md, "Segments"):
 ///
 ///     {}                                           everyone
 ///     {"all": [rule, …]}  {"any": [rule, …]}  {"not": rule}

@@ -22,7 +22,7 @@ public struct IntakeError: HTTPResponseError, CustomStringConvertible {
 
     public var description: String { "\(status.code) \(code): \(message)" }
 
-    /// A refused reply with the status of its code (README, contract 4).
+    /// A refused reply with the status of its code (docs/DESIGN.md, contract 4).
     public init(_ error: ReplyError) {
         self.init(status: Self.status(of: error.code), code: error.code, message: error.message)
     }

@@ -2,7 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// How much one client may ask of the intake (README, "Security"). Every
+/// How much one client may ask of the intake (docs/operators.md, "Limits"). Every
 /// value has a default fit for production; `herald serve` reads overrides
 /// from the environment.
 public struct IntakeLimits: Sendable, Hashable {

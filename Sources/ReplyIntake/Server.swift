@@ -132,7 +132,7 @@ public enum IntakeServer {
     }
 }
 
-/// Every failure becomes the JSON error of the README's table: a refusal
+/// Every failure becomes the JSON error of the table in docs/operators.md ("What a hostile request gets"): a refusal
 /// keeps its status; Hummingbird's "no route" becomes 404 `not_found`, or
 /// 405 `method_not_allowed` with `Allow` when the path exists with another
 /// method (the paths and methods are those of `openapi.json`); a database that

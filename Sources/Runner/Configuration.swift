@@ -8,7 +8,7 @@ import Logging
 import Store
 
 /// Herald's settings, read from the environment and an optional
-/// configuration file (README, "Configuration"; the keys are
+/// configuration file (docs/operators.md, "Configuration"; the keys are
 /// `ConfigurationKey.all`). Secrets are never part of `description`.
 public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var database: DatabaseConfiguration
@@ -113,7 +113,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`, `APNS_TOPIC` and the
-    /// optional `APNS_URL`, `APNS_CA_PATH`, … (README, "Configuration").
+    /// optional `APNS_URL`, `APNS_CA_PATH`, … (docs/operators.md, "Configuration").
     public func apnsConfiguration() throws -> APNsConfiguration {
         try APNsEnvironmentVariables.configuration(source, defaultTopic: topic)
     }
@@ -176,7 +176,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     }
 }
 
-/// What `herald serve` is told (README, "Configuration" and "Security"). A
+/// What `herald serve` is told (docs/operators.md, "Configuration" and "Security"). A
 /// value left nil keeps the intake's own default (`IntakeLimits`); a value
 /// given but not valid is refused, naming its variable.
 public struct ServeSettings: Sendable, CustomStringConvertible {

@@ -2,7 +2,7 @@
 /// key in a configuration file (`--config FILE` / `HERALD_CONFIG`), what it
 /// holds, its default and what it means. `HeraldConfiguration` reads only
 /// keys listed here, a configuration file may hold only keys listed here, and
-/// README's "Configuration" table is `ConfigurationKey.markdownTable` (a test
+/// docs/operators.md's "Configuration" table is `ConfigurationKey.markdownTable` (a test
 /// compares them, so the two cannot drift apart).
 public struct ConfigurationKey: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
@@ -29,9 +29,9 @@ public struct ConfigurationKey: Sendable, Hashable, CustomStringConvertible {
     /// never shown in a message, and a file holding it must not be readable
     /// by others.
     public let secret: Bool
-    /// README's default column, as Markdown.
+    /// The default column, as Markdown.
     public let defaultText: String
-    /// README's meaning column, as Markdown.
+    /// The meaning column, as Markdown.
     public let meaning: String
 
     init(_ environment: String, _ section: String?, _ name: String?, kind: Kind = .text, secret: Bool = false,
@@ -173,7 +173,7 @@ extension ConfigurationKey {
         default: "`auto`",
         "`json` (one JSON object a line: `ts`, `level`, `label`, `msg`, then the record's metadata such as `run`, `campaign`, `delivery`), `text`, or `auto`: text on a terminal, JSON otherwise")
 
-    /// Every key, in README's order.
+    /// Every key, in the table's order.
     public static let all: [ConfigurationKey] = [
         config,
         databaseURL, databasePasswordFile, databaseConnections, databaseOutage, sqlDirectory,
@@ -207,7 +207,7 @@ extension ConfigurationKey {
         return seen
     }
 
-    /// README's table of every key (the "Configuration" section shows it verbatim).
+    /// The table of every key (docs/operators.md, "Configuration", shows it verbatim).
     public static var markdownTable: String {
         func cell(_ text: String) -> String { text.replacingOccurrences(of: "|", with: "\\|") }
         var lines = ["| variable | in a file | default | meaning |", "|---|---|---|---|"]

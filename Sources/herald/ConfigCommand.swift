@@ -39,7 +39,7 @@ struct ConfigCommand: ParsableCommand {
     struct Keys: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "keys",
-            abstract: "Print every setting as README's table: variable, key in a configuration file, default, meaning.")
+            abstract: "Print every setting as the table of docs/operators.md: variable, key in a configuration file, default, meaning.")
 
         func run() {
             print(ConfigurationKey.markdownTable)

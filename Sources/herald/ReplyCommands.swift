@@ -71,7 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension IntakeLimits {
-    /// The intake's limits (README, "Security"): its defaults, with what the
+    /// The intake's limits (docs/operators.md, "Limits"): its defaults, with what the
     /// configuration sets.
     init(_ s: ServeSettings) {
         self.init()

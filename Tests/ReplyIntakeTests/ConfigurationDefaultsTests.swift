@@ -3,7 +3,7 @@ import Runner
 
 import Testing
 
-/// README's defaults of `herald serve`'s limits (from `ConfigurationKey.all`)
+/// docs/operators.md's defaults of `herald serve`'s limits (from `ConfigurationKey.all`)
 /// are the intake's own (`IntakeLimits`), which apply when a key is unset.
 @Suite("Configuration defaults of herald serve")
 struct ConfigurationDefaultsTests {

@@ -238,7 +238,7 @@ struct ConfigurationFileTests {
         let apns = try HeraldConfiguration(environment: Self.base, configFile: path).apnsConfiguration()
         #expect(apns.keyID == "ABC123DEFG" && apns.topic == "com.example.app" && apns.maxConnections == 2)
         #expect(apns.baseURLOverride == "https://127.0.0.1:8443")
-        // README's defaults of the keys left out are the client's own.
+        // docs/operators.md's defaults of the keys left out are the client's own.
         #expect("\(apns.maxStreamsPerConnection)" == ConfigurationKey.apnsStreams.defaultText)
         #expect("\(apns.retry.maxAttempts)" == ConfigurationKey.apnsMaxAttempts.defaultText)
         #expect(apns.requestTimeout == .seconds(Int(ConfigurationKey.apnsTimeout.defaultText) ?? 0))
@@ -259,17 +259,17 @@ struct ConfigurationFileTests {
         #expect(keyMessage.contains("apns.key_path") && keyMessage.contains(missingKey) && !keyMessage.contains(pemBody))
     }
 
-    @Test("every key in one place: each file key maps to one variable, the README lists every key")
+    @Test("every key in one place: each file key maps to one variable, docs/operators.md lists every key")
     func readmeListsEveryKey() throws {
         let environments = ConfigurationKey.all.map(\.environment)
         #expect(Set(environments).count == environments.count)
         let fileKeys = ConfigurationKey.all.compactMap(\.fileKey)
         #expect(Set(fileKeys).count == fileKeys.count)
-        let readme = try String(contentsOf: TestDatabase.sqlDirectory.deletingLastPathComponent()
-            .appendingPathComponent("README.md"), encoding: .utf8)
+        let guide = try String(contentsOf: TestDatabase.sqlDirectory.deletingLastPathComponent()
+            .appendingPathComponent("docs/operators.md"), encoding: .utf8)
         let table = ConfigurationKey.markdownTable
-        #expect(readme.contains(table), """
-            README.md's "Configuration" table differs from the keys the code knows; replace it with:
+        #expect(guide.contains(table), """
+            docs/operators.md's "Configuration" table differs from the keys the code knows; replace it with:
             \(table)
             """)
     }

@@ -14,7 +14,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The variant README's "A/B variants" promises a device of `campaign`:
+/// The variant docs/marketers.md's "A/B variants" promises a device of `campaign`:
 /// the first 32 bits of md5("<campaign>:<device>") as an unsigned number,
 /// scaled to a bucket 0…99, against the shares laid end to end in name order.
 /// Computed here with swift-crypto, independently of PostgreSQL.
