@@ -43,10 +43,19 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The one stop type of every long-lived part (graceful, then immediate).
+        .target(
+            name: "Lifecycle",
+            dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // APNs HTTP/2 + TLS client with token auth.
         .target(
             name: "APNs",
             dependencies: [
+                "Lifecycle",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -61,7 +70,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "APNs",
+                "APNs", "Lifecycle",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -90,7 +99,9 @@ let package = Package(
         .target(
             name: "Runner",
             dependencies: [
-                "HeraldCore", "Store", "APNs",
+                "HeraldCore", "Store", "APNs", "Lifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -143,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability",
+                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
+import Lifecycle
 import ServiceLifecycle
 
 /// Sends notifications to APNs over HTTP/2 + TLS with token authentication.
@@ -203,7 +204,8 @@ public final class APNsClient: Service, Sendable {
                         retried: retried
                     )
                 }
-                guard status == 429 || status == 500 || status == 503 else {
+                // Only what is transient is tried again here (the run's DeliveryPolicy says which layer retries what).
+                guard case .transient = APNsVerdict.of(status: status, reason: reason) else {
                     return APNsResult(outcome: .failed(status: status, reason: reason), attempts: attempts, retried: retried)
                 }
                 lastFailure = (status, reason)

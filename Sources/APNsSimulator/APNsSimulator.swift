@@ -8,6 +8,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Lifecycle
 import ServiceLifecycle
 
 /// An HTTP/2 + TLS server that answers like APNs: validates headers, provider token and payload,

@@ -1,6 +1,7 @@
 import ExtensionKit
 import Foundation
 import HeraldCore
+import Lifecycle
 import Logging
 import NIOConcurrencyHelpers
 import PostgresNIO
@@ -86,7 +87,7 @@ public struct RunOptions: Sendable {
 
     /// The most notifications APNs can have accepted that the ledger does
     /// not show yet, at any moment: what a kill -9 can make the next run
-    /// send again (README, "How a run behaves").
+    /// send again (docs/operators.md, "Reliability").
     public var repeatBound: Int { concurrency + recordEvery }
 }
 
@@ -224,9 +225,10 @@ public struct CampaignRun: Sendable {
                     if recovered > 0 { logger.notice("requeued deliveries of stopped runs", metadata: ["deliveries": "\(recovered)"]) }
                 }
                 if !options.dryRun, let transport {
-                    refresh = try await ConfigRefresh(store: store, transport: transport, options: options, logger: logger).run(runID: runID)
+                    refresh = try await ConfigRefresh(store: store, transport: transport, options: options, db: db,
+                                                      logger: logger).run(state: &state)
                 }
-                for id in try await db("find due campaigns", { try await store.dueCampaignIDs() }) {
+                for id in try await db("find due campaigns", { try await store.dueCampaignIDs() }) where state.interruption == nil {
                     if options.stop.isRequested {
                         state.interruption = .stopped
                         break

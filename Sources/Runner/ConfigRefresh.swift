@@ -31,137 +31,102 @@ public struct ConfigRefreshSummary: Sendable, Hashable {
 /// definition gets a background push naming the current config's ETag, a
 /// lead time before `send_at`, once per device and config version. The
 /// pushes are ledger rows of kind `config_refresh`, claimed, sent, retried
-/// and recorded like campaign deliveries.
+/// and recorded like campaign deliveries (`RefreshClaims`).
 struct ConfigRefresh: Sendable {
-    static let collapseID = "herald-config"
-
     let store: CampaignStore
     let refreshes: ConfigRefreshStore
     let config: ConfigStore
     let transport: any PushTransport
     let options: RunOptions
+    let db: DatabaseRetry
     let logger: Logger
 
-    init(store: CampaignStore, transport: any PushTransport, options: RunOptions, logger: Logger) {
+    init(store: CampaignStore, transport: any PushTransport, options: RunOptions, db: DatabaseRetry, logger: Logger) {
         self.store = store
         self.refreshes = ConfigRefreshStore(client: store.client, logger: logger)
         self.config = ConfigStore(client: store.client, logger: logger)
         self.transport = transport
         self.options = options
+        self.db = db
         self.logger = logger
     }
 
-    /// The payload of a refresh push: no alert, only `content-available`.
-    static func payload(etag: String) -> [UInt8] {
-        var w = JSONWriter(capacity: 96)
-        w.raw("{\"aps\":{\"content-available\":1},\"herald\":{\"config\":")
-        w.string(etag)
-        w.raw("}}")
-        return w.bytes
-    }
-
-    func run(runID: Int64) async throws -> ConfigRefreshSummary {
+    /// Plans the pushes of campaigns within the lead time, then sends every
+    /// queued one (this run's and any left by earlier runs) through the
+    /// sending engine: the same breaker, lease fencing, retries, stop grace
+    /// and exit status as campaign deliveries. An outage or a stop is
+    /// recorded in `state.interruption`.
+    func run(state: inout RunState) async throws -> ConfigRefreshSummary {
         var summary = ConfigRefreshSummary()
-        let upcoming = try await refreshes.upcoming(lead: options.configRefreshLead)
-        if !upcoming.isEmpty {
-            let catalogue = try await config.catalogue()
-            var documents: [String: NotificationCatalogue.Document] = [:]
-            for campaign in upcoming {
-                guard catalogue.categories[campaign.categoryID] != nil else { continue }
-                let locales: [String]
-                do {
-                    locales = try await refreshes.audienceLocales(segmentRule: campaign.segmentRule)
-                } catch let error as SegmentRuleError {
-                    // The campaign itself fails with this reason when it is due.
-                    logger.warning("config refresh: segment not usable", metadata: ["campaign": "\(campaign.campaignID)", "reason": "\(error)"])
-                    continue
-                }
-                var current: [String: (etag: String, categoryHash: String)] = [:]
-                var fresh: [(locale: String, document: NotificationCatalogue.Document)] = []
-                for locale in locales {
-                    if documents[locale] == nil {
-                        let d = catalogue.document(for: locale)
-                        documents[locale] = d
-                        fresh.append((locale, d))
-                    }
-                    if let d = documents[locale], let hash = d.categoryHashes[campaign.categoryID] {
-                        current[locale] = (d.etag, hash)
-                    }
-                }
-                // The ETags a refresh announces are known before any device reports them.
-                try await config.record(fresh)
-                let queued = try await refreshes.plan(campaign: campaign.campaignID, category: campaign.categoryID,
-                                                      current: current, segmentRule: campaign.segmentRule)
-                summary.campaigns += 1
-                summary.queued += queued
-                if queued > 0 {
-                    logger.info("config refresh queued", metadata: [
-                        "campaign": "\(campaign.campaignID)", "category": "\(campaign.categoryID)", "devices": "\(queued)",
-                    ])
-                }
-            }
+        try await plan(&summary)
+        let source = RefreshClaims(store: store, refreshes: refreshes, db: db, runID: state.runID, options: options)
+        let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger)
+        var tally = SendTally()
+        let finish = try await engine.send(source, breakers: &state.breakers, tally: &tally)
+        summary.sent += tally.sent
+        summary.invalid += tally.invalid
+        summary.failed += tally.failed
+        summary.skipped += tally.skipped
+        summary.requeued += tally.requeued
+        summary.retried += tally.retried
+        switch finish {
+        case .done, .paused, .cancelled, .expired:
+            break
+        case .stopped:
+            state.interruption = .stopped
+        case .outage(let why):
+            logger.error("config refresh pushes stopped by an outage", metadata: ["reason": "\(why)"])
+            state.interruption = .outage(why)
         }
-        try await send(runID: runID, summary: &summary)
         return summary
     }
 
-    /// Claims and sends queued refresh pushes (this run's and any left by
-    /// earlier runs) with at most `concurrency` in flight.
-    private func send(runID: Int64, summary: inout ConfigRefreshSummary) async throws {
-        var fatal: String?
-        while fatal == nil {
-            try Task.checkCancellation()
-            let batch = try await refreshes.claim(run: runID, limit: options.batchSize, lease: options.lease)
-            if batch.isEmpty { break }
-            var outcomes: [DeliveryOutcome] = []
-            outcomes.reserveCapacity(batch.count)
-            try await withThrowingTaskGroup(of: CampaignRun.Sent.self) { group in
-                var inFlight = 0
-                for refresh in batch {
-                    if inFlight >= options.concurrency, let done = try await group.next() {
-                        inFlight -= 1
-                        fatal = fatal ?? done.fatal
-                        outcomes.append(done.outcome)
-                    }
-                    if fatal != nil {
-                        outcomes.append(DeliveryOutcome(deliveryID: refresh.deliveryID, deviceID: refresh.deviceID,
-                                                        status: .queued, attempts: 0))
-                        continue
-                    }
-                    let notification = APNsNotification(
-                        deviceToken: refresh.deviceToken,
-                        environment: refresh.environment == "sandbox" ? .sandbox : .production,
-                        pushType: "background", priority: 5, expiration: refresh.expiration,
-                        collapseID: Self.collapseID, apnsID: refresh.apnsID, topic: options.topic,
-                        payload: Self.payload(etag: refresh.etag))
-                    let transport = self.transport
-                    let ids = (refresh.deliveryID, refresh.deviceID)
-                    let host = notification.environment == .sandbox ? "sandbox" : "production"
-                    group.addTask {
-                        // Transient answers go back to the queue with a backoff, as for campaign deliveries.
-                        CampaignRun.sent(await transport.send(notification), deliveryID: ids.0, deviceID: ids.1, host: host)
-                    }
-                    inFlight += 1
+    private func plan(_ summary: inout ConfigRefreshSummary) async throws {
+        let (refreshes, config) = (refreshes, config)
+        let lead = options.configRefreshLead
+        let upcoming = try await db("find upcoming campaigns") { try await refreshes.upcoming(lead: lead) }
+        guard !upcoming.isEmpty else { return }
+        let catalogue = try await db("read the notification catalogue") { try await config.catalogue() }
+        var documents: [String: NotificationCatalogue.Document] = [:]
+        for campaign in upcoming {
+            guard catalogue.categories[campaign.categoryID] != nil else { continue }
+            let locales: [String]
+            do {
+                locales = try await db("read the audience's locales") {
+                    try await refreshes.audienceLocales(segmentRule: campaign.segmentRule)
                 }
-                for try await done in group {
-                    fatal = fatal ?? done.fatal
-                    outcomes.append(done.outcome)
+            } catch let error as SegmentRuleError {
+                // The campaign itself fails with this reason when it is due.
+                logger.warning("config refresh: segment not usable", metadata: ["campaign": "\(campaign.campaignID)", "reason": "\(error)"])
+                continue
+            }
+            var current: [String: (etag: String, categoryHash: String)] = [:]
+            var fresh: [(locale: String, document: NotificationCatalogue.Document)] = []
+            for locale in locales {
+                if documents[locale] == nil {
+                    let d = catalogue.document(for: locale)
+                    documents[locale] = d
+                    fresh.append((locale, d))
+                }
+                if let d = documents[locale], let hash = d.categoryHashes[campaign.categoryID] {
+                    current[locale] = (d.etag, hash)
                 }
             }
-            for o in outcomes {
-                summary.retried += max(0, o.attempts - 1)
-                switch o.status {
-                case .sent: summary.sent += 1
-                case .invalid: summary.invalid += 1
-                case .failed: summary.failed += 1
-                case .skipped: summary.skipped += 1
-                case .queued, .retry: summary.requeued += 1
-                }
+            // The ETags a refresh announces are known before any device reports them.
+            let announced = fresh
+            try await db("record the config documents") { try await config.record(announced) }
+            let planned = current
+            let queued = try await db("plan config refresh pushes") {
+                try await refreshes.plan(campaign: campaign.campaignID, category: campaign.categoryID,
+                                         current: planned, segmentRule: campaign.segmentRule)
             }
-            try await store.record(outcomes, run: runID, campaign: nil)
-        }
-        if let fatal {
-            throw RunAborted(reason: "APNs refused the provider (\(fatal)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
+            summary.campaigns += 1
+            summary.queued += queued
+            if queued > 0 {
+                logger.info("config refresh queued", metadata: [
+                    "campaign": "\(campaign.campaignID)", "category": "\(campaign.categoryID)", "devices": "\(queued)",
+                ])
+            }
         }
     }
 }

@@ -2,6 +2,7 @@ import APNs
 import ExtensionKit
 import Foundation
 import HeraldCore
+import Lifecycle
 import Logging
 import PostgresNIO
 import Store
@@ -119,7 +120,7 @@ extension RunSummary {
     /// The run's figures for a person: one line per campaign, then the totals.
     /// The process's exit status: 0 done (or nothing due), 75 stopped
     /// early with work left for the next run (EX_TEMPFAIL).
-    public var exitStatus: Int32 { interruption == nil ? 0 : 75 }
+    public var exitStatus: Int32 { interruption == nil ? 0 : JobLifecycle.tempFail }
 
     public var report: String {
         var lines: [String] = []

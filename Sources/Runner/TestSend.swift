@@ -2,7 +2,9 @@ import APNs
 import ExtensionKit
 import Foundation
 import HeraldCore
+import Lifecycle
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import Store
 
@@ -33,30 +35,54 @@ public struct TestSendAnswer: Sendable, Hashable {
 }
 
 /// `herald send-test`: one real notification of a campaign to named devices,
-/// through the run's own builder, personalizer (reply token, sealed fields)
-/// and APNs client, recorded in the ledger as a test (Sql/0008).
+/// through the run's own builder, personalizer (reply token, sealed fields),
+/// APNs client and sending engine (the same breaker, retries, stop grace and
+/// exit status as a run), recorded in the ledger as a test (Sql/0008).
 public struct TestSend: Sendable {
     public let store: CampaignStore
-    public let topic: String
     public let personalizer: any DeliveryPersonalizer
     public let transport: any PushTransport
+    public let options: RunOptions
+    public let logger: Logger
 
-    public init(store: CampaignStore, topic: String, personalizer: any DeliveryPersonalizer, transport: any PushTransport) {
+    /// `options` as a run's; an interactive command waits out an outage or
+    /// a retry for at most `TestSend.longestWait`.
+    public init(store: CampaignStore, options: RunOptions, personalizer: any DeliveryPersonalizer,
+                transport: any PushTransport, logger: Logger) {
+        var options = options
+        options.outageBudget = min(options.outageBudget, Self.longestWait)
+        options.retryWait = min(options.retryWait, Self.longestWait)
         self.store = store
-        self.topic = topic
+        self.options = options
         self.personalizer = personalizer
         self.transport = transport
+        self.logger = logger
     }
+
+    public init(store: CampaignStore, topic: String, personalizer: any DeliveryPersonalizer, transport: any PushTransport) {
+        self.init(store: store, options: RunOptions(topic: topic), personalizer: personalizer, transport: transport,
+                  logger: store.logger)
+    }
+
+    /// The longest a test send waits for APNs to come back, or for a retry.
+    public static let longestWait = Duration.seconds(30)
 
     /// Sends campaign `id` to `recipient`: the text of `variant` when the
     /// campaign has variants (the first by name when nil). Throws
     /// `CampaignProblem` when a run would fail the campaign, the variant is
-    /// not one of the campaign's, or no device matches.
+    /// not one of the campaign's, or no device matches; `RunAborted` when
+    /// APNs refuses the provider itself. A device APNs could not be reached
+    /// for (an outage, a stop) is answered `unsent`, its row `cancelled`.
     public func send(campaign id: Int64, to recipient: TestSendRecipient, variant: String? = nil) async throws -> [TestSendAnswer] {
-        let due = try await store.loadCampaign(id)
+        let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
+                               logger: logger)
+        let store = self.store
+        let due = try await db("load campaign") { try await store.loadCampaign(id) }
         let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
         let chosen = try Self.variant(variant, of: due.campaign)
-        let deliveries = try await store.beginTestSend(campaign: id, to: recipient, variant: chosen)
+        let deliveries = try await db("record the test deliveries") {
+            try await store.beginTestSend(campaign: id, to: recipient, variant: chosen)
+        }
         guard !deliveries.isEmpty else {
             switch recipient {
             case .device:
@@ -65,55 +91,56 @@ public struct TestSend: Sendable {
                 throw CampaignProblem("user \"\(user)\" has no device to send to (unknown user, opted out, or no valid device)")
             }
         }
-        var answers: [TestSendAnswer] = []
-        for delivery in deliveries {
+        let answers = AnsweringTransport(transport)
+        let source = TestSendClaims(store: store, db: db, prepared: prepared, deliveries: deliveries,
+                                    options: options, personalizer: personalizer)
+        let engine = SendingEngine(transport: answers, options: options, leases: nil, logger: logger)
+        var breakers = APNsBreakers(threshold: options.breakerThreshold)
+        var tally = SendTally()
+        let finish = try await engine.send(source, breakers: &breakers, tally: &tally)
+        let unsent: String = switch finish {
+        case .outage(let why): "not sent: \(why)"
+        case .stopped: "not sent: stopped by a signal"
+        default: "not sent: APNs did not accept it in time; try again"
+        }
+        let left = source.unsent()
+        for delivery in left {
+            try await db("record the test delivery") {
+                try await store.recordTestSend(DeliveryOutcome(deliveryID: delivery.target.deliveryID,
+                                                               deviceID: delivery.deviceID, status: .queued,
+                                                               error: "test send: \(unsent)", attempts: 0), campaign: id)
+            }
+        }
+        let recorded = source.outcomes()
+        return deliveries.map { delivery in
             let target = delivery.target
             var answer = TestSendAnswer(deliveryID: target.deliveryID, deviceToken: target.deviceToken,
                                         locale: prepared.builder.campaign(variant: chosen).contentLocale(for: target.locale),
-                                        variant: chosen, status: "skipped",
-                                        httpStatus: nil, apnsID: target.apnsID, reason: nil, payloadBytes: 0)
-            let outcome: DeliveryOutcome
-            switch personalizer.extras(for: prepared, target: target) {
-            case .failure(let problem):
-                answer.reason = problem.message
-                outcome = DeliveryOutcome(deliveryID: target.deliveryID, deviceID: delivery.deviceID, status: .skipped,
-                                          error: problem.message, attempts: 0)
-            case .success(let extras):
-                let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
-                let headers = prepared.builder.headers(for: target, topic: topic)
-                answer.payloadBytes = payload.count
-                let result = await transport.send(APNsNotification(
-                    deviceToken: target.deviceToken,
-                    environment: target.environment == "sandbox" ? .sandbox : .production,
-                    pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
-                    collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic,
-                    payload: payload))
+                                        variant: chosen, status: "unsent", httpStatus: nil, apnsID: target.apnsID,
+                                        reason: unsent, payloadBytes: source.payloadBytes(target.deliveryID))
+            if let result = answers.result(for: target.apnsID) {
                 switch result.outcome {
                 case .sent(let apnsID):
-                    answer.status = "sent"
                     answer.httpStatus = 200
                     answer.apnsID = apnsID
-                    outcome = DeliveryOutcome(deliveryID: target.deliveryID, deviceID: delivery.deviceID, status: .sent,
-                                              attempts: result.attempts)
-                case .deviceInvalid(let reason, let timestamp):
-                    answer.status = "invalid"
+                    answer.reason = nil
+                case .deviceInvalid(let reason, _):
                     // APNs answers 410 for a token no longer valid, 400 for a bad one.
                     answer.httpStatus = (reason == .unregistered || reason == .expiredToken) ? 410 : 400
                     answer.reason = reason.description
-                    outcome = DeliveryOutcome(deliveryID: target.deliveryID, deviceID: delivery.deviceID, status: .invalid,
-                                              error: reason.description, attempts: result.attempts, invalidSince: timestamp)
                 case .failed(let status, let reason):
-                    answer.status = "failed"
                     answer.httpStatus = status
                     answer.reason = reason.description
-                    outcome = DeliveryOutcome(deliveryID: target.deliveryID, deviceID: delivery.deviceID, status: .failed,
-                                              error: "test send: \(reason.description)", attempts: result.attempts)
                 }
             }
-            try await store.recordTestSend(outcome, campaign: id)
-            answers.append(answer)
+            if let outcome = recorded[target.deliveryID] {
+                answer.status = outcome.status.rawValue
+                if outcome.status == .skipped { answer.reason = outcome.error }
+            } else if !left.contains(where: { $0.target.deliveryID == target.deliveryID }) {
+                answer.status = "unsent"
+            }
+            return answer
         }
-        return answers
     }
 
     /// The variant a test send carries: the one named (which must be the
@@ -130,14 +157,101 @@ public struct TestSend: Sendable {
     }
 }
 
+/// A test send's deliveries: the rows `beginTestSend` wrote, which no run
+/// ever claims (so they need no lease); a transient answer brings a row back
+/// after the policy's backoff, within the command's wait.
+final class TestSendClaims: ClaimSource, Sendable {
+    private struct State {
+        /// Rows not sent yet, each with when it is due.
+        var waiting: [(delivery: ClaimedDelivery, due: ContinuousClock.Instant)]
+        var outcomes: [Int64: DeliveryOutcome] = [:]
+        var payloadBytes: [Int64: Int] = [:]
+    }
+
+    /// Every row of the test send, by delivery id.
+    private let byID: [Int64: ClaimedDelivery]
+
+    private let state: NIOLockedValueBox<State>
+    let store: CampaignStore
+    let db: DatabaseRetry
+    let prepared: PreparedCampaign
+    let options: RunOptions
+    let personalizer: any DeliveryPersonalizer
+
+    init(store: CampaignStore, db: DatabaseRetry, prepared: PreparedCampaign, deliveries: [ClaimedDelivery],
+         options: RunOptions, personalizer: any DeliveryPersonalizer) {
+        let now = ContinuousClock().now
+        self.state = NIOLockedValueBox(State(waiting: deliveries.map { ($0, now) }))
+        self.byID = Dictionary(deliveries.map { ($0.target.deliveryID, $0) }, uniquingKeysWith: { a, _ in a })
+        self.store = store
+        self.db = db
+        self.prepared = prepared
+        self.options = options
+        self.personalizer = personalizer
+    }
+
+    func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedDelivery> {
+        let now = ContinuousClock().now
+        let due = state.withLockedValue { s -> [ClaimedDelivery] in
+            let taken = s.waiting.filter { $0.due <= now }.map(\.delivery)
+            s.waiting.removeAll { $0.due <= now }
+            return taken
+        }
+        return ClaimBatch(items: due)
+    }
+
+    func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
+        let built = CampaignClaims.notification(prepared: prepared, target: item.target, topic: options.topic,
+                                                personalizer: personalizer)
+        if case .success(let n) = built {
+            state.withLockedValue { $0.payloadBytes[item.target.deliveryID] = n.payload.count }
+        }
+        return built
+    }
+
+    func record(_ outcomes: [DeliveryOutcome]) async throws {
+        let now = ContinuousClock().now
+        for outcome in outcomes {
+            switch outcome.status {
+            case .queued, .retry:
+                guard var again = byID[outcome.deliveryID] else { continue }
+                again.attempts += outcome.attempts
+                let due = now + .milliseconds(Int64(outcome.delay * 1000))
+                state.withLockedValue { $0.waiting.append((again, due)) }
+            case .sent, .invalid, .failed, .skipped:
+                var written = outcome
+                if outcome.status == .failed { written.error = "test send: \(outcome.error ?? "failed")" }
+                let (store, campaign) = (store, prepared.campaign.id)
+                let row = written
+                try await db("record the test delivery") { try await store.recordTestSend(row, campaign: campaign) }
+                state.withLockedValue { $0.outcomes[outcome.deliveryID] = outcome }
+            }
+        }
+    }
+
+    func nextDue() async throws -> Duration? {
+        let now = ContinuousClock().now
+        return state.withLockedValue { s in
+            s.waiting.map(\.due).min().map { max($0 - now, .zero) }
+        }
+    }
+
+    /// Rows still waiting once the engine is done.
+    func unsent() -> [ClaimedDelivery] { state.withLockedValue { $0.waiting.map(\.delivery) } }
+    /// The outcomes written, by delivery.
+    func outcomes() -> [Int64: DeliveryOutcome] { state.withLockedValue { $0.outcomes } }
+    func payloadBytes(_ delivery: Int64) -> Int { state.withLockedValue { $0.payloadBytes[delivery] ?? 0 } }
+}
 extension HeraldJob {
     /// `herald send-test`: the APNs client lives as long as the test send.
     public func sendTest(client: PostgresClient, apns: APNsConfiguration, campaign: Int64,
-                         to recipient: TestSendRecipient, variant: String? = nil) async throws -> [TestSendAnswer] {
+                         to recipient: TestSendRecipient, variant: String? = nil,
+                         stop: StopSignal = StopSignal()) async throws -> [TestSendAnswer] {
         let personalizer = try personalizer()
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
-        let test = TestSend(store: CampaignStore(client: client, logger: logger), topic: configuration.topic,
-                            personalizer: personalizer, transport: apnsClient)
+        let test = TestSend(store: CampaignStore(client: client, logger: logger),
+                            options: try options(dryRun: false, stop: stop, apns: apns), personalizer: personalizer,
+                            transport: apnsClient, logger: logger)
         return try await withThrowingTaskGroup(of: [TestSendAnswer]?.self) { group in
             group.addTask {
                 try await apnsClient.run()
@@ -153,4 +267,24 @@ extension HeraldJob {
         try await CampaignPreview.make(store: CampaignStore(client: client, logger: logger), campaign: campaign,
                                        topic: configuration.topic)
     }
+}
+
+/// Keeps what APNs answered to each notification (by `apns-id`), for a test
+/// send's report.
+final class AnsweringTransport: PushTransport, Sendable {
+    private let base: any PushTransport
+    private let answers = NIOLockedValueBox<[UUID: APNsResult]>([:])
+
+    init(_ base: any PushTransport) { self.base = base }
+
+    func send(_ notification: APNsNotification) async -> APNsResult {
+        let result = await base.send(notification)
+        answers.withLockedValue { $0[notification.apnsID] = result }
+        return result
+    }
+
+    func shutdown() async { await base.shutdown() }
+    var preferredExecutor: (any TaskExecutor)? { base.preferredExecutor }
+
+    func result(for apnsID: UUID) -> APNsResult? { answers.withLockedValue { $0[apnsID] } }
 }

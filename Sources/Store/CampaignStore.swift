@@ -14,6 +14,20 @@ public struct DueCampaign: Sendable {
 public struct ClaimedDelivery: Sendable, Hashable {
     public var target: DeliveryTarget
     public var deviceID: Int64
+    /// Attempts recorded before this claim (the retry backoff grows with them).
+    public var attempts: Int = 0
+}
+
+/// What a claim found: the rows claimed, where the next claim reads on, the
+/// campaign's status when none was claimed, and whether the run is still live.
+public struct ClaimAnswer: Sendable, Hashable {
+    public var deliveries: [ClaimedDelivery]
+    /// The last row the claim read: the next one reads on from there.
+    public var end: Int64
+    /// The campaign's status, read when nothing was claimed (a pause or cancel shows here).
+    public var status: CampaignStatus?
+    /// Another run declared this one gone: it must stop.
+    public var runGone: Bool
 }
 
 /// What one claim read and took: the rows claimed, the last row of the
@@ -43,7 +57,7 @@ public struct DeliveryOutcome: Sendable, Hashable {
         /// Given back unsent: queued again as it was (after `delay`).
         case queued
         /// A transient answer (429, 5xx, a lost connection, a timeout):
-        /// queued again after a backoff that grows with its attempts.
+        /// queued again after `delay`, the run's backoff.
         case retry
     }
 
@@ -735,17 +749,17 @@ public struct CampaignStore: Sendable {
                     updated_at = now()
                 FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
                 WHERE d.id = picked.id AND d.campaign_id = \(campaign)
-                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts
             )
-            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant
+            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts
             FROM (SELECT max(id) AS last, count(*)::bigint AS n,
                          EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
             LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
             ORDER BY c.id
             """, logger: logger)
         var window = ClaimWindow(deliveries: [], end: after, full: false)
-        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant) in rows.decode(
-            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?).self) {
+        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant, attempts) in rows.decode(
+            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?, Int32?).self) {
             window.end = last ?? after
             window.full = n >= limit
             window.runLive = runLive
@@ -753,7 +767,7 @@ public struct CampaignStore: Sendable {
             window.deliveries.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
                                        publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant),
-                deviceID: deviceID))
+                deviceID: deviceID, attempts: Int(attempts ?? 0)))
         }
         return window
     }
@@ -783,17 +797,37 @@ public struct CampaignStore: Sendable {
         return nil
     }
 
-    /// Claims up to `limit` of the campaign's claimable rows for `run`
-    /// (`claimWindow` from the first claimable row on, window after window,
-    /// until one yields rows or the campaign has none).
-    public func claim(campaign: Int64, run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
-        guard var from = try await firstClaimable(campaign: campaign) else { return [] }
-        from -= 1
-        while true {
-            let window = try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from)
-            if !window.deliveries.isEmpty || !window.full || !window.runLive { return window.deliveries }
-            from = window.end
+    /// Claims the campaign's next claimable rows for `run` (at most `limit`),
+    /// reading on after `after`, the end of the previous claim (0: from the
+    /// campaign's first claimable row): windows of rows sent already
+    /// (another worker's) are read past, and rows given back behind the
+    /// cursor (a retry, a stopped run's) are found again. The one claim walk
+    /// of a run's sending session.
+    public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64) async throws -> ClaimAnswer {
+        func take(_ from: Int64) async throws -> ClaimWindow {
+            try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from)
         }
+        var window = ClaimWindow(deliveries: [], end: after, full: false)
+        func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive }
+        if after > 0 {
+            window = try await take(after)
+        } else if let start = try await firstClaimable(campaign: campaign) {
+            window = try await take(start - 1)
+        }
+        while goOn() { window = try await take(window.end) }
+        if window.deliveries.isEmpty, window.runLive, after > 0, let behind = try await firstClaimable(campaign: campaign) {
+            window = try await take(behind - 1)
+            while goOn() { window = try await take(window.end) }
+        }
+        if !window.runLive { return ClaimAnswer(deliveries: [], end: window.end, status: nil, runGone: true) }
+        // Nothing claimable: a marketer's pause or cancel, or the end.
+        let status = window.deliveries.isEmpty ? try await campaignStatus(campaign) : nil
+        return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status, runGone: false)
+    }
+
+    /// Claims up to `limit` of the campaign's claimable rows for `run`, from the first on.
+    public func claim(campaign: Int64, run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        try await claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: 0).deliveries
     }
 
     /// How long until the campaign's next queued delivery may be sent, when
@@ -852,11 +886,10 @@ public struct CampaignStore: Sendable {
                                       WHEN o.status = 'queued' AND o.error = '' THEN d.last_error
                                       ELSE nullif(o.error, '') END,
                     attempts = d.attempts + o.attempts,
-                    not_before = CASE
-                        WHEN o.status = 'retry' THEN now() + make_interval(secs =>
-                            least(o.delay * power(2, least((d.attempts + o.attempts) / 5, 8)), 600))
-                        WHEN o.status = 'queued' THEN greatest(d.not_before, now() + make_interval(secs => o.delay))
-                        ELSE d.not_before END,
+                    -- The wait was decided by the run's DeliveryPolicy; SQL only stores it.
+                    not_before = CASE WHEN o.status IN ('queued', 'retry')
+                                      THEN greatest(d.not_before, now() + make_interval(secs => o.delay))
+                                      ELSE d.not_before END,
                     sent_at = CASE WHEN o.status = 'sent' THEN now() ELSE d.sent_at END,
                     claimed_by = CASE WHEN o.status IN ('queued', 'retry') THEN NULL ELSE d.claimed_by END,
                     refresh_open = CASE WHEN o.status IN ('queued', 'retry') THEN d.refresh_open END,

@@ -23,6 +23,8 @@ public struct ClaimedRefresh: Sendable, Hashable {
     public var apnsID: UUID
     /// Epoch seconds after which APNs may drop the push (the campaign is over by then).
     public var expiration: Int?
+    /// Attempts recorded before this claim (the retry backoff grows with them).
+    public var attempts: Int = 0
 }
 
 /// The ledger statements of config refresh pushes: planned per campaign with
@@ -148,20 +150,32 @@ public struct ConfigRefreshStore: Sendable {
                     updated_at = now()
                 FROM picked, devices dv
                 WHERE d.campaign_id IS NULL AND d.id = picked.id AND dv.id = d.device_id
-                RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by
+                RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by, d.attempts
             )
-            SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id,
+            SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id, upd.attempts,
                    extract(epoch FROM coalesce(c.expires_at, c.send_at + interval '1 day'))::bigint
             FROM upd LEFT JOIN campaigns c ON c.id = upd.prompted_by
             WHERE upd.status = 'in_flight' ORDER BY upd.id
             """, logger: logger)
         var out: [ClaimedRefresh] = []
-        for try await (id, device, token, env, etag, apnsID, expiration) in rows.decode(
-            (Int64, Int64, String, String, String, UUID, Int64?).self) {
+        for try await (id, device, token, env, etag, apnsID, attempts, expiration) in rows.decode(
+            (Int64, Int64, String, String, String, UUID, Int32, Int64?).self) {
             out.append(ClaimedRefresh(deliveryID: id, deviceID: device, deviceToken: token, environment: env, etag: etag,
-                                      apnsID: apnsID, expiration: expiration.map { Int($0) }))
+                                      apnsID: apnsID, expiration: expiration.map { Int($0) }, attempts: Int(attempts)))
         }
         return out
+    }
+
+    /// How long until the next queued refresh push may be sent, when one is
+    /// queued at all (a retry's backoff).
+    public func nextDue() async throws -> Duration? {
+        let rows = try await client.query("""
+            SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8
+            FROM deliveries WHERE campaign_id IS NULL AND refresh_open AND status = 'queued'
+            HAVING count(*) > 0
+            """, logger: logger)
+        for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }
+        return nil
     }
 }
 

@@ -68,11 +68,14 @@ extension CampaignStore {
     }
 
     /// Writes what became of one test delivery: `sent`, `invalid` (the
-    /// device is then invalidated as a run would) or `failed`.
+    /// device is then invalidated as a run would), `failed`, `skipped`, or
+    /// `cancelled` for one given back unsent (`queued`, `retry`: APNs could
+    /// not be reached in time; no run ever sends a test row).
     /// Names its campaign so that it reads that campaign's partition only.
     public func recordTestSend(_ outcome: DeliveryOutcome, campaign: Int64) async throws {
+        let status = outcome.status == .queued || outcome.status == .retry ? "cancelled" : outcome.status.rawValue
         try await client.query("""
-            UPDATE deliveries SET status = \(outcome.status.rawValue), last_error = \(outcome.error),
+            UPDATE deliveries SET status = \(status), last_error = \(outcome.error),
                 attempts = attempts + \(Int32(clamping: outcome.attempts)),
                 sent_at = CASE WHEN \(outcome.status.rawValue) = 'sent' THEN now() END, updated_at = now()
             WHERE campaign_id = \(campaign) AND id = \(outcome.deliveryID) AND kind = 'test'

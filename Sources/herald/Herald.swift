@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Lifecycle
 import Logging
 import NIOConcurrencyHelpers
 import Observability
@@ -60,10 +61,10 @@ extension LoggingSystem {
 }
 
 /// `--config FILE`: a TOML file of settings, for every command that reads
-/// Herald's configuration (README, "Configuration").
+/// Herald's configuration (docs/operators.md, "Configuration").
 struct ConfigFileOption: ParsableArguments {
     @Option(name: .customLong("config"),
-            help: ArgumentHelp("A TOML file of settings (README, \"Configuration\"); environment variables override it. Default: the file HERALD_CONFIG names, if any.",
+            help: ArgumentHelp("A TOML file of settings (docs/operators.md, \"Configuration\"); environment variables override it. Default: the file HERALD_CONFIG names, if any.",
                                valueName: "file"))
     var path: String?
 
@@ -123,9 +124,6 @@ struct RunCommand: AsyncParsableCommand {
 
     @OptionGroup var settings: ConfigFileOption
 
-    /// EX_TEMPFAIL: the next run continues.
-    static let tempFail: Int32 = 75
-
     func run() async throws {
         let config: HeraldConfiguration
         do {
@@ -134,17 +132,16 @@ struct RunCommand: AsyncParsableCommand {
             throw readable(error)
         }
         let logger = makeLogger("herald", config)
-        let stop = StopSignal()
-        let signals = Self.onStopSignals(stop, logger: logger)
-        defer { signals.forEach { $0.cancel() } }
         let summary: RunSummary
         do {
-            summary = try await withPostgres(config.database, logger: logger) { client in
+            let stop = StopSignal()
+            let (dryRun, out) = (dryRun, out)
+            summary = try await JobLifecycle.run(database: config.database, stop: stop, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger).run(client: client, dryRun: dryRun, out: out, stop: stop)
             }
         } catch let outage as DatabaseUnavailable {
             FileHandle.standardError.write(Data("herald: \(outage.description); the next run continues\n".utf8))
-            throw ExitCode(Self.tempFail)
+            throw ExitCode(JobLifecycle.tempFail)
         } catch {
             throw readable(error)
         }
@@ -162,26 +159,5 @@ struct RunCommand: AsyncParsableCommand {
             }
         }
         if summary.exitStatus != 0 { throw ExitCode(summary.exitStatus) }
-    }
-
-    /// The first SIGTERM or SIGINT asks the run to stop gracefully; a second
-    /// one exits at once (75: leases expire, the next run continues).
-    static func onStopSignals(_ stop: StopSignal, logger: Logger) -> [DispatchSourceSignal] {
-        var sources: [DispatchSourceSignal] = []
-        for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler {
-                if stop.request() {
-                    logger.notice("stop requested: no new claims, finishing what is in flight")
-                } else {
-                    FileHandle.standardError.write(Data("herald: second stop signal; exiting at once\n".utf8))
-                    Foundation.exit(tempFail)
-                }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        return sources
     }
 }

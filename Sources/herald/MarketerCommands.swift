@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import Lifecycle
 import Runner
 import Store
 
@@ -53,7 +54,9 @@ struct SendTestCommand: AsyncParsableCommand {
             ledger as a delivery of kind 'test': left out of the campaign's figures and the analyst \
             views, it changes neither the campaign's status nor its real delivery to that device. \
             A campaign with A/B variants sends the text of --variant NAME (default: the first by name), \
-            recorded on the test delivery. Prints what APNs answered per device. Exit status: 0 every device accepted it; 1 otherwise.
+            recorded on the test delivery. Prints what APNs answered per device. A transient answer (429, 5xx, no connection) is \
+            retried as a run would, for at most 30 s. Exit status: 0 every device accepted it; 75 APNs \
+            or the database could not be reached in time (or SIGTERM), nothing refused: try again; 1 otherwise.
             """)
 
     @Argument(help: "The campaign's id (campaigns.id).")
@@ -83,14 +86,20 @@ struct SendTestCommand: AsyncParsableCommand {
             let config = try settings.load()
             let logger = makeLogger("herald", config)
             let apns = try config.apnsConfiguration()
-            answers = try await withPostgres(config.database, logger: logger) { client in
+            let stop = StopSignal()
+            let (campaign, variant) = (campaign, variant)
+            answers = try await JobLifecycle.run(database: config.database, stop: stop, logger: logger) { client in
                 try await HeraldJob(configuration: config, logger: logger)
-                    .sendTest(client: client, apns: apns, campaign: campaign, to: recipient, variant: variant)
+                    .sendTest(client: client, apns: apns, campaign: campaign, to: recipient, variant: variant, stop: stop)
             }
+        } catch let outage as DatabaseUnavailable {
+            FileHandle.standardError.write(Data("herald: \(outage.description); try again\n".utf8))
+            throw ExitCode(JobLifecycle.tempFail)
         } catch {
             throw readable(error)
         }
         for a in answers { print(a.line) }
-        if answers.contains(where: { $0.status != "sent" }) { throw ExitCode.failure }
+        if answers.contains(where: { $0.status != "sent" && $0.status != "unsent" }) { throw ExitCode.failure }
+        if answers.contains(where: { $0.status == "unsent" }) { throw ExitCode(JobLifecycle.tempFail) }
     }
 }

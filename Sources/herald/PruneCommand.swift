@@ -88,6 +88,6 @@ struct PruneCommand: AsyncParsableCommand {
         } catch {
             throw readable(error)
         }
-        if busy { throw ExitCode(RunCommand.tempFail) }
+        if busy { throw ExitCode(JobLifecycle.tempFail) }
     }
 }

@@ -91,8 +91,8 @@ struct FaultSuite {
                         continue
                     }
                     victim.signal(SIGKILL)
-                    _ = try await victim.wait(limit: .seconds(10))
-                    kills += 1
+                    // Only a kill that landed (the worker died of it) counts towards the bound.
+                    if try await victim.wait(limit: .seconds(10)) == 128 + SIGKILL { kills += 1 }
                     workers.removeAll { $0 === victim }
                     try start()
                     // Two workers in parallel from the second kill on.
@@ -337,9 +337,11 @@ extension FaultSuite {
         let directory: URL
         let url: String
 
-        static func start(in dir: Scratch) async throws -> DedicatedCluster {
+        /// `durable`: PostgreSQL's default durability (fsync, synchronous_commit), as in production.
+        static func start(in dir: Scratch, durable: Bool = false) async throws -> DedicatedCluster {
             let pgDir = dir.appendingPathComponent("pg")
-            let (code, output) = try await shell(["scripts/pg", "start"], env: ["HERALD_PG_DIR": pgDir.path])
+            let (code, output) = try await shell(["scripts/pg", "start"],
+                                                 env: ["HERALD_PG_DIR": pgDir.path, "HERALD_PG_DURABLE": durable ? "1" : "0"])
             guard code == 0, let url = output.split(separator: "\n").last(where: { $0.hasPrefix("postgres://") }) else {
                 throw Timeout(what: "scripts/pg start: \(output)")
             }
@@ -347,13 +349,35 @@ extension FaultSuite {
         }
 
         func restart() async throws {
+            try await pgCtl(["restart", "-m", "fast", "-w", "-t", "60"])
+        }
+
+        /// `pg_ctl stop -m immediate` (the server dies without a checkpoint,
+        /// as in a crash), then a start after `down`: recovery replays the WAL.
+        func kill(down: Duration) async throws {
+            try await pgCtl(["stop", "-m", "immediate", "-w", "-t", "60"])
+            try await Task.sleep(for: down)
+            // The server's own options were recorded at its first start (postmaster.opts).
+            try await pgCtl(["start", "-w", "-t", "60", "-l", directory.appendingPathComponent("server.log").path,
+                             "-o", Self.options(of: directory)])
+        }
+
+        private static func options(of directory: URL) -> String {
+            let opts = (try? String(contentsOf: directory.appendingPathComponent("data/postmaster.opts"), encoding: .utf8)) ?? ""
+            // "…/postgres" "-D" "…" "-c" "listen_addresses=…" …: every argument after the data directory.
+            let parts = opts.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            guard let d = parts.firstIndex(of: "-D") else { return "" }
+            return parts[(d + 2)...].map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
+        }
+
+        private func pgCtl(_ arguments: [String]) async throws {
             let bins = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
             guard let version = bins.sorted().last else { throw Timeout(what: "no pg_ctl") }
-            var command = ["/usr/lib/postgresql/\(version)/bin/pg_ctl", "-D", directory.appendingPathComponent("data").path,
-                           "restart", "-m", "fast", "-w", "-t", "60"]
+            var command = ["/usr/lib/postgresql/\(version)/bin/pg_ctl", "-D", directory.appendingPathComponent("data").path]
+                + arguments
             if getuid() == 0 { command = ["runuser", "-u", "postgres", "--"] + command }
             let (code, output) = try await shell(command, env: [:])
-            guard code == 0 else { throw Timeout(what: "pg_ctl restart: \(output)") }
+            guard code == 0 else { throw Timeout(what: "pg_ctl \(arguments.joined(separator: " ")): \(output)") }
         }
 
         func wipe() async {

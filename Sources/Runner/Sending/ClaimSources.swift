@@ -1,0 +1,113 @@
+import APNs
+import Foundation
+import HeraldCore
+import Store
+
+extension ClaimedDelivery: ClaimedItem {
+    var deliveryID: Int64 { target.deliveryID }
+    var environment: String { target.environment }
+    var priorAttempts: Int { attempts }
+}
+
+extension ClaimedRefresh: ClaimedItem {
+    var priorAttempts: Int { attempts }
+}
+
+/// A campaign's deliveries, claimed from its partition of the ledger under
+/// the run's lease.
+struct CampaignClaims: ClaimSource {
+    let store: CampaignStore
+    let db: DatabaseRetry
+    let prepared: PreparedCampaign
+    let runID: Int64
+    let options: RunOptions
+    let personalizer: any DeliveryPersonalizer
+    /// Set while the campaign's audience is still being written.
+    let snapshotting: SnapshotWriting?
+
+    func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedDelivery> {
+        let (store, campaign, run, limit, lease) = (store, prepared.campaign.id, runID, options.batchSize, options.lease)
+        let answer = try await db("claim deliveries") {
+            try await store.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor)
+        }
+        return ClaimBatch(items: answer.deliveries, end: answer.end, status: answer.status, runGone: answer.runGone)
+    }
+
+    func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
+        Self.notification(prepared: prepared, target: item.target, topic: options.topic, personalizer: personalizer)
+    }
+
+    /// A campaign's notification for one device: its payload (with the reply
+    /// token and sealed fields) and headers, as a run and a test send build it.
+    static func notification(prepared: PreparedCampaign, target: DeliveryTarget, topic: String,
+                             personalizer: any DeliveryPersonalizer) -> Result<APNsNotification, CampaignProblem> {
+        personalizer.extras(for: prepared, target: target).map { extras in
+            let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
+            let headers = prepared.builder.headers(for: target, topic: topic)
+            return APNsNotification(
+                deviceToken: target.deviceToken, environment: target.environment == "sandbox" ? .sandbox : .production,
+                pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
+                collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload)
+        }
+    }
+
+    func record(_ outcomes: [DeliveryOutcome]) async throws {
+        let (store, run, campaign) = (store, runID, prepared.campaign.id)
+        _ = try await db("record outcomes") { try await store.record(outcomes, run: run, campaign: campaign) }
+    }
+
+    func nextDue() async throws -> Duration? {
+        let (store, campaign) = (store, prepared.campaign.id)
+        return try await db("find the next due delivery") { try await store.nextDue(campaign: campaign) }
+    }
+
+    var isExpired: Bool { prepared.campaign.expiresAt.map { $0 <= Date() } ?? false }
+    var moreComing: Bool { snapshotting?.isWriting ?? false }
+}
+
+/// Config refresh pushes (contract 7): ledger rows without a campaign,
+/// claimed under the run's lease like any delivery.
+struct RefreshClaims: ClaimSource {
+    static let collapseID = "herald-config"
+
+    let store: CampaignStore
+    let refreshes: ConfigRefreshStore
+    let db: DatabaseRetry
+    let runID: Int64
+    let options: RunOptions
+
+    /// The payload of a refresh push: no alert, only `content-available`.
+    static func payload(etag: String) -> [UInt8] {
+        var w = JSONWriter(capacity: 96)
+        w.raw("{\"aps\":{\"content-available\":1},\"herald\":{\"config\":")
+        w.string(etag)
+        w.raw("}}")
+        return w.bytes
+    }
+
+    func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedRefresh> {
+        let (refreshes, run, limit, lease) = (refreshes, runID, options.batchSize, options.lease)
+        let items = try await db("claim config refresh pushes") {
+            try await refreshes.claim(run: run, limit: limit, lease: lease)
+        }
+        return ClaimBatch(items: items)
+    }
+
+    func notification(for item: ClaimedRefresh) -> Result<APNsNotification, CampaignProblem> {
+        .success(APNsNotification(
+            deviceToken: item.deviceToken, environment: item.environment == "sandbox" ? .sandbox : .production,
+            pushType: "background", priority: 5, expiration: item.expiration,
+            collapseID: Self.collapseID, apnsID: item.apnsID, topic: options.topic,
+            payload: Self.payload(etag: item.etag)))
+    }
+
+    func record(_ outcomes: [DeliveryOutcome]) async throws {
+        let (store, run) = (store, runID)
+        _ = try await db("record outcomes") { try await store.record(outcomes, run: run, campaign: nil) }
+    }
+
+    func nextDue() async throws -> Duration? {
+        let refreshes = self.refreshes
+        return try await db("find the next due refresh push") { try await refreshes.nextDue() }
+    }
+}

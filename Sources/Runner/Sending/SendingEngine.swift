@@ -1,0 +1,249 @@
+import APNs
+import Foundation
+import HeraldCore
+import Lifecycle
+import Logging
+import Store
+
+/// What sends a notification: the APNs client, or a test double.
+public protocol PushTransport: Sendable {
+    func send(_ notification: APNsNotification) async -> APNsResult
+    /// Ends what is in flight at once (a stop whose grace period is over).
+    func shutdown() async
+    /// Where a run's sending session is cheapest to run (nil: anywhere).
+    var preferredExecutor: (any TaskExecutor)? { get }
+}
+
+extension PushTransport {
+    public var preferredExecutor: (any TaskExecutor)? { nil }
+}
+
+extension APNsClient: PushTransport {
+    /// The client's event loop: a session run there hands each request to
+    /// its connection and takes each answer back without a thread switch
+    /// (BENCHMARKS.md, "Where a session runs").
+    public var preferredExecutor: (any TaskExecutor)? { taskExecutor }
+}
+
+/// A run stops at once when APNs refuses the provider itself (a wrong key,
+/// team or topic): every later request would be refused the same way. A
+/// person must fix the configuration (exit status 1).
+public struct RunAborted: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { reason }
+
+    static func providerRefused(_ text: String) -> RunAborted {
+        RunAborted(reason: "APNs refused the provider (\(text)); check APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC")
+    }
+}
+
+/// Where a sending session's claims come from, and where its outcomes go.
+/// Each call that reaches the database retries transient faults itself.
+protocol ClaimSource: Sendable {
+    associatedtype Item: ClaimedItem
+    /// Claims the next batch, reading on after `cursor` (0: from the start).
+    func claim(after cursor: Int64) async throws -> ClaimBatch<Item>
+    /// The notification of one claimed item, or why it cannot be sent.
+    func notification(for item: Item) -> Result<APNsNotification, CampaignProblem>
+    /// Writes outcomes; only those of rows this run still holds are written.
+    func record(_ outcomes: [DeliveryOutcome]) async throws
+    /// How long until the next item given back is due again (nil: none is left).
+    func nextDue() async throws -> Duration?
+    /// Whether its notifications are past their expiry (checked as each batch is taken).
+    var isExpired: Bool { get }
+    /// Whether more items may still appear without a retry (an audience still being written).
+    var moreComing: Bool { get }
+}
+
+extension ClaimSource {
+    var isExpired: Bool { false }
+    var moreComing: Bool { false }
+}
+
+/// How a source's sending ended in this run.
+enum SendingFinish: Sendable, Hashable {
+    case done, paused, cancelled, expired, stopped
+    /// APNs or the database stayed away beyond its budget: the next run continues (exit 75).
+    case outage(String)
+}
+
+/// Drives `SendingSession`s for one source until it is done, paused,
+/// cancelled, expired, stopped, or an outage outlasts its budget: the thin
+/// loop that does the I/O the session decides on.
+struct SendingEngine: Sendable {
+    let transport: any PushTransport
+    let options: RunOptions
+    /// nil for sources whose rows no other process can claim (test sends).
+    let leases: LeaseClock?
+    let logger: Logger
+
+    /// Sends what `source` has; the circuit breakers carry over from and to the caller.
+    /// `progressed` is told the figures so far after each ledger write.
+    func send<Source: ClaimSource>(_ source: Source, breakers: inout APNsBreakers, tally: inout SendTally,
+                                   progressed: (SendTally) -> Void = { _ in }) async throws -> SendingFinish {
+        let clock = ContinuousClock()
+        while true {
+            let end = try await withTaskExecutorPreference(transport.preferredExecutor) {
+                try await session(source, breakers: &breakers, tally: &tally, progressed: progressed)
+            }
+            switch end {
+            case .fatal(let text): throw RunAborted.providerRefused(text)
+            case .declaredGone:
+                return .outage("another run declared this run gone (it seemed to have stopped); the next run continues")
+            case .paused: return .paused
+            case .cancelled: return .cancelled
+            case .expired: return .expired
+            case .stopped: return .stopped
+            case .drained:
+                if source.moreComing {
+                    guard await pause(for: .milliseconds(50)) else { return .stopped }
+                    continue
+                }
+                // Items back from transient answers wait out their backoff; a short one is waited for here.
+                guard let wait = try await source.nextDue(), wait <= options.retryWait else { return .done }
+                if wait > .zero {
+                    logger.debug("waiting for retries", metadata: ["seconds": "\(wait.components.seconds)"])
+                }
+                guard await pause(for: wait + .milliseconds(20)) else { return .stopped }
+            case .breakerOpen(let host):
+                let breaker = breakers[host]
+                let now = clock.now
+                if let since = breaker.outageSince, now - since >= options.outageBudget {
+                    return .outage("APNs (\(host)) unreachable for \(Int((now - since).components.seconds)) s: \(breaker.lastError ?? "no connection")")
+                }
+                logger.warning("APNs unreachable; waiting before a probe", metadata: [
+                    "host": "\(host)", "error": "\(breaker.lastError ?? "")",
+                ])
+                guard await pause(until: breaker.reopenAt ?? now) else { return .stopped }
+            case .fenced:
+                // Renewals failed (the database is away): wait for one, within the database budget.
+                let since = clock.now
+                logger.warning("leases could not be renewed; sending waits for the database")
+                while let leases, !leases.maySend(at: clock.now) {
+                    if clock.now - since >= options.databaseBudget {
+                        return .outage("the database was unavailable for more than \(options.databaseBudget.components.seconds) s: the run's leases could not be renewed")
+                    }
+                    guard await pause(for: .milliseconds(250)) else { return .stopped }
+                }
+            }
+        }
+    }
+
+    /// Sleeps, waking early when the run is asked to stop; false then.
+    func pause(for duration: Duration) async -> Bool {
+        await pause(until: ContinuousClock().now + duration)
+    }
+
+    func pause(until instant: ContinuousClock.Instant) async -> Bool {
+        let clock = ContinuousClock()
+        while clock.now < instant {
+            if options.stop.isRequested { return false }
+            let step = min(instant - clock.now, .milliseconds(100))
+            do { try await Task.sleep(for: step) } catch { return false }
+        }
+        return !options.stop.isRequested
+    }
+
+    private enum Event<Item: ClaimedItem>: Sendable {
+        case sent(Item, APNsResult)
+        case tick
+        case recorded((any Error)?)
+        case claimed(Result<ClaimBatch<Item>, any Error>)
+    }
+
+    /// One session: carries out what the session decides, in one task group.
+    /// Its figures and the breakers' states are handed back however it ends.
+    private func session<Source: ClaimSource>(
+        _ source: Source, breakers: inout APNsBreakers, tally: inout SendTally, progressed: (SendTally) -> Void
+    ) async throws -> SendingSession<Source.Item>.End {
+        typealias Item = Source.Item
+        let clock = ContinuousClock()
+        let transport = self.transport
+        let options = self.options
+        let leases = self.leases
+        var machine = SendingSession<Item>(settings: .init(options), breakers: breakers,
+                                           epoch: leases?.epoch ?? 0, now: clock.now)
+        let before = tally
+        defer {
+            breakers = machine.breakers
+            tally = before + machine.tally
+        }
+        func conditions() -> SendingSession<Item>.Conditions {
+            let now = clock.now
+            let lease = leases?.check(at: now) ?? (maySend: true, epoch: 0)
+            return .init(now: now, maySend: lease.maySend, epoch: lease.epoch,
+                         stopRequestedAt: options.stop.requestedAt, expired: source.isExpired)
+        }
+
+        let end = try await withThrowingTaskGroup(of: Event<Item>.self) { group -> SendingSession<Item>.End in
+            var ticking = false
+            while true {
+                switch machine.next(conditions()) {
+                case .claim(let after):
+                    // Claims and writes are tasks of their own, awaited by a
+                    // task of the group: cancelling the sends never cancels them.
+                    let claim = Task { try await source.claim(after: after) }
+                    group.addTask { .claimed(await claim.result) }
+                case .send(let item):
+                    switch source.notification(for: item) {
+                    case .failure(let problem):
+                        machine.skipped(item, reason: problem.message)
+                    case .success(let notification):
+                        group.addTask { .sent(item, await transport.send(notification)) }
+                    }
+                case .write(let batch):
+                    let write = Task { try await source.record(batch) }
+                    group.addTask {
+                        do {
+                            try await write.value
+                            return .recorded(nil)
+                        } catch {
+                            return .recorded(error)
+                        }
+                    }
+                case .shutdownTransport:
+                    logger.warning("grace period over; ending what is still in flight",
+                                   metadata: ["in_flight": "\(machine.inFlight)"])
+                    await transport.shutdown()
+                case .cancelSends:
+                    group.cancelAll()
+                case .end(let end):
+                    group.cancelAll()
+                    return end
+                case .wait:
+                    if !ticking, !machine.sendsCancelled {
+                        ticking = true
+                        let interval = options.recordInterval
+                        group.addTask {
+                            try? await Task.sleep(for: interval)
+                            return .tick
+                        }
+                    }
+                    guard let event = try await group.next() else { continue }
+                    switch event {
+                    case .tick:
+                        ticking = false
+                    case .sent(let item, let result):
+                        machine.sent(item, result: result, at: clock.now)
+                    case .recorded(let error):
+                        machine.recorded()
+                        if let error { throw error }
+                        progressed(before + machine.tally)
+                    case .claimed(let result):
+                        machine.claimAnswered(try result.get())
+                    }
+                }
+            }
+        }
+        progressed(before + machine.tally)
+        return end
+    }
+}
+
+extension SendingSession.Settings {
+    init(_ options: RunOptions) {
+        self.init(concurrency: options.concurrency, repeatBound: options.repeatBound,
+                  writeAt: max(1, options.recordEvery / 2), recordInterval: options.recordInterval,
+                  stopGrace: options.stopGrace)
+    }
+}

@@ -1,0 +1,307 @@
+import APNs
+import HeraldCore
+import Store
+
+/// A ledger row claimed for sending, whatever its source (a campaign's
+/// delivery, a config refresh push, a test send).
+protocol ClaimedItem: Sendable {
+    var deliveryID: Int64 { get }
+    var deviceID: Int64 { get }
+    /// `sandbox` or `production`: which APNs host it goes to.
+    var environment: String { get }
+    /// Attempts recorded before this claim, for the retry backoff.
+    var priorAttempts: Int { get }
+}
+
+extension ClaimedItem {
+    var host: String { environment == "sandbox" ? APNsEnvironment.sandbox.host : APNsEnvironment.production.host }
+}
+
+/// What one claim took: the rows, where the next claim reads on, and why
+/// there were none.
+struct ClaimBatch<Item: ClaimedItem>: Sendable {
+    var items: [Item]
+    /// Where the next claim reads on (the last row this one read).
+    var end: Int64 = 0
+    /// The campaign's status when nothing was claimed (a pause or cancel shows here).
+    var status: CampaignStatus?
+    /// Another run declared this one gone: what it held is another's now.
+    var runGone = false
+}
+
+/// The figures of one sending session.
+struct SendTally: Sendable, Hashable {
+    var sent = 0
+    var invalid = 0
+    var failed = 0
+    var skipped = 0
+    /// Given back to the queue: transient answers, unsent claims.
+    var requeued = 0
+    /// Attempts beyond the first.
+    var retried = 0
+
+    var done: Int { sent + invalid + failed + skipped }
+
+    mutating func count(_ outcome: DeliveryOutcome) {
+        retried += max(0, outcome.attempts - 1)
+        switch outcome.status {
+        case .sent: sent += 1
+        case .invalid: invalid += 1
+        case .failed: failed += 1
+        case .skipped: skipped += 1
+        case .queued, .retry: requeued += 1
+        }
+    }
+
+    static func + (a: SendTally, b: SendTally) -> SendTally {
+        SendTally(sent: a.sent + b.sent, invalid: a.invalid + b.invalid, failed: a.failed + b.failed,
+                  skipped: a.skipped + b.skipped, requeued: a.requeued + b.requeued, retried: a.retried + b.retried)
+    }
+}
+
+/// The decisions of one sending session, with no I/O: claim, send, record,
+/// give back, end. `SendingEngine` carries the actions out and reports what
+/// happened; every source of claims (campaign deliveries, config refresh
+/// pushes, test sends) runs through it, with the same circuit breaker,
+/// lease fencing, bound on repeats and stop grace.
+///
+/// Three things overlap so that neither the database's commits nor APNs'
+/// answers wait for the other: the sends in flight, one ledger write (the
+/// outcomes gathered while the previous write committed) and one claim of
+/// the next batch (started as soon as the current one is taken). Outcomes
+/// not yet written, together with the sends in flight, never exceed
+/// `repeatBound`: a send starts only below it. A session ends with nothing
+/// in flight, its unsent claims given back and every outcome written.
+struct SendingSession<Item: ClaimedItem> {
+    struct Settings: Sendable {
+        /// Notifications in flight at once.
+        var concurrency: Int
+        /// The most notifications APNs can have accepted that the ledger does not show yet.
+        var repeatBound: Int
+        /// A write starts once this many outcomes wait…
+        var writeAt: Int
+        /// …or this long after the last one started.
+        var recordInterval: Duration
+        /// How long a stopping session lets what is in flight finish.
+        var stopGrace: Duration
+    }
+
+    /// Why a session ended.
+    enum End: Sendable, Hashable {
+        /// Nothing claimable now.
+        case drained
+        case paused, cancelled, expired
+        /// Asked to stop (SIGTERM, SIGINT, a service group's shutdown).
+        case stopped
+        /// A host's circuit breaker is open.
+        case breakerOpen(String)
+        /// The leases could not be renewed in time: no send may start.
+        case fenced
+        /// APNs refused the provider itself.
+        case fatal(String)
+        /// Another run declared this one gone: what it held is another's now.
+        case declaredGone
+    }
+
+    /// What the world looks like at a step: the driver reads it before each one.
+    struct Conditions {
+        var now: ContinuousClock.Instant
+        /// A send started now would end before any held lease can expire.
+        var maySend = true
+        /// The lease epoch (it moves on when a lease lapsed).
+        var epoch = 0
+        /// When a stop was asked for, if it was.
+        var stopRequestedAt: ContinuousClock.Instant?
+        /// The notifications of this source are past their expiry.
+        var expired = false
+    }
+
+    enum Action {
+        /// Claim the next batch, reading on after this row.
+        case claim(after: Int64)
+        /// Send this item (the driver reports `sent` or `skipped`).
+        case send(Item)
+        /// Write these outcomes to the ledger (the driver reports `recorded`).
+        case write([DeliveryOutcome])
+        /// The stop's grace is over: end what is in flight now.
+        case shutdownTransport
+        /// A lease lapsed: no retry of what is in flight may go out.
+        case cancelSends
+        /// Wait for the next event (an answer, a write or claim ending, a tick).
+        case wait
+        case end(End)
+    }
+
+    let settings: Settings
+    /// Claims of this session are sent only while no lease lapsed since it began.
+    let epoch: Int
+    private(set) var breakers: APNsBreakers
+    private(set) var tally = SendTally()
+
+    private(set) var inFlight = 0
+    /// Outcomes in the ledger write under way.
+    private(set) var writing = 0
+    private(set) var claiming = false
+    private var pending: [DeliveryOutcome] = []
+    private var lastWrite: ContinuousClock.Instant
+    private var claimed: [Item] = []
+    private var next = 0
+    /// The answer of the last claim, not taken yet.
+    private var answer: ClaimBatch<Item>?
+    /// Where the next claim reads on.
+    private var cursor: Int64 = 0
+    private var fatal: String?
+    /// Set once the session ends: it then drains.
+    private(set) var ending: End?
+    /// How long claims given back wait (the breaker's reopening).
+    private var giveBackDelay = 0.0
+    private var transportShutDown = false
+    private(set) var sendsCancelled = false
+    private var gaveBack = false
+
+    init(settings: Settings, breakers: APNsBreakers, epoch: Int, now: ContinuousClock.Instant) {
+        self.settings = settings
+        self.breakers = breakers
+        self.epoch = epoch
+        self.lastWrite = now
+        pending.reserveCapacity(settings.repeatBound)
+    }
+
+    // MARK: events
+
+    mutating func claimAnswered(_ batch: ClaimBatch<Item>) {
+        claiming = false
+        cursor = batch.end
+        answer = batch
+    }
+
+    /// APNs answered (or the client gave up on) one item sent.
+    mutating func sent(_ item: Item, result: APNsResult, at now: ContinuousClock.Instant) {
+        inFlight -= 1
+        let decision = DeliveryPolicy.decide(result, deliveryID: item.deliveryID, deviceID: item.deviceID,
+                                             priorAttempts: item.priorAttempts)
+        breakers[item.host].record(transportFailure: decision.transportFailure, error: decision.outcome.error, at: now)
+        if fatal == nil { fatal = decision.fatal }
+        collect(decision.outcome)
+    }
+
+    /// An item the driver could not build a notification for (no key for
+    /// its sealed fields, say): recorded as skipped, never sent.
+    mutating func skipped(_ item: Item, reason: String) {
+        inFlight -= 1
+        collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .skipped,
+                                error: reason, attempts: 0))
+    }
+
+    /// The ledger write under way ended (a failed write ends the session by the driver's throw).
+    mutating func recorded() {
+        writing = 0
+    }
+
+    private mutating func collect(_ outcome: DeliveryOutcome) {
+        pending.append(outcome)
+        tally.count(outcome)
+    }
+
+    // MARK: decisions
+
+    /// The next thing to do.
+    mutating func next(_ c: Conditions) -> Action {
+        if let write = writeIfDue(c.now, force: false) { return write }
+        if let ending { return drain(ending, c) }
+        while true {
+            if let fatal { return finish(.fatal(fatal), c) }
+            if c.stopRequestedAt != nil { return finish(.stopped, c) }
+            if !c.maySend || c.epoch != epoch { return finish(.fenced, c) }
+            if inFlight >= settings.concurrency || inFlight + pending.count + writing >= settings.repeatBound {
+                return .wait
+            }
+            if next == claimed.count {
+                guard let ready = answer else {
+                    if claiming { return .wait }
+                    claiming = true
+                    return .claim(after: cursor)
+                }
+                answer = nil
+                if ready.runGone { return finish(.declaredGone, c) }
+                if ready.items.isEmpty {
+                    switch ready.status {
+                    case .paused?: return finish(.paused, c)
+                    case .cancelled?: return finish(.cancelled, c)
+                    default: return finish(.drained, c)
+                    }
+                }
+                claimed = ready.items
+                next = 0
+                if c.expired { return finish(.expired, c) }
+                continue
+            }
+            // The next batch is claimed while this one is sent: a claim of
+            // 1,000 rows takes about as long as sending them (BENCHMARKS.md).
+            if answer == nil, !claiming {
+                claiming = true
+                return .claim(after: cursor)
+            }
+            let item = claimed[next]
+            let host = item.host
+            switch breakers[host].gate(at: c.now, probeInFlight: false) {
+            case .closed, .probe:
+                next += 1
+                inFlight += 1
+                return .send(item)
+            case .waitForProbe:
+                guard inFlight == 0 else { return .wait }
+                breakers[host].probing = false
+            case .open(let until):
+                giveBackDelay = max(0, Double((until - c.now).components.seconds))
+                return finish(.breakerOpen(host), c)
+            }
+        }
+    }
+
+    private mutating func writeIfDue(_ now: ContinuousClock.Instant, force: Bool) -> Action? {
+        guard writing == 0, !pending.isEmpty,
+              force || pending.count >= settings.writeAt || now - lastWrite >= settings.recordInterval else { return nil }
+        let batch = pending
+        pending.removeAll(keepingCapacity: true)
+        writing = batch.count
+        lastWrite = now
+        return .write(batch)
+    }
+
+    private mutating func finish(_ end: End, _ c: Conditions) -> Action {
+        ending = end
+        return drain(end, c)
+    }
+
+    /// Ending: what is in flight finishes (within the stop's grace), every
+    /// outcome is written, unsent claims go back to the queue as they were.
+    private mutating func drain(_ end: End, _ c: Conditions) -> Action {
+        if end == .stopped, inFlight > 0, let asked = c.stopRequestedAt {
+            if c.now < asked + settings.stopGrace { return .wait }
+            if !transportShutDown {
+                transportShutDown = true
+                return .shutdownTransport
+            }
+        }
+        if end == .fenced, c.epoch != epoch, !sendsCancelled {
+            // What is in flight may belong to another run now: no retry of
+            // it may go out; requests written are waited for.
+            sendsCancelled = true
+            return .cancelSends
+        }
+        if inFlight > 0 || writing > 0 || claiming { return .wait }
+        if !gaveBack {
+            gaveBack = true
+            for item in claimed[next...] + (answer?.items ?? []) {
+                collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
+                                        attempts: 0, delay: giveBackDelay))
+            }
+            claimed = []
+            next = 0
+            answer = nil
+        }
+        if let write = writeIfDue(c.now, force: true) { return write }
+        return .end(end)
+    }
+}

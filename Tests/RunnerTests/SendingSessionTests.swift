@@ -1,0 +1,322 @@
+import APNs
+import Foundation
+import HeraldCore
+import Store
+import Testing
+@testable import Runner
+
+/// The sending session's rules on plain values: no database, no APNs, no
+/// clock but the instants each step is given.
+@Suite("The sending session as a state machine")
+struct SendingSessionTests {
+    struct Row: ClaimedItem, Hashable {
+        var deliveryID: Int64
+        var deviceID: Int64 { deliveryID + 1000 }
+        var environment = "production"
+        var priorAttempts = 0
+    }
+
+    typealias Session = SendingSession<Row>
+
+    static let start = ContinuousClock().now
+    static let settings = Session.Settings(concurrency: 2, repeatBound: 5, writeAt: 2, recordInterval: .milliseconds(250),
+                                           stopGrace: .seconds(20))
+
+    static func session(concurrency: Int = 2, repeatBound: Int = 5, threshold: Int = 3) -> Session {
+        var settings = settings
+        settings.concurrency = concurrency
+        settings.repeatBound = repeatBound
+        return Session(settings: settings, breakers: APNsBreakers(threshold: threshold), epoch: 0, now: start)
+    }
+
+    static func at(_ ms: Int64, stop: ContinuousClock.Instant? = nil, maySend: Bool = true, epoch: Int = 0,
+                   expired: Bool = false) -> Session.Conditions {
+        .init(now: start + .milliseconds(ms), maySend: maySend, epoch: epoch, stopRequestedAt: stop, expired: expired)
+    }
+
+    static func rows(_ ids: ClosedRange<Int64>) -> [Row] { ids.map { Row(deliveryID: $0) } }
+    static let ok = APNsResult(outcome: .sent(apnsID: UUID()), attempts: 1, retried: 0)
+    static let unavailable = APNsResult(outcome: .failed(status: 503, reason: .serviceUnavailable), attempts: 5, retried: 4)
+    static let noConnection = APNsResult(outcome: .failed(status: nil, reason: .connectionFailed), attempts: 5, retried: 4)
+
+    /// Describes an action without its payload, for comparisons.
+    static func name(_ action: Session.Action) -> String {
+        switch action {
+        case .claim(let after): "claim after \(after)"
+        case .send(let row): "send \(row.deliveryID)"
+        case .write(let outcomes): "write " + outcomes.map { "\($0.deliveryID):\($0.status.rawValue)" }.joined(separator: ",")
+        case .shutdownTransport: "shutdown"
+        case .cancelSends: "cancel sends"
+        case .wait: "wait"
+        case .end(let end): "end \(end)"
+        }
+    }
+
+    @Test("claims, sends within the concurrency, prefetches the next batch, writes, drains and ends")
+    func wholeSession() {
+        var s = Self.session()
+        #expect(Self.name(s.next(Self.at(0))) == "claim after 0")
+        #expect(Self.name(s.next(Self.at(0))) == "wait", "one claim at a time")
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...3), end: 3))
+        #expect(Self.name(s.next(Self.at(1))) == "claim after 3", "the next batch is claimed while this one is sent")
+        #expect(Self.name(s.next(Self.at(1))) == "send 1")
+        #expect(Self.name(s.next(Self.at(1))) == "send 2")
+        #expect(Self.name(s.next(Self.at(1))) == "wait", "concurrency 2")
+        s.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
+        #expect(Self.name(s.next(Self.at(2))) == "send 3")
+        s.sent(Row(deliveryID: 2), result: Self.ok, at: Self.start)
+        #expect(Self.name(s.next(Self.at(2))) == "write 1:sent,2:sent", "two outcomes are due for writing")
+        s.claimAnswered(ClaimBatch(items: [], end: 3))
+        // Drained: waits for what is in flight and the write, then ends.
+        #expect(Self.name(s.next(Self.at(3))) == "wait")
+        s.recorded()
+        s.sent(Row(deliveryID: 3), result: Self.ok, at: Self.start)
+        #expect(Self.name(s.next(Self.at(4))) == "write 3:sent", "the last outcomes are written before the end")
+        s.recorded()
+        #expect(Self.name(s.next(Self.at(5))) == "end drained")
+        #expect(s.tally.sent == 3)
+    }
+
+    @Test("outcomes not yet written and sends in flight never exceed the repeat bound")
+    func repeatBound() {
+        var s = Self.session(concurrency: 10, repeatBound: 3)
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...10), end: 10))
+        var sent: [String] = []
+        for _ in 0..<6 {
+            let action = Self.name(s.next(Self.at(1)))
+            if action.hasPrefix("send") { sent.append(action) }
+        }
+        #expect(sent == ["send 1", "send 2", "send 3"])
+        #expect(s.inFlight == 3)
+        // Answers arrive but are not written yet: still no room (3 waiting).
+        for id: Int64 in 1...3 { s.sent(Row(deliveryID: id), result: Self.ok, at: Self.start) }
+        #expect(Self.name(s.next(Self.at(1))) == "write 1:sent,2:sent,3:sent")
+        #expect(Self.name(s.next(Self.at(1))) == "wait", "the write under way counts against the bound")
+        s.recorded()
+        #expect(Self.name(s.next(Self.at(2))) == "send 4")
+    }
+
+    @Test("a stop ends claiming, lets what is in flight finish within the grace, then ends the transport; unsent claims go back")
+    func stopGrace() {
+        var s = Self.session()
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...4), end: 4))
+        _ = s.next(Self.at(1)) // prefetch claim
+        _ = s.next(Self.at(1))
+        _ = s.next(Self.at(1))
+        #expect(s.inFlight == 2)
+        let asked = Self.start + .seconds(1)
+        #expect(Self.name(s.next(Self.at(1000, stop: asked))) == "wait", "within the grace")
+        s.claimAnswered(ClaimBatch(items: Self.rows(5...6), end: 6))
+        s.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
+        #expect(Self.name(s.next(Self.at(21_000, stop: asked))) == "write 1:sent")
+        #expect(Self.name(s.next(Self.at(21_001, stop: asked))) == "shutdown", "the grace is over")
+        #expect(Self.name(s.next(Self.at(21_002, stop: asked))) == "wait")
+        s.recorded()
+        s.sent(Row(deliveryID: 2), result: APNsResult(outcome: .failed(status: nil, reason: .clientShutdown), attempts: 1, retried: 0),
+               at: Self.start)
+        #expect(Self.name(s.next(Self.at(21_003, stop: asked))) == "write 2:queued,3:queued,4:queued,5:queued,6:queued",
+                "ended by our stop: queued again, with the claims never sent")
+        s.recorded()
+        #expect(Self.name(s.next(Self.at(21_004, stop: asked))) == "end stopped")
+        #expect(s.tally.requeued == 5)
+    }
+
+    @Test("a lapsed lease fences the session: no send starts, in-flight sends are cancelled, their claims given back")
+    func fencing() {
+        var s = Self.session()
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...3), end: 3))
+        _ = s.next(Self.at(1))
+        #expect(Self.name(s.next(Self.at(1))) == "send 1")
+        #expect(Self.name(s.next(Self.at(2, maySend: false))) == "wait", "a renewal is late: no new send, nothing cancelled")
+        var lapsed = s
+        #expect(Self.name(lapsed.next(Self.at(3, maySend: false, epoch: 1))) == "cancel sends")
+        lapsed.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
+        lapsed.claimAnswered(ClaimBatch(items: [], end: 3))
+        #expect(Self.name(lapsed.next(Self.at(4, maySend: false, epoch: 1))) == "write 1:sent,2:queued,3:queued")
+        lapsed.recorded()
+        #expect(Self.name(lapsed.next(Self.at(5, maySend: false, epoch: 1))) == "end fenced")
+    }
+
+    @Test("a pause or cancel seen by a claim ends the session; so does a run declared gone, and an expiry")
+    func claimAnswers() {
+        for (status, end) in [(CampaignStatus.paused, "end paused"), (.cancelled, "end cancelled"), (.running, "end drained")] {
+            var s = Self.session()
+            _ = s.next(Self.at(0))
+            s.claimAnswered(ClaimBatch(items: [], end: 0, status: status))
+            #expect(Self.name(s.next(Self.at(1))) == end)
+        }
+        var gone = Self.session()
+        _ = gone.next(Self.at(0))
+        gone.claimAnswered(ClaimBatch(items: [], end: 0, runGone: true))
+        #expect(Self.name(gone.next(Self.at(1))) == "end declaredGone")
+        var expired = Self.session()
+        _ = expired.next(Self.at(0))
+        expired.claimAnswered(ClaimBatch(items: Self.rows(1...2), end: 2))
+        #expect(Self.name(expired.next(Self.at(1, expired: true))) == "write 1:queued,2:queued")
+        expired.recorded()
+        #expect(Self.name(expired.next(Self.at(2, expired: true))) == "end expired")
+    }
+
+    @Test("consecutive transport failures open the host's breaker: the session ends and gives back what it holds")
+    func breakerOpens() {
+        var s = Self.session(concurrency: 3, repeatBound: 50, threshold: 3)
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...5), end: 5))
+        _ = s.next(Self.at(1))
+        for id: Int64 in 1...3 { #expect(Self.name(s.next(Self.at(1))) == "send \(id)") }
+        for id: Int64 in 1...3 { s.sent(Row(deliveryID: id), result: Self.noConnection, at: Self.start + .milliseconds(2)) }
+        let action = s.next(Self.at(3))
+        guard case .write(let outcomes) = action else {
+            Issue.record("expected a write, got \(Self.name(action))")
+            return
+        }
+        #expect(outcomes.map(\.status) == [.retry, .retry, .retry])
+        s.recorded()
+        s.claimAnswered(ClaimBatch(items: [], end: 5))
+        let host = APNsEnvironment.production.host
+        #expect(Self.name(s.next(Self.at(4))) == "write 4:queued,5:queued")
+        s.recorded()
+        #expect(Self.name(s.next(Self.at(5))) == "end breakerOpen(\"\(host)\")")
+        #expect(s.breakers[host].reopenAt != nil)
+        // The next session probes with one notification once the breaker may reopen.
+        var probe = Session(settings: Self.settings, breakers: s.breakers, epoch: 0, now: Self.start + .seconds(2))
+        _ = probe.next(Self.at(2000))
+        probe.claimAnswered(ClaimBatch(items: Self.rows(4...5), end: 5))
+        _ = probe.next(Self.at(2000))
+        #expect(Self.name(probe.next(Self.at(2000))) == "send 4")
+        #expect(Self.name(probe.next(Self.at(2000))) == "wait", "one probe at a time")
+        probe.sent(Row(deliveryID: 4), result: Self.ok, at: Self.start + .seconds(2))
+        #expect(Self.name(probe.next(Self.at(2001))) == "send 5", "the probe's answer closes the breaker")
+    }
+
+    @Test("APNs refusing the provider ends the session; the notification stays queued")
+    func providerRefused() {
+        var s = Self.session()
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...1), end: 1))
+        _ = s.next(Self.at(1))
+        _ = s.next(Self.at(1))
+        s.sent(Row(deliveryID: 1), result: APNsResult(outcome: .failed(status: 403, reason: .invalidProviderToken), attempts: 1, retried: 0),
+               at: Self.start)
+        s.claimAnswered(ClaimBatch(items: [], end: 1))
+        #expect(Self.name(s.next(Self.at(2))) == "write 1:queued")
+        s.recorded()
+        #expect(Self.name(s.next(Self.at(3))) == "end fatal(\"403 InvalidProviderToken\")")
+    }
+
+    @Test("an item that cannot be built is skipped, never sent, and frees its slot")
+    func skipped() {
+        var s = Self.session(concurrency: 1)
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...2), end: 2))
+        _ = s.next(Self.at(1))
+        #expect(Self.name(s.next(Self.at(1))) == "send 1")
+        s.skipped(Row(deliveryID: 1), reason: "device has no registered key for the sealed fields")
+        #expect(Self.name(s.next(Self.at(1))) == "send 2")
+        #expect(s.tally.skipped == 1)
+    }
+}
+
+@Suite("The delivery policy: one classification, one backoff")
+struct DeliveryPolicyTests {
+    /// Every answer class, what the ledger records and what the run learns.
+    static let table: [(APNsResult, DeliveryOutcome.Status, transport: Bool, fatal: Bool)] = [
+        (APNsResult(outcome: .sent(apnsID: UUID()), attempts: 1, retried: 0), .sent, false, false),
+        (APNsResult(outcome: .deviceInvalid(reason: .unregistered, timestamp: nil), attempts: 1, retried: 0), .invalid, false, false),
+        (APNsResult(outcome: .failed(status: 400, reason: .badCollapseID), attempts: 1, retried: 0), .failed, false, false),
+        (APNsResult(outcome: .failed(status: 413, reason: .payloadTooLarge), attempts: 1, retried: 0), .failed, false, false),
+        (APNsResult(outcome: .failed(status: 400, reason: .unknown("SomethingNew")), attempts: 1, retried: 0), .failed, false, false),
+        (APNsResult(outcome: .failed(status: 403, reason: .invalidProviderToken), attempts: 1, retried: 0), .queued, false, true),
+        (APNsResult(outcome: .failed(status: 400, reason: .topicDisallowed), attempts: 1, retried: 0), .queued, false, true),
+        (APNsResult(outcome: .failed(status: 429, reason: .tooManyRequests), attempts: 5, retried: 4), .retry, false, false),
+        (APNsResult(outcome: .failed(status: 500, reason: .internalServerError), attempts: 5, retried: 4), .retry, false, false),
+        (APNsResult(outcome: .failed(status: 502, reason: .unknown("")), attempts: 5, retried: 4), .retry, false, false),
+        (APNsResult(outcome: .failed(status: 503, reason: .serviceUnavailable), attempts: 5, retried: 4), .retry, false, false),
+        (APNsResult(outcome: .failed(status: 504, reason: .unknown("")), attempts: 5, retried: 4), .retry, false, false),
+        (APNsResult(outcome: .failed(status: 403, reason: .expiredProviderToken), attempts: 2, retried: 1), .retry, false, false),
+        (APNsResult(outcome: .failed(status: nil, reason: .connectionFailed), attempts: 5, retried: 4), .retry, true, false),
+        (APNsResult(outcome: .failed(status: nil, reason: .timeout), attempts: 5, retried: 4), .retry, true, false),
+        (APNsResult(outcome: .failed(status: nil, reason: .clientShutdown), attempts: 1, retried: 0), .queued, false, false),
+    ]
+
+    @Test("each answer is recorded as its class says; nothing transient becomes a failure")
+    func classification() {
+        for (result, status, transport, fatal) in Self.table {
+            let d = DeliveryPolicy.decide(result, deliveryID: 7, deviceID: 8, priorAttempts: 0)
+            #expect(d.outcome.status == status, "\(result)")
+            #expect(d.transportFailure == transport, "\(result)")
+            #expect((d.fatal != nil) == fatal, "\(result)")
+            #expect(d.outcome.attempts == result.attempts)
+            if status == .retry { #expect(d.outcome.delay >= 1) }
+        }
+    }
+
+    @Test("the client retries at once exactly what the ledger would retry later")
+    func clientAndLedgerAgree() {
+        for (result, status, _, _) in Self.table {
+            guard case .failed(let code, let reason) = result.outcome else { continue }
+            let transient = if case .transient = APNsVerdict.of(status: code, reason: reason) { true } else { false }
+            #expect(transient == (status == .retry), "\(result)")
+        }
+    }
+
+    @Test("the backoff doubles every five attempts from 1 s (2 s after 429), at most ten minutes")
+    func backoff() {
+        #expect(DeliveryPolicy.backoff(status: 503, attempts: 1) == 1)
+        #expect(DeliveryPolicy.backoff(status: 503, attempts: 5) == 2)
+        #expect(DeliveryPolicy.backoff(status: 429, attempts: 5) == 4)
+        #expect(DeliveryPolicy.backoff(status: nil, attempts: 14) == 4)
+        #expect(DeliveryPolicy.backoff(status: nil, attempts: 40) == 256)
+        #expect(DeliveryPolicy.backoff(status: 429, attempts: 1000) == 512)
+        #expect(DeliveryPolicy.backoff(status: 429, attempts: 45) == 512)
+        // Prior attempts count: the same answer after 10 earlier ones waits longer.
+        let result = APNsResult(outcome: .failed(status: 503, reason: .serviceUnavailable), attempts: 5, retried: 4)
+        #expect(DeliveryPolicy.decide(result, deliveryID: 1, deviceID: 1, priorAttempts: 10).outcome.delay == 8)
+    }
+}
+
+@Suite("The circuit breaker and the lease clock on plain values")
+struct BreakerAndLeaseTests {
+    static let t0 = ContinuousClock().now
+
+    @Test("the breaker opens after the threshold, probes once, doubles its wait to 30 s, closes on an answer")
+    func breaker() {
+        var b = CircuitBreaker(threshold: 2)
+        b.record(transportFailure: true, error: "x", at: Self.t0)
+        guard case .closed = b.gate(at: Self.t0, probeInFlight: false) else { Issue.record("closed below the threshold"); return }
+        b.record(transportFailure: true, error: "x", at: Self.t0)
+        guard case .open = b.gate(at: Self.t0 + .milliseconds(500), probeInFlight: false) else { Issue.record("open"); return }
+        guard case .probe = b.gate(at: Self.t0 + .seconds(1), probeInFlight: false) else { Issue.record("probe"); return }
+        guard case .waitForProbe = b.gate(at: Self.t0 + .seconds(1), probeInFlight: false) else { Issue.record("one probe"); return }
+        b.record(transportFailure: true, error: "x", at: Self.t0 + .seconds(1))
+        #expect(b.reopenAt == Self.t0 + .seconds(3), "the wait doubled")
+        // Each failed probe doubles the wait: 4, 8, 16, then 30 s at most.
+        for _ in 0..<5 {
+            let at = b.reopenAt ?? Self.t0
+            guard case .probe = b.gate(at: at, probeInFlight: false) else { Issue.record("probe"); return }
+            b.record(transportFailure: true, error: "x", at: at)
+        }
+        #expect(b.wait == .seconds(30))
+        #expect(b.outageSince == Self.t0)
+        b.record(transportFailure: false, error: nil, at: Self.t0 + .seconds(60))
+        #expect(b.reopenAt == nil && b.outageSince == nil && b.wait == .seconds(1))
+    }
+
+    @Test("a send may start only when it ends before the lease; a lapse moves the epoch once")
+    func leaseClock() {
+        let clock = LeaseClock(lease: .seconds(10), sendSpan: .seconds(3), renewedAt: Self.t0)
+        func check(_ s: Int64) -> String {
+            let c = clock.check(at: Self.t0 + .seconds(s))
+            return "\(c.maySend) \(c.epoch)"
+        }
+        #expect(check(6) == "true 0")
+        #expect(check(7) == "false 0", "a send would outlast the lease")
+        #expect(check(11) == "false 1", "the lease lapsed: a new epoch")
+        #expect(check(12) == "false 1")
+        clock.renewed(asked: Self.t0 + .seconds(12), seen: Self.t0 + .seconds(12))
+        #expect(check(13) == "true 1", "renewed: sends resume in the new epoch")
+    }
+}
