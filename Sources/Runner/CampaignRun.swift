@@ -56,7 +56,7 @@ public struct RunOptions: Sendable {
     public var stop: StopSignal
     /// Device ids in a campaign's first audience slice; sending starts once
     /// it is written, while the next slices are (Sql/0014).
-    public var firstSnapshotSlice: Int64 = CampaignStore.defaultFirstSlice
+    public var firstSnapshotSlice: Int64 = AudienceStore.defaultFirstSlice
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
                 recordEvery: Int = 500, recordInterval: Duration = .milliseconds(250),
@@ -149,7 +149,7 @@ public struct RunSummary: Sendable {
 /// in a dry run, JSON lines) → ledger. See docs/DESIGN.md, "How a run behaves".
 public struct CampaignRun: Sendable {
 
-    public let store: CampaignStore
+    public let stores: RunStores
     public let options: RunOptions
     public let personalizer: any DeliveryPersonalizer
     public let transport: (any PushTransport)?
@@ -157,9 +157,9 @@ public struct CampaignRun: Sendable {
     public let logger: Logger
 
     /// A run that sends through `transport`.
-    public init(store: CampaignStore, options: RunOptions, personalizer: any DeliveryPersonalizer,
+    public init(stores: RunStores, options: RunOptions, personalizer: any DeliveryPersonalizer,
                 transport: any PushTransport, logger: Logger) {
-        self.store = store
+        self.stores = stores
         self.options = options
         self.personalizer = personalizer
         self.transport = transport
@@ -168,11 +168,11 @@ public struct CampaignRun: Sendable {
     }
 
     /// A dry run that writes each payload to `sink`.
-    public init(store: CampaignStore, options: RunOptions, personalizer: any DeliveryPersonalizer,
+    public init(stores: RunStores, options: RunOptions, personalizer: any DeliveryPersonalizer,
                 sink: any PayloadSink, logger: Logger) {
         var options = options
         options.dryRun = true
-        self.store = store
+        self.stores = stores
         self.options = options
         self.personalizer = personalizer
         self.transport = nil
@@ -189,11 +189,11 @@ public struct CampaignRun: Sendable {
     public func execute() async throws -> RunSummary {
         let clock = ContinuousClock()
         let started = clock.now
-        let store = self.store
+        let (runs, campaigns) = (stores.runs, stores.campaigns)
         let options = self.options
         let pid = ProcessInfo.processInfo.processIdentifier
         let runID = try await db("begin the run") {
-            try await store.beginRun(host: options.host, pid: pid, dryRun: options.dryRun, lease: options.lease)
+            try await runs.beginRun(host: options.host, pid: pid, dryRun: options.dryRun, lease: options.lease)
         }
         Self.ownRuns.withLockedValue { _ = $0.insert(runID) }
         defer { Self.ownRuns.withLockedValue { _ = $0.remove(runID) } }
@@ -209,26 +209,26 @@ public struct CampaignRun: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if !options.dryRun {
                     let logger = logger
-                    group.addTask { await Self.renewLeases(store: store, run: runID, options: options, leases: leases, logger: logger) }
+                    group.addTask { await Self.renewLeases(runs: runs, run: runID, options: options, leases: leases, logger: logger) }
                 }
                 defer { group.cancelAll() }
                 if !options.dryRun {
-                    let others = try await db("find live runs") { try await store.otherLiveRuns(than: runID) }
+                    let others = try await db("find live runs") { try await runs.otherLiveRuns(than: runID) }
                     let gone = others.filter {
                         Self.isGone(run: $0.id, host: $0.host, pid: $0.pid, localHost: options.host, ownPID: pid)
                     }.map(\.id)
                     recovered = try await db("recover abandoned deliveries") {
-                        try await store.recoverAbandoned(currentRun: runID, deadRuns: gone, lease: options.lease)
+                        try await runs.recoverAbandoned(currentRun: runID, deadRuns: gone, lease: options.lease)
                     }
-                    expired = try await db("expire campaigns") { try await store.expireCampaigns() }
+                    expired = try await db("expire campaigns") { try await campaigns.expireCampaigns() }
                     state.figures.expired += expired
                     if recovered > 0 { logger.notice("requeued deliveries of stopped runs", metadata: ["deliveries": "\(recovered)"]) }
                 }
                 if !options.dryRun, let transport {
-                    refresh = try await ConfigRefresh(store: store, transport: transport, options: options, db: db,
+                    refresh = try await ConfigRefresh(stores: stores, transport: transport, options: options, db: db,
                                                       logger: logger).run(state: &state)
                 }
-                for id in try await db("find due campaigns", { try await store.dueCampaignIDs() }) where state.interruption == nil {
+                for id in try await db("find due campaigns", { try await campaigns.dueCampaignIDs() }) where state.interruption == nil {
                     if options.stop.isRequested {
                         state.interruption = .stopped
                         break
@@ -244,13 +244,13 @@ public struct CampaignRun: Sendable {
             state.figures.campaigns = summaries.count
             let figures = state.figures
             _ = try? await db("finish the run") {
-                try await store.finishRun(runID, figures: figures, end: .failed, error: StoreError.describe(error))
+                try await runs.finishRun(runID, figures: figures, end: .failed, error: StoreError.describe(error))
             }
             throw error
         }
         state.figures.campaigns = summaries.count
         let figures = state.figures
-        let end: CampaignStore.RunEnd = state.interruption == nil ? .succeeded : .stopped
+        let end: RunStore.RunEnd = state.interruption == nil ? .succeeded : .stopped
         let note: String? = switch state.interruption {
         case nil: nil
         case .stopped?: "stopped by a signal; the next run continues"
@@ -259,7 +259,7 @@ public struct CampaignRun: Sendable {
         if !options.dryRun {
             do {
                 let back = try await db("finish the run") {
-                    try await store.finishRun(runID, figures: figures, end: end, error: note)
+                    try await runs.finishRun(runID, figures: figures, end: end, error: note)
                 }
                 state.figures.requeued += back
             } catch {
@@ -267,7 +267,7 @@ public struct CampaignRun: Sendable {
                 if state.interruption == nil { state.interruption = .outage(StoreError.describe(error)) }
             }
         } else {
-            _ = try? await db("finish the run") { try await store.finishRun(runID, figures: figures, end: end, error: note) }
+            _ = try? await db("finish the run") { try await runs.finishRun(runID, figures: figures, end: end, error: note) }
         }
         return RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
                           duration: clock.now - started, expired: expired, recovered: recovered,
@@ -276,14 +276,14 @@ public struct CampaignRun: Sendable {
 
     /// Renews the run's leases every `renewEvery` until cancelled; each
     /// renewal that succeeds moves the lease deadline.
-    static func renewLeases(store: CampaignStore, run: Int64, options: RunOptions, leases: LeaseClock, logger: Logger) async {
+    static func renewLeases(runs: RunStore, run: Int64, options: RunOptions, leases: LeaseClock, logger: Logger) async {
         let clock = ContinuousClock()
         while !Task.isCancelled {
             do { try await Task.sleep(for: options.renewEvery) } catch { return }
             let asked = clock.now
             do {
                 _ = try await DatabaseRetry.withDeadline(options.renewEvery, what: "renew leases") {
-                    try await store.renewLeases(run: run, lease: options.lease)
+                    try await runs.renewLeases(run: run, lease: options.lease)
                 }
                 leases.renewed(asked: asked, seen: clock.now)
             } catch {
@@ -309,17 +309,17 @@ public struct CampaignRun: Sendable {
         var logger = logger
         logger[metadataKey: "campaign"] = "\(id)"
         var summary = CampaignSummary(id: id, name: "")
-        let store = self.store
+        let (campaigns, audience) = (stores.campaigns, stores.audience)
         let dryRun = options.dryRun
         do {
-            let due = try await db("load campaign") { try await store.loadCampaign(id) }
+            let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
             summary.name = due.campaign.name
             summary.kind = due.campaign.kind
             let prepared = try PreparedCampaign(
                 campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
             let firstSlice = options.firstSnapshotSlice
             let snap = try await db("snapshot the audience") {
-                try await store.snapshot(due, start: !dryRun, firstSlice: firstSlice)
+                try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice)
             }
             summary.snapshot = snap
             state.figures.targeted += snap.inserted
@@ -363,7 +363,7 @@ public struct CampaignRun: Sendable {
     /// once sending has ended.
     private func sendWhileSnapshotting(_ due: DueCampaign, _ prepared: PreparedCampaign, summary: inout CampaignSummary,
                                        state: inout RunState, logger: Logger) async throws {
-        let store = self.store
+        let audience = stores.audience
         let db = self.db
         let options = self.options
         let writing = SnapshotWriting()
@@ -373,7 +373,7 @@ public struct CampaignRun: Sendable {
                 var rest = SnapshotResult(complete: false)
                 while !rest.complete, !writing.stopRequested, !options.stop.isRequested {
                     let slice = try await db("snapshot the audience") {
-                        try await store.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice)
+                        try await audience.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice)
                     }
                     rest.add(slice)
                 }
@@ -398,21 +398,21 @@ public struct CampaignRun: Sendable {
     private func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {
         summary.failure = reason
         logger.error("campaign failed", metadata: ["reason": "\(reason)"])
-        let store = self.store
+        let campaigns = stores.campaigns
         let id = summary.id
-        try await db("fail the campaign") { try await store.failCampaign(id, reason: reason) }
+        try await db("fail the campaign") { try await campaigns.failCampaign(id, reason: reason) }
     }
 
     private func printPayloads(_ prepared: PreparedCampaign, summary: inout CampaignSummary, figures: inout RunFigures) async throws {
         guard let sink else { return }
         var after: Int64 = 0
-        let store = self.store
+        let ledger = stores.ledger
         let campaignID = prepared.campaign.id
         let limit = options.batchSize
         while true {
             let from = after
             let batch = try await db("read queued deliveries") {
-                try await store.peekQueued(campaign: campaignID, afterID: from, limit: limit)
+                try await ledger.peekQueued(campaign: campaignID, afterID: from, limit: limit)
             }
             guard let last = batch.last else { break }
             after = last.target.deliveryID

@@ -33,7 +33,7 @@ public struct ConfigRefreshSummary: Sendable, Hashable {
 /// pushes are ledger rows of kind `config_refresh`, claimed, sent, retried
 /// and recorded like campaign deliveries (`RefreshClaims`).
 struct ConfigRefresh: Sendable {
-    let store: CampaignStore
+    let ledger: DeliveryLedger
     let refreshes: ConfigRefreshStore
     let config: ConfigStore
     let transport: any PushTransport
@@ -41,10 +41,10 @@ struct ConfigRefresh: Sendable {
     let db: DatabaseRetry
     let logger: Logger
 
-    init(store: CampaignStore, transport: any PushTransport, options: RunOptions, db: DatabaseRetry, logger: Logger) {
-        self.store = store
-        self.refreshes = ConfigRefreshStore(client: store.client, logger: logger)
-        self.config = ConfigStore(client: store.client, logger: logger)
+    init(stores: RunStores, transport: any PushTransport, options: RunOptions, db: DatabaseRetry, logger: Logger) {
+        self.ledger = stores.ledger
+        self.refreshes = ConfigRefreshStore(client: stores.client, logger: logger)
+        self.config = ConfigStore(client: stores.client, logger: logger)
         self.transport = transport
         self.options = options
         self.db = db
@@ -59,7 +59,7 @@ struct ConfigRefresh: Sendable {
     func run(state: inout RunState) async throws -> ConfigRefreshSummary {
         var summary = ConfigRefreshSummary()
         try await plan(&summary)
-        let source = RefreshClaims(store: store, refreshes: refreshes, db: db, runID: state.runID, options: options)
+        let source = RefreshClaims(ledger: ledger, refreshes: refreshes, db: db, runID: state.runID, options: options)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger)
         var tally = SendTally()
         let finish = try await engine.send(source, breakers: &state.breakers, tally: &tally)

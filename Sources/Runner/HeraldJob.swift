@@ -42,9 +42,8 @@ public struct HeraldJob: Sendable {
 
     /// A dry run: payloads as JSON lines to `out` (standard output when nil).
     public func dryRun(client: PostgresClient, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
-        let store = CampaignStore(client: client, logger: logger)
         let sink = try out.map { try LineFile(path: $0) } ?? LineFile.standardOutput()
-        let run = CampaignRun(store: store, options: try options(dryRun: true, stop: stop), personalizer: try personalizer(),
+        let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: try options(dryRun: true, stop: stop), personalizer: try personalizer(),
                               sink: sink, logger: logger)
         let summary = try await run.execute()
         try await sink.finish()
@@ -62,7 +61,7 @@ public struct HeraldJob: Sendable {
         let personalizer = try personalizer()
         let options = try options(dryRun: false, stop: stop, apns: apns)
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
-        let run = CampaignRun(store: CampaignStore(client: client, logger: logger), options: options,
+        let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: options,
                               personalizer: personalizer, transport: apnsClient, logger: logger)
         return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
             group.addTask {

@@ -46,11 +46,11 @@ public struct CampaignPreview: Sendable {
     public static let perDeviceFields = ["herald.d", "herald.r", "herald.sealed", "apns-id"]
 
     /// Builds the preview of campaign `id`. Throws `StoreError.notFound` for an unknown campaign.
-    public static func make(store: CampaignStore, campaign id: Int64, topic: String) async throws -> CampaignPreview {
+    public static func make(stores: RunStores, campaign id: Int64, topic: String) async throws -> CampaignPreview {
         // A row a run could not read throws here, naming the bad column (a run fails the campaign for it).
-        let due = try await store.loadCampaign(id)
+        let due = try await stores.campaigns.loadCampaign(id)
         let c = due.campaign
-        let status = try await store.storedStatus(id) ?? c.status.rawValue
+        let status = try await stores.campaigns.storedStatus(id) ?? c.status.rawValue
         var preview = CampaignPreview(
             campaignID: c.id, name: c.name, kind: c.kind.rawValue, status: status, sendAt: c.sendAt,
             expiresAt: c.expiresAt, segmentName: due.segmentName, locales: [], audience: nil, problems: [], notes: [])
@@ -97,7 +97,7 @@ public struct CampaignPreview: Sendable {
 
         // The audience, with the run's statement in a transaction rolled back.
         do {
-            preview.audience = try await store.previewSnapshot(due)
+            preview.audience = try await stores.audience.previewSnapshot(due)
         } catch let problem as CampaignProblem {
             if !preview.problems.contains(problem.message) { preview.problems.append(problem.message) }
         }

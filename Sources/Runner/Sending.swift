@@ -14,7 +14,7 @@ extension CampaignRun {
     func send(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
               logger: Logger, snapshotting: SnapshotWriting? = nil) async throws {
         guard let transport else { return }
-        let source = CampaignClaims(store: store, db: db, prepared: prepared, runID: state.runID, options: options,
+        let source = CampaignClaims(ledger: stores.ledger, db: db, prepared: prepared, runID: state.runID, options: options,
                                     personalizer: personalizer, snapshotting: snapshotting)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger)
         let clock = ContinuousClock()
@@ -29,9 +29,9 @@ extension CampaignRun {
         }
         switch finish {
         case .done:
-            let store = self.store
+            let campaigns = stores.campaigns
             let id = prepared.campaign.id
-            if try await db("complete the campaign", { try await store.completeIfDone(id) }) {
+            if try await db("complete the campaign", { try await campaigns.completeIfDone(id) }) {
                 summary.completed = true
                 logger.info("campaign completed")
             }

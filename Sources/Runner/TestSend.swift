@@ -39,7 +39,7 @@ public struct TestSendAnswer: Sendable, Hashable {
 /// APNs client and sending engine (the same breaker, retries, stop grace and
 /// exit status as a run), recorded in the ledger as a test (Sql/0008).
 public struct TestSend: Sendable {
-    public let store: CampaignStore
+    public let stores: RunStores
     public let personalizer: any DeliveryPersonalizer
     public let transport: any PushTransport
     public let options: RunOptions
@@ -47,21 +47,21 @@ public struct TestSend: Sendable {
 
     /// `options` as a run's; an interactive command waits out an outage or
     /// a retry for at most `TestSend.longestWait`.
-    public init(store: CampaignStore, options: RunOptions, personalizer: any DeliveryPersonalizer,
+    public init(stores: RunStores, options: RunOptions, personalizer: any DeliveryPersonalizer,
                 transport: any PushTransport, logger: Logger) {
         var options = options
         options.outageBudget = min(options.outageBudget, Self.longestWait)
         options.retryWait = min(options.retryWait, Self.longestWait)
-        self.store = store
+        self.stores = stores
         self.options = options
         self.personalizer = personalizer
         self.transport = transport
         self.logger = logger
     }
 
-    public init(store: CampaignStore, topic: String, personalizer: any DeliveryPersonalizer, transport: any PushTransport) {
-        self.init(store: store, options: RunOptions(topic: topic), personalizer: personalizer, transport: transport,
-                  logger: store.logger)
+    public init(stores: RunStores, topic: String, personalizer: any DeliveryPersonalizer, transport: any PushTransport) {
+        self.init(stores: stores, options: RunOptions(topic: topic), personalizer: personalizer, transport: transport,
+                  logger: stores.ledger.logger)
     }
 
     /// The longest a test send waits for APNs to come back, or for a retry.
@@ -76,12 +76,12 @@ public struct TestSend: Sendable {
     public func send(campaign id: Int64, to recipient: TestSendRecipient, variant: String? = nil) async throws -> [TestSendAnswer] {
         let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
                                logger: logger)
-        let store = self.store
-        let due = try await db("load campaign") { try await store.loadCampaign(id) }
+        let (campaigns, ledger) = (stores.campaigns, stores.ledger)
+        let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
         let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
         let chosen = try Self.variant(variant, of: due.campaign)
         let deliveries = try await db("record the test deliveries") {
-            try await store.beginTestSend(campaign: id, to: recipient, variant: chosen)
+            try await ledger.beginTestSend(campaign: id, to: recipient, variant: chosen)
         }
         guard !deliveries.isEmpty else {
             switch recipient {
@@ -92,7 +92,7 @@ public struct TestSend: Sendable {
             }
         }
         let answers = AnsweringTransport(transport)
-        let source = TestSendClaims(store: store, db: db, prepared: prepared, deliveries: deliveries,
+        let source = TestSendClaims(ledger: ledger, db: db, prepared: prepared, deliveries: deliveries,
                                     options: options, personalizer: personalizer)
         let engine = SendingEngine(transport: answers, options: options, leases: nil, logger: logger)
         var breakers = APNsBreakers(threshold: options.breakerThreshold)
@@ -106,7 +106,7 @@ public struct TestSend: Sendable {
         let left = source.unsent()
         for delivery in left {
             try await db("record the test delivery") {
-                try await store.recordTestSend(DeliveryOutcome(deliveryID: delivery.target.deliveryID,
+                try await ledger.recordTestSend(DeliveryOutcome(deliveryID: delivery.target.deliveryID,
                                                                deviceID: delivery.deviceID, status: .queued,
                                                                error: "test send: \(unsent)", attempts: 0), campaign: id)
             }
@@ -172,18 +172,18 @@ final class TestSendClaims: ClaimSource, Sendable {
     private let byID: [Int64: ClaimedDelivery]
 
     private let state: NIOLockedValueBox<State>
-    let store: CampaignStore
+    let ledger: DeliveryLedger
     let db: DatabaseRetry
     let prepared: PreparedCampaign
     let options: RunOptions
     let personalizer: any DeliveryPersonalizer
 
-    init(store: CampaignStore, db: DatabaseRetry, prepared: PreparedCampaign, deliveries: [ClaimedDelivery],
+    init(ledger: DeliveryLedger, db: DatabaseRetry, prepared: PreparedCampaign, deliveries: [ClaimedDelivery],
          options: RunOptions, personalizer: any DeliveryPersonalizer) {
         let now = ContinuousClock().now
         self.state = NIOLockedValueBox(State(waiting: deliveries.map { ($0, now) }))
         self.byID = Dictionary(deliveries.map { ($0.target.deliveryID, $0) }, uniquingKeysWith: { a, _ in a })
-        self.store = store
+        self.ledger = ledger
         self.db = db
         self.prepared = prepared
         self.options = options
@@ -221,9 +221,9 @@ final class TestSendClaims: ClaimSource, Sendable {
             case .sent, .invalid, .failed, .skipped:
                 var written = outcome
                 if outcome.status == .failed { written.error = "test send: \(outcome.error ?? "failed")" }
-                let (store, campaign) = (store, prepared.campaign.id)
+                let (ledger, campaign) = (ledger, prepared.campaign.id)
                 let row = written
-                try await db("record the test delivery") { try await store.recordTestSend(row, campaign: campaign) }
+                try await db("record the test delivery") { try await ledger.recordTestSend(row, campaign: campaign) }
                 state.withLockedValue { $0.outcomes[outcome.deliveryID] = outcome }
             }
         }
@@ -249,7 +249,7 @@ extension HeraldJob {
                          stop: StopSignal = StopSignal()) async throws -> [TestSendAnswer] {
         let personalizer = try personalizer()
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
-        let test = TestSend(store: CampaignStore(client: client, logger: logger),
+        let test = TestSend(stores: RunStores(client: client, logger: logger),
                             options: try options(dryRun: false, stop: stop, apns: apns), personalizer: personalizer,
                             transport: apnsClient, logger: logger)
         return try await withThrowingTaskGroup(of: [TestSendAnswer]?.self) { group in
@@ -264,7 +264,7 @@ extension HeraldJob {
 
     /// `herald preview`.
     public func preview(client: PostgresClient, campaign: Int64) async throws -> CampaignPreview {
-        try await CampaignPreview.make(store: CampaignStore(client: client, logger: logger), campaign: campaign,
+        try await CampaignPreview.make(stores: RunStores(client: client, logger: logger), campaign: campaign,
                                        topic: configuration.topic)
     }
 }

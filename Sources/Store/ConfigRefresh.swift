@@ -29,7 +29,7 @@ public struct ClaimedRefresh: Sendable, Hashable {
 
 /// The ledger statements of config refresh pushes: planned per campaign with
 /// one set-based statement, claimed like any delivery (`FOR UPDATE SKIP
-/// LOCKED`), recorded with `CampaignStore.record`.
+/// LOCKED`), recorded with `DeliveryLedger.record`.
 public struct ConfigRefreshStore: Sendable {
     public let client: PostgresClient
     public let logger: Logger
@@ -133,7 +133,7 @@ public struct ConfigRefreshStore: Sendable {
             ), picked AS (
                 SELECT d.id FROM deliveries d
                 WHERE d.campaign_id IS NULL AND d.refresh_open
-                  AND \(unescaped: CampaignStore.claimable("d"))
+                  AND \(unescaped: DeliveryLedger.claimable("d"))
                   AND EXISTS (SELECT 1 FROM live)
                 ORDER BY d.id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED

@@ -22,11 +22,11 @@ struct AppLoopTests {
 
     /// A run like `herald run`, with the config refresh lead of the default (an hour) unless told.
     static func run(_ client: PostgresClient, _ sim: RunningAPNsSimulator, lead: TimeInterval? = nil) async throws -> RunSummary {
-        let store = CampaignStore(client: client, logger: TestDatabase.logger)
+        let stores = RunStores(client: client, logger: TestDatabase.logger)
         let apns = try APNsClient(configuration: sim.clientConfiguration, logger: TestDatabase.logger)
         var options = RunOptions(topic: sim.topic, batchSize: 50, concurrency: 20)
         if let lead { options.configRefreshLead = lead }
-        let run = CampaignRun(store: store, options: options,
+        let run = CampaignRun(stores: stores, options: options,
                               personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)),
                               transport: apns, logger: TestDatabase.logger)
         return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
@@ -280,9 +280,9 @@ struct AppLoopTests {
                     #expect(message.contains(expected), "\(entry): \(message)")
                 }
             }
-            let store = CampaignStore(client: db, logger: TestDatabase.logger)
+            let stores = RunStores(client: db, logger: TestDatabase.logger)
             let id = try #require(try await db.scalar("SELECT id FROM campaigns WHERE name = 'Keys'", as: Int64.self))
-            let due = try await store.loadCampaign(id)
+            let due = try await stores.campaigns.loadCampaign(id)
             let builder = PayloadBuilder(campaign: due.campaign)
             let payload = builder.payload(for: DeliveryTarget(deliveryID: 1, deviceToken: "", environment: "production", locale: "es-MX"),
                                           replyToken: nil, sealed: nil)

@@ -146,7 +146,7 @@ struct DeviceRegistrationTests {
             #expect(try await h.db.scalar("SELECT status FROM deliveries", as: String.self) == "queued")
             let run = try #require(try await h.db.scalar("INSERT INTO runs (host, pid) VALUES ('test', 1) RETURNING id", as: Int64.self))
             let campaign = try #require(try await h.db.scalar("SELECT id FROM campaigns", as: Int64.self))
-            let claimed = try await CampaignStore(client: h.db, logger: TestDatabase.logger)
+            let claimed = try await DeliveryLedger(client: h.db, logger: TestDatabase.logger)
                 .claim(campaign: campaign, run: run, limit: 10, lease: .seconds(60))
             #expect(claimed.isEmpty)
             #expect(try await h.db.scalar("SELECT status || ': ' || last_error FROM deliveries", as: String.self)
@@ -176,7 +176,7 @@ struct DeviceRegistrationTests {
             #expect(try await h.db.scalar("SELECT invalidated_at IS NULL AND invalid_reason IS NULL FROM devices", as: Bool.self) == true)
 
             // A 410 whose T is older than the registration does not invalidate it.
-            let store = CampaignStore(client: h.db, logger: TestDatabase.logger)
+            let ledger = DeliveryLedger(client: h.db, logger: TestDatabase.logger)
             try await h.db.exec(Fixtures.campaign(name: "Poster"))
             try await h.db.exec(Fixtures.campaign(name: "Poster 2"))
             // Deliveries 77 and 78, each held in flight by a run, as when APNs answers.
@@ -189,10 +189,10 @@ struct DeviceRegistrationTests {
             let deviceID = try #require(try await h.db.scalar("SELECT id FROM devices", as: Int64.self))
             let campaign77 = try await h.db.scalar("SELECT campaign_id FROM deliveries WHERE id = 77", as: Int64.self)
             let campaign78 = try await h.db.scalar("SELECT campaign_id FROM deliveries WHERE id = 78", as: Int64.self)
-            try await store.record([DeliveryOutcome(deliveryID: 77, deviceID: deviceID, status: .invalid, error: "Unregistered",
+            try await ledger.record([DeliveryOutcome(deliveryID: 77, deviceID: deviceID, status: .invalid, error: "Unregistered",
                                                     invalidSince: Date(timeIntervalSinceNow: -3600))], run: run, campaign: campaign77)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NULL FROM devices", as: Bool.self) == true)
-            try await store.record([DeliveryOutcome(deliveryID: 78, deviceID: deviceID, status: .invalid, error: "Unregistered",
+            try await ledger.record([DeliveryOutcome(deliveryID: 78, deviceID: deviceID, status: .invalid, error: "Unregistered",
                                                     invalidSince: Date())], run: run, campaign: campaign78)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NOT NULL FROM devices", as: Bool.self) == true)
         }

@@ -33,8 +33,8 @@ struct PassThrough: DeliveryPersonalizer {
 }
 
 func dryRun(_ client: PostgresClient, sink: CollectingSink = CollectingSink()) async throws -> RunSummary {
-    let store = CampaignStore(client: client, logger: TestDatabase.logger)
-    return try await CampaignRun(store: store, options: RunOptions(topic: "com.example.test", dryRun: true, batchSize: 700),
+    let stores = RunStores(client: client, logger: TestDatabase.logger)
+    return try await CampaignRun(stores: stores, options: RunOptions(topic: "com.example.test", dryRun: true, batchSize: 700),
                                  personalizer: PassThrough(), sink: sink, logger: TestDatabase.logger).execute()
 }
 
@@ -159,9 +159,9 @@ struct PersonalizedDryRunTests {
             try await client.exec(#"UPDATE campaigns SET sensitive = '{"coupon": "FLASH-7Q2K", "price": "¥99"}'"#)
             let secret = ReplySecret.generate()
             let sink = CollectingSink()
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
             let summary = try await CampaignRun(
-                store: store, options: RunOptions(topic: "t", dryRun: true),
+                stores: stores, options: RunOptions(topic: "t", dryRun: true),
                 personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)),
                 sink: sink, logger: TestDatabase.logger).execute()
             // Devices without a key are skipped at the snapshot, with the reason.

@@ -12,7 +12,7 @@ import TestSupport
 func testSend(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySecret = .generate(),
               campaign: Int64, to recipient: TestSendRecipient) async throws -> [TestSendAnswer] {
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
-    let test = TestSend(store: CampaignStore(client: client, logger: TestDatabase.logger), topic: apns.topic,
+    let test = TestSend(stores: RunStores(client: client, logger: TestDatabase.logger), topic: apns.topic,
                         personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)), transport: apnsClient)
     return try await withThrowingTaskGroup(of: [TestSendAnswer]?.self) { group in
         group.addTask {
@@ -71,9 +71,9 @@ struct MarketerTests {
             let id = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Sale'", as: Int64.self))
             // A draft, due tomorrow: previewed all the same.
             try await client.exec("UPDATE campaigns SET status = 'draft', send_at = now() + interval '1 day' WHERE id = \(id)")
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
             let before = try await footprint(client)
-            let preview = try await CampaignPreview.make(store: store, campaign: id, topic: "com.example.herald")
+            let preview = try await CampaignPreview.make(stores: stores, campaign: id, topic: "com.example.herald")
             #expect(try await footprint(client) == before)
             #expect(preview.canGoOut, "\(preview.problems)")
             let audience = try #require(preview.audience)
@@ -124,7 +124,7 @@ struct MarketerTests {
             try await client.exec("UPDATE campaigns SET custom = jsonb_build_object('blob', repeat('x', 5000))")
             let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
             let before = try await footprint(client)
-            let preview = try await CampaignPreview.make(store: CampaignStore(client: client, logger: TestDatabase.logger),
+            let preview = try await CampaignPreview.make(stores: RunStores(client: client, logger: TestDatabase.logger),
                                                          campaign: id, topic: "com.example.herald")
             #expect(try await footprint(client) == before)
             #expect(!preview.canGoOut)

@@ -18,9 +18,9 @@ func sendRun(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySec
 /// The same with any run options (the fault settings under test).
 func sendRun(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySecret = .generate(),
              options: RunOptions) async throws -> RunSummary {
-    let store = CampaignStore(client: client, logger: TestDatabase.logger)
+    let stores = RunStores(client: client, logger: TestDatabase.logger)
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
-    let run = CampaignRun(store: store, options: options,
+    let run = CampaignRun(stores: stores, options: options,
                           personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)),
                           transport: apnsClient, logger: TestDatabase.logger)
     return try await withThrowingTaskGroup(of: RunSummary?.self) { group in

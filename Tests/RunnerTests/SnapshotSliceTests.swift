@@ -44,18 +44,18 @@ struct SnapshotSliceTests {
             try await client.exec(Fixtures.catalogue)
             try await client.exec(Fixtures.audience(count: 1000))
             try await client.exec(Fixtures.campaign(name: "Paused midway"))
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
             let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
-            let due = try await store.loadCampaign(id)
+            let due = try await stores.campaigns.loadCampaign(id)
 
-            let first = try await store.snapshot(due, start: true, firstSlice: 100)
+            let first = try await stores.audience.snapshot(due, start: true, firstSlice: 100)
             #expect(first.inserted == 100)
             #expect(!first.complete)
             #expect(try await client.scalar("SELECT status || ' ' || snapshot_through FROM campaigns", as: String.self) == "running 100")
             // What is written so far is sent; the campaign is not complete
             // while slices remain.
             try await client.exec("UPDATE deliveries SET status = 'sent', sent_at = now()")
-            #expect(try await !store.completeIfDone(id))
+            #expect(try await !stores.campaigns.completeIfDone(id))
             // Its variants are frozen from the first slice on.
             do {
                 try await client.exec("INSERT INTO campaign_variants (campaign_id, name, share) VALUES (\(id), 'A', 50), (\(id), 'B', 50)")
@@ -66,7 +66,7 @@ struct SnapshotSliceTests {
 
             // A marketer's pause stops the snapshot where it is.
             try await client.exec("UPDATE campaigns SET status = 'paused'")
-            let paused = try await store.snapshot(due, start: true, firstSlice: 100)
+            let paused = try await stores.audience.snapshot(due, start: true, firstSlice: 100)
             #expect(paused.inserted == 0)
             #expect(try await client.scalar("SELECT snapshot_through FROM campaigns", as: Int64.self) == 100)
 
@@ -75,7 +75,7 @@ struct SnapshotSliceTests {
             var total = first
             var slices = 1
             while !total.complete {
-                total.add(try await store.snapshot(due, start: true, firstSlice: 100))
+                total.add(try await stores.audience.snapshot(due, start: true, firstSlice: 100))
                 slices += 1
                 try #require(slices < 10)
             }
@@ -85,9 +85,9 @@ struct SnapshotSliceTests {
             #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 1000)
             #expect(try await client.scalar("SELECT snapshot_through IS NULL FROM campaigns", as: Bool.self) == true)
             // A snapshot is written once.
-            #expect(try await store.snapshot(due, start: true, firstSlice: 100).inserted == 0)
+            #expect(try await stores.audience.snapshot(due, start: true, firstSlice: 100).inserted == 0)
             try await client.exec("UPDATE deliveries SET status = 'sent', sent_at = now()")
-            #expect(try await store.completeIfDone(id))
+            #expect(try await stores.campaigns.completeIfDone(id))
         }
     }
 }

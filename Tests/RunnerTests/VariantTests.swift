@@ -101,13 +101,13 @@ struct VariantTests {
                 ($0.0, $0.1, #"{"en": {"title": "Variant \#($0.0)", "body": "Body"}}"#)
             })
             let id = try await campaignID(client, "Split")
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
-            let due = try await store.loadCampaign(id)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            let due = try await stores.campaigns.loadCampaign(id)
             #expect(due.campaign.variants.map(\.name) == ["A", "B", "C"])
 
             // The preview counts per variant what the snapshot then writes.
-            let preview = try await store.previewSnapshot(due)
-            let first = try await store.snapshot(due, start: true)
+            let preview = try await stores.audience.previewSnapshot(due)
+            let first = try await stores.audience.snapshot(due, start: true)
             #expect(first.inserted == 10_000)
             #expect(first.variants == preview.variants)
             #expect(first.variants.map(\.devices).reduce(0, +) == 10_000)
@@ -132,7 +132,7 @@ struct VariantTests {
                 DELETE FROM deliveries WHERE campaign_id = \(id);
                 UPDATE campaigns SET snapshot_at = NULL, status = 'scheduled' WHERE id = \(id);
                 """)
-            let second = try await store.snapshot(try await store.loadCampaign(id), start: true)
+            let second = try await stores.audience.snapshot(try await stores.campaigns.loadCampaign(id), start: true)
             #expect(second.variants == first.variants)
             #expect(try await variantsOfDeliveries(client, campaign: id) == assigned)
 
@@ -215,10 +215,10 @@ struct VariantTests {
                 "B/en": ("B title", "https://cdn.example.com/b.gif"), "B/zh-Hans": ("你好", "https://cdn.example.com/b.gif"),
                 "B/fr": ("B titre", "https://cdn.example.com/b.gif"),
             ]
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
 
             // The preview shows each variant per locale, and who would get which.
-            let preview = try await CampaignPreview.make(store: store, campaign: id, topic: "com.example.herald")
+            let preview = try await CampaignPreview.make(stores: stores, campaign: id, topic: "com.example.herald")
             #expect(preview.canGoOut, "\(preview.problems)")
             #expect(preview.locales.map { "\($0.variant ?? "-")/\($0.locale)" }
                     == ["A/en", "A/zh-Hans", "B/en", "B/fr", "B/zh-Hans"])
@@ -331,9 +331,9 @@ struct VariantTests {
             let text = #"{"en": {"title": "T", "body": "B"}}"#
             try await addVariants(client, campaign: "AB", [("A", 50, text), ("B", 50, text)])
             let id = try await campaignID(client, "AB")
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
             for name in ["AB", "Plain"] {
-                _ = try await store.snapshot(try await store.loadCampaign(try await campaignID(client, name)), start: true)
+                _ = try await stores.audience.snapshot(try await stores.campaigns.loadCampaign(try await campaignID(client, name)), start: true)
             }
             // Everything sent but ten; a third of A's devices answer, half of B's;
             // some twice (a button, then a tap), one test send answered too.
@@ -453,7 +453,7 @@ struct VariantTests {
 private func testSendVariant(_ client: PostgresClient, apns: APNsConfiguration, campaign: Int64, token: String,
                              variant: String) async throws -> [TestSendAnswer] {
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
-    let test = TestSend(store: CampaignStore(client: client, logger: TestDatabase.logger), topic: apns.topic,
+    let test = TestSend(stores: RunStores(client: client, logger: TestDatabase.logger), topic: apns.topic,
                         personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: .generate())), transport: apnsClient)
     return try await withThrowingTaskGroup(of: [TestSendAnswer]?.self) { group in
         group.addTask {

@@ -12,8 +12,8 @@ import TestSupport
 /// index of the row (measured: five times the database time of the claim).
 @Suite("Ledger layout")
 struct LedgerLayoutTests {
-    /// The columns a claim (`CampaignStore.claimWindow`, the config refresh
-    /// claim) or an outcome write (`CampaignStore.record`) changes on a
+    /// The columns a claim (`DeliveryLedger.claimWindow`, the config refresh
+    /// claim) or an outcome write (`DeliveryLedger.record`) changes on a
     /// campaign's delivery.
     static let written = ["status", "last_error", "claimed_by", "lease_expires_at", "apns_id", "updated_at",
                           "attempts", "not_before", "sent_at"]

@@ -127,7 +127,7 @@ struct PartitionTests {
             }
             #expect(partitions.sorted() == expected.sorted())
             try await client.exec(Fixtures.campaign(name: "Later"))
-            _ = try await CampaignStore(client: client, logger: TestDatabase.logger)
+            _ = try await AudienceStore(client: client, logger: TestDatabase.logger)
                 .ensurePartition(campaign: try await Self.id(client, campaign: "Later"))
             #expect(try await Self.lines(client, """
                 SELECT DISTINCT array_to_string(c.reloptions, ',') FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -190,9 +190,9 @@ struct PartitionTests {
             try await client.exec(Fixtures.threeDeliveries)
             let poster = try await Self.id(client, campaign: "Poster")
             #expect(try await client.scalar("SELECT count(*) FROM deliveries_default WHERE campaign_id = \(poster)", as: Int64.self) == 2)
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
-            #expect(try await store.ensurePartition(campaign: poster))
-            #expect(try await store.ensurePartition(campaign: poster))
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            #expect(try await stores.audience.ensurePartition(campaign: poster))
+            #expect(try await stores.audience.ensurePartition(campaign: poster))
             #expect(try await client.scalar("SELECT count(*) FROM deliveries_default WHERE campaign_id = \(poster)", as: Int64.self) == 0)
             #expect(try await client.scalar("SELECT count(*) FROM deliveries_c\(poster)", as: Int64.self) == 2)
             #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = \(poster)", as: Int64.self) == 2)
@@ -203,11 +203,11 @@ struct PartitionTests {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: 12) + ";\n"
                 + Fixtures.campaign(name: "A") + ";\n" + Fixtures.campaign(name: "B", kind: "feedback"))
-            let store = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
             let a = try await Self.id(client, campaign: "A")
             let b = try await Self.id(client, campaign: "B")
-            #expect(try await store.snapshot(try await store.loadCampaign(a), start: true).inserted == 12)
-            #expect(try await store.snapshot(try await store.loadCampaign(b), start: true).inserted == 12)
+            #expect(try await stores.audience.snapshot(try await stores.campaigns.loadCampaign(a), start: true).inserted == 12)
+            #expect(try await stores.audience.snapshot(try await stores.campaigns.loadCampaign(b), start: true).inserted == 12)
             // Each snapshot wrote its campaign's partition and the range of ids it used.
             #expect(try await client.scalar("SELECT count(*) FROM deliveries_c\(a)", as: Int64.self) == 12)
             #expect(try await Self.lines(client, """
@@ -233,10 +233,10 @@ struct PartitionTests {
             let oldPoster = try await Self.id(client, campaign: "Old poster")
             let oldFeedback = try await Self.id(client, campaign: "Old feedback")
             let running = try await Self.id(client, campaign: "Running")
-            let campaigns = CampaignStore(client: client, logger: TestDatabase.logger)
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
             // Old poster and Running in partitions of their own; Old feedback's rows stay in the DEFAULT partition.
-            #expect(try await campaigns.ensurePartition(campaign: oldPoster))
-            #expect(try await campaigns.ensurePartition(campaign: running))
+            #expect(try await stores.audience.ensurePartition(campaign: oldPoster))
+            #expect(try await stores.audience.ensurePartition(campaign: running))
             let views = try await Self.analystViews(client)
             #expect(views["campaign_funnel"]?.count == 4)
             #expect(views["test_sends"]?.count == 4)
@@ -290,7 +290,7 @@ struct PartitionTests {
             let prunedDelivery = try #require(try await client.scalar(
                 "SELECT delivery_id FROM replies WHERE campaign_id = \(oldPoster) ORDER BY id LIMIT 1", as: Int64.self))
             #expect(try await ReplyStore(client: client, logger: TestDatabase.logger).targets([prunedDelivery]).isEmpty)
-            await #expect(throws: (any Error).self) { try await campaigns.ensurePartition(campaign: oldPoster) }
+            await #expect(throws: (any Error).self) { try await stores.audience.ensurePartition(campaign: oldPoster) }
 
             // A second prune finds nothing to do.
             #expect(try await prune.candidates(olderThan: .seconds(90 * 86400)).isEmpty)
@@ -298,7 +298,7 @@ struct PartitionTests {
             #expect(try await Self.analystViews(client) == views)
             // The running campaign goes on: its queued half is claimable.
             let run = try #require(try await client.scalar("INSERT INTO runs (host, pid) VALUES ('t', 1) RETURNING id", as: Int64.self))
-            #expect(try await campaigns.claim(campaign: running, run: run, limit: 100, lease: .seconds(60)).count == 15)
+            #expect(try await stores.ledger.claim(campaign: running, run: run, limit: 100, lease: .seconds(60)).count == 15)
         }
     }
 

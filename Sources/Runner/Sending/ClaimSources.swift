@@ -16,7 +16,7 @@ extension ClaimedRefresh: ClaimedItem {
 /// A campaign's deliveries, claimed from its partition of the ledger under
 /// the run's lease.
 struct CampaignClaims: ClaimSource {
-    let store: CampaignStore
+    let ledger: DeliveryLedger
     let db: DatabaseRetry
     let prepared: PreparedCampaign
     let runID: Int64
@@ -26,9 +26,9 @@ struct CampaignClaims: ClaimSource {
     let snapshotting: SnapshotWriting?
 
     func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedDelivery> {
-        let (store, campaign, run, limit, lease) = (store, prepared.campaign.id, runID, options.batchSize, options.lease)
+        let (ledger, campaign, run, limit, lease) = (ledger, prepared.campaign.id, runID, options.batchSize, options.lease)
         let answer = try await db("claim deliveries") {
-            try await store.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor)
+            try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor)
         }
         return ClaimBatch(items: answer.deliveries, end: answer.end, status: answer.status, runGone: answer.runGone)
     }
@@ -52,13 +52,13 @@ struct CampaignClaims: ClaimSource {
     }
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {
-        let (store, run, campaign) = (store, runID, prepared.campaign.id)
-        _ = try await db("record outcomes") { try await store.record(outcomes, run: run, campaign: campaign) }
+        let (ledger, run, campaign) = (ledger, runID, prepared.campaign.id)
+        _ = try await db("record outcomes") { try await ledger.record(outcomes, run: run, campaign: campaign) }
     }
 
     func nextDue() async throws -> Duration? {
-        let (store, campaign) = (store, prepared.campaign.id)
-        return try await db("find the next due delivery") { try await store.nextDue(campaign: campaign) }
+        let (ledger, campaign) = (ledger, prepared.campaign.id)
+        return try await db("find the next due delivery") { try await ledger.nextDue(campaign: campaign) }
     }
 
     var isExpired: Bool { prepared.campaign.expiresAt.map { $0 <= Date() } ?? false }
@@ -70,7 +70,7 @@ struct CampaignClaims: ClaimSource {
 struct RefreshClaims: ClaimSource {
     static let collapseID = "herald-config"
 
-    let store: CampaignStore
+    let ledger: DeliveryLedger
     let refreshes: ConfigRefreshStore
     let db: DatabaseRetry
     let runID: Int64
@@ -102,8 +102,8 @@ struct RefreshClaims: ClaimSource {
     }
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {
-        let (store, run) = (store, runID)
-        _ = try await db("record outcomes") { try await store.record(outcomes, run: run, campaign: nil) }
+        let (ledger, run) = (ledger, runID)
+        _ = try await db("record outcomes") { try await ledger.record(outcomes, run: run, campaign: nil) }
     }
 
     func nextDue() async throws -> Duration? {

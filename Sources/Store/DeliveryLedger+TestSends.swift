@@ -15,14 +15,7 @@ public enum TestSendRecipient: Sendable, Hashable {
 /// which belong to the campaign (their reply tokens work) but never count in
 /// its figures, never block its real delivery to the device and never count
 /// towards a frequency cap.
-extension CampaignStore {
-    /// The campaign's status as stored (including those a run never reads, such as `archived`).
-    public func storedStatus(_ id: Int64) async throws -> String? {
-        let rows = try await client.query("SELECT status FROM campaigns WHERE id = \(id)", logger: logger)
-        for try await s in rows.decode(String.self) { return s }
-        return nil
-    }
-
+extension DeliveryLedger {
     /// Records one test delivery of `campaign` per device of `recipient`
     /// (devices invalidated, or of users who opted out, excepted) and
     /// returns them to send. Each row is written as `failed` ("no answer
@@ -37,7 +30,7 @@ extension CampaignStore {
         case .device(let t): (token, user) = (t, nil)
         case .user(let u): (token, user) = (nil, u)
         }
-        try await ensurePartition(campaign: campaign)
+        try await AudienceStore(client: client, logger: logger).ensurePartition(campaign: campaign)
         let rows = try await client.query("""
             WITH ins AS (
                 INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before, variant)

@@ -1,0 +1,306 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+public struct SnapshotResult: Sendable, Hashable {
+    public var inserted: Int
+    public var queued: Int
+    public var skipped: Int
+    public var deferred: Int
+    /// Of `skipped`: devices without a key for the campaign's sealed fields.
+    public var skippedNoKey: Int = 0
+    /// Of `skipped`: users at their frequency cap.
+    public var skippedCapped: Int = 0
+    /// Per variant (name order), when the campaign has variants: the
+    /// devices assigned to it and how many of them are queued.
+    public var variants: [VariantCount] = []
+    /// False while slices of the audience remain to be written (Sql/0014).
+    public var complete = true
+
+    public init(inserted: Int = 0, queued: Int = 0, skipped: Int = 0, deferred: Int = 0,
+                skippedNoKey: Int = 0, skippedCapped: Int = 0, complete: Bool = true) {
+        self.inserted = inserted
+        self.queued = queued
+        self.skipped = skipped
+        self.deferred = deferred
+        self.skippedNoKey = skippedNoKey
+        self.skippedCapped = skippedCapped
+        self.complete = complete
+    }
+
+    /// Adds a later slice's counts.
+    public mutating func add(_ slice: SnapshotResult) {
+        inserted += slice.inserted
+        queued += slice.queued
+        skipped += slice.skipped
+        deferred += slice.deferred
+        skippedNoKey += slice.skippedNoKey
+        skippedCapped += slice.skippedCapped
+        for count in slice.variants {
+            if let i = variants.firstIndex(where: { $0.name == count.name }) {
+                variants[i].devices += count.devices
+                variants[i].queued += count.queued
+            } else {
+                variants.append(count)
+                variants.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            }
+        }
+        complete = slice.complete
+    }
+
+    public struct VariantCount: Sendable, Hashable {
+        public var name: String
+        public var devices: Int
+        public var queued: Int
+
+        public init(name: String, devices: Int, queued: Int) {
+            self.name = name
+            self.devices = devices
+            self.queued = queued
+        }
+    }
+}
+
+/// The audience snapshot: a campaign's delivery rows written set-based, in
+/// slices of device ids (Sql/0014), into its own ledger partition.
+public struct AudienceStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Writes the campaign's audience into `deliveries`, set-based. A
+    /// campaign is snapshotted once, whether it is due as `scheduled` or was
+    /// resumed as `running`; a device already in its ledger is left alone.
+    ///
+    /// With `start` (a run) the audience is written in slices of device ids
+    /// (Sql/0014), each in a transaction of its own, and this writes the
+    /// next slice only: the first moves the campaign to `running` and sets
+    /// `snapshot_at` (the variants are frozen from then on), each records
+    /// how far it got (`snapshot_through`), the last clears it. The result
+    /// says whether the snapshot is complete; the run sends the slices
+    /// written while it writes the next (`firstSlice` device ids first, then
+    /// each slice three times as large as all before it). Without `start`
+    /// (a dry run) the whole audience is written in one statement, and the
+    /// campaign stays as it was.
+    public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice) async throws -> SnapshotResult {
+        let c = due.campaign
+        let logger = self.logger
+        // Its partition first, in a transaction of its own (only for a
+        // campaign still to snapshot: one resumed after a prune has none).
+        for try await pending in try await client.query("""
+            SELECT (snapshot_at IS NULL OR snapshot_through IS NOT NULL) AND status IN ('scheduled', 'running')
+            FROM campaigns WHERE id = \(c.id)
+            """, logger: logger).decode(Bool.self) where pending {
+            if try await !ensurePartition(campaign: c.id) {
+                logger.warning("the campaign's ledger partition could not be made now (a lock was busy); its deliveries go to deliveries_default",
+                               metadata: ["campaign": "\(c.id)"])
+            }
+        }
+        let result = try await client.withTransaction(logger: logger) { conn -> (snapshot: SnapshotResult, analyze: Bool) in
+            let statusRows = try await conn.query("""
+                SELECT status, snapshot_at IS NULL, snapshot_through, (SELECT max(id) FROM devices)
+                FROM campaigns WHERE id = \(c.id) FOR UPDATE
+                """, logger: logger)
+            var status = ""
+            var fresh = false
+            var through: Int64?
+            var lastDevice: Int64 = 0
+            for try await (s, f, t, m) in statusRows.decode((String, Bool, Int64?, Int64?).self) {
+                (status, fresh, through, lastDevice) = (s, f, t, m ?? 0)
+            }
+            guard fresh || through != nil, status == "scheduled" || status == "running" else { return (SnapshotResult(), false) }
+            // This slice: the device ids after the cursor, `sliceGrowth`
+            // times as many as all before it (at least `firstSlice`); a dry
+            // run writes them all.
+            let low = through ?? 0
+            let grown = low.multipliedReportingOverflow(by: Self.sliceGrowth)
+            let step = max(firstSlice, grown.overflow ? .max : grown.partialValue, 1)
+            let high = start && low <= Int64.max - step ? low + step : Int64.max
+            let last = high >= lastDevice
+            // Rows of these devices already in the ledger (a dry run's, or
+            // written by hand) make the statement skip them; else it is a
+            // plain INSERT.
+            var written = false
+            for try await exists in try await conn.query("""
+                SELECT EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(c.id) AND kind = 'campaign'
+                                                       AND device_id > \(low) AND device_id <= \(high))
+                """, logger: logger).decode(Bool.self) { written = exists }
+            let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written)
+            var done = try await Self.insertAudience(query, on: conn, logger: logger)
+            done.complete = last
+            if start {
+                try await conn.query("""
+                    UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()),
+                        snapshot_at = coalesce(snapshot_at, now()),
+                        snapshot_through = \(last ? nil : high as Int64?)
+                    WHERE id = \(c.id)
+                    """, logger: logger)
+            }
+            // The claims are planned with statistics that know the campaign
+            // (PostgreSQL scales them to the partition's size as it grows):
+            // after a first slice that more will follow or that is large,
+            // and after a large last one.
+            let large = done.inserted >= Self.analyzeAfter
+            return (done, low == 0 ? large || (!last && done.inserted > 0) : last && large)
+        }
+        if result.analyze {
+            try await client.query("SELECT herald_ledger_analyze(\(c.id))", logger: logger)
+        }
+        return result.snapshot
+    }
+
+    /// Each next slice of a snapshot spans this many times the device ids
+    /// of all slices before it: 50,000, 200,000, 800,000 and 3,200,000 ids
+    /// (four statements for a million devices). Every slice reads its range
+    /// of devices and joins the users (a hash of them all, for a large
+    /// slice), so fewer slices cost less; measured on 1,000,000 devices,
+    /// doubling slices (six statements) took 7.8 s against 5.4 s for one.
+    static let sliceGrowth: Int64 = 3
+
+    /// The device ids of a run's first snapshot slice: about a second of
+    /// PostgreSQL's work here, after which sending starts.
+    public static let defaultFirstSlice: Int64 = 50_000
+
+    /// A snapshot of at least this many rows is followed by ANALYZE of the
+    /// campaign's ledger rows: the statistics the claims are planned with
+    /// must know the campaign (measured: a first claim planned on statistics
+    /// that did not took 33 s for 1,000 rows of a 200,000-row campaign).
+    static let analyzeAfter = 10_000
+
+    /// Gives the campaign a partition of the ledger of its own, when it has
+    /// none yet (Sql/0010, `herald_delivery_partition`), in a transaction of
+    /// its own: the partition is made with locks a run must not hold while
+    /// it writes. Returns false when the locks were busy and the campaign's
+    /// rows go to the DEFAULT partition instead (correct, slower to prune).
+    /// Throws for a campaign whose ledger was pruned.
+    @discardableResult
+    public func ensurePartition(campaign: Int64) async throws -> Bool {
+        let rows = try await client.query("SELECT herald_delivery_partition(\(campaign))", logger: logger)
+        for try await made in rows.decode(Bool.self) { return made }
+        return false
+    }
+
+    /// What `snapshot` would write for the campaign now, whatever its status
+    /// (a draft, a future campaign): the run's own statement, run in a
+    /// transaction that is always rolled back. Nothing is written (a
+    /// sequence may advance). Devices already in the campaign's ledger are
+    /// not counted again, as in a run.
+    public func previewSnapshot(_ due: DueCampaign) async throws -> SnapshotResult {
+        let query = try Self.snapshotQuery(due)
+        let logger = self.logger
+        return try await client.withConnection { conn in
+            try await conn.query("BEGIN", logger: logger)
+            do {
+                let result = try await Self.insertAudience(query, on: conn, logger: logger)
+                try await conn.query("ROLLBACK", logger: logger)
+                return result
+            } catch {
+                _ = try? await conn.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    private static func insertAudience(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> SnapshotResult {
+        var result = SnapshotResult()
+        for try await (n, q, s, d, k, f, names, devices, queued) in try await conn.query(query, logger: logger)
+            .decode((Int64, Int64, Int64, Int64, Int64, Int64, [String], [Int64], [Int64]).self) {
+            result = SnapshotResult(inserted: Int(n), queued: Int(q), skipped: Int(s), deferred: Int(d),
+                                    skippedNoKey: Int(k), skippedCapped: Int(f))
+            result.variants = zip(names, zip(devices, queued)).map {
+                SnapshotResult.VariantCount(name: $0.0, devices: Int($0.1.0), queued: Int($0.1.1))
+            }
+        }
+        return result
+    }
+
+    /// The statement that writes a campaign's audience into the ledger.
+    /// `skippingWritten` leaves out the devices the campaign's ledger has
+    /// already (`ON CONFLICT DO NOTHING`); without it the statement is a
+    /// plain INSERT, for a campaign that has none, which PostgreSQL writes
+    /// without a speculative insertion per row (measured, 200,000 rows:
+    /// 1.25 s and 1.21M WAL records with the conflict clause, 0.98 s and
+    /// 1.01M without).
+    /// `devices` bounds the device ids written (a slice: above its lower
+    /// bound, up to its upper one).
+    static func snapshotQuery(_ due: DueCampaign, devices: ClosedRange<Int64> = 0...Int64.max,
+                              skippingWritten: Bool = true) throws -> PostgresQuery {
+        let c = due.campaign
+        var binds = PostgresBindings(capacity: 16)
+        binds.append(c.id)
+        binds.append(c.hasSensitiveFields)
+        binds.append(c.frequencyCapped)
+        binds.append(c.quietHours)
+        // The variants in name order and where each one's buckets begin
+        // (empty: the campaign has none, deliveries carry no variant).
+        binds.append(c.variants.map(\.name))
+        binds.append(c.variantLowerBounds.map { Int32($0) })
+        binds.append(devices.lowerBound)
+        binds.append(devices.upperBound)
+        // The segment's condition is compiled for this statement: its binds
+        // follow the eight above, and it names devices `dv` and users `u`.
+        let segment: CompiledSegment
+        do {
+            segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
+                .compile(due.segmentRule)
+        } catch {
+            throw CampaignProblem("\(due.segmentName.map { "segment \"\($0)\"" } ?? "segment"): \(error.description)")
+        }
+        binds.append(segment: segment)
+        let sql = """
+            WITH capped AS (
+                SELECT d.user_id FROM deliveries d, settings st
+                WHERE $3 AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
+                  -- The campaigns that may have sent within the window (not
+                  -- those that ended before it): the ledger partitions to read.
+                  AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
+                                                 WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
+                GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
+            ), ins AS (
+                INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
+                SELECT $1, dv.id, u.id,
+                       CASE WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
+                            WHEN cp.user_id IS NOT NULL THEN 'skipped'
+                            ELSE 'queued' END,
+                       CASE WHEN $4 THEN herald_quiet_until(u.time_zone, now(), st.quiet_hours_start, st.quiet_hours_end)
+                            ELSE now() END,
+                       CASE WHEN $2 AND dv.public_key IS NULL THEN 'device has no registered key for the sealed fields'
+                            WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached' END,
+                       CASE WHEN cardinality($5::text[]) > 0
+                            THEN ($5::text[])[width_bucket(herald_variant_bucket($1, dv.id), $6::int4[])] END
+                FROM devices dv
+                JOIN users u ON u.id = dv.user_id
+                CROSS JOIN settings st
+                LEFT JOIN capped cp ON cp.user_id = u.id
+                WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+                  AND dv.id > $7 AND dv.id <= $8
+                  AND (\(segment.sql))
+                \(skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "")
+                RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped, variant
+            ), by_variant AS (
+                SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status = 'queued') AS queued
+                FROM ins WHERE variant IS NOT NULL GROUP BY variant
+            ), ids AS (
+                -- For the reply intake's lookup by delivery id (Sql/0010).
+                INSERT INTO delivery_id_ranges (campaign_id, ids)
+                SELECT $1, int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
+            )
+            SELECT count(*)::bigint,
+                   count(*) FILTER (WHERE status = 'queued')::bigint,
+                   count(*) FILTER (WHERE status = 'skipped')::bigint,
+                   count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
+                   count(*) FILTER (WHERE status = 'skipped' AND NOT capped)::bigint,
+                   count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint,
+                   coalesce((SELECT array_agg(variant ORDER BY variant COLLATE "C") FROM by_variant), '{}')::text[],
+                   coalesce((SELECT array_agg(devices ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[],
+                   coalesce((SELECT array_agg(queued ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[]
+            FROM ins
+            """
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+}

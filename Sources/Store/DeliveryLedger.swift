@@ -1,0 +1,354 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+/// A claimed delivery: who it goes to and what APNs id it carries.
+public struct ClaimedDelivery: Sendable, Hashable {
+    public var target: DeliveryTarget
+    public var deviceID: Int64
+    /// Attempts recorded before this claim (the retry backoff grows with them).
+    public var attempts: Int = 0
+}
+
+/// What a claim found: the rows claimed, where the next claim reads on, the
+/// campaign's status when none was claimed, and whether the run is still live.
+public struct ClaimAnswer: Sendable, Hashable {
+    public var deliveries: [ClaimedDelivery]
+    /// The last row the claim read: the next one reads on from there.
+    public var end: Int64
+    /// The campaign's status, read when nothing was claimed (a pause or cancel shows here).
+    public var status: CampaignStatus?
+    /// Another run declared this one gone: it must stop.
+    public var runGone: Bool
+}
+
+/// What one claim read and took: the rows claimed, the last row of the
+/// window it read (where the next claim reads on) and whether the window
+/// was full (more rows may follow).
+public struct ClaimWindow: Sendable, Hashable {
+    public var deliveries: [ClaimedDelivery]
+    public var end: Int64
+    public var full: Bool
+    /// False when the run is no longer `running`: another run declared it
+    /// gone (its process seemed to have ended, or it stopped renewing). It
+    /// claims nothing more and must stop: its deliveries are another's now.
+    public var runLive: Bool
+
+    public init(deliveries: [ClaimedDelivery], end: Int64, full: Bool, runLive: Bool = true) {
+        self.deliveries = deliveries
+        self.end = end
+        self.full = full
+        self.runLive = runLive
+    }
+}
+
+/// What became of one delivery, to be written with others in one statement.
+public struct DeliveryOutcome: Sendable, Hashable {
+    public enum Status: String, Sendable {
+        case sent, invalid, failed, skipped
+        /// Given back unsent: queued again as it was (after `delay`).
+        case queued
+        /// A transient answer (429, 5xx, a lost connection, a timeout):
+        /// queued again after `delay`, the run's backoff.
+        case retry
+    }
+
+    public var deliveryID: Int64
+    public var deviceID: Int64
+    public var status: Status
+    public var error: String?
+    public var attempts: Int
+    /// For `invalid`: when APNs says the token stopped being valid.
+    public var invalidSince: Date?
+    /// For `queued` and `retry`: the least wait before it is claimed again, in seconds.
+    public var delay: Double
+
+    public init(deliveryID: Int64, deviceID: Int64, status: Status, error: String? = nil,
+                attempts: Int = 1, invalidSince: Date? = nil, delay: Double = 0) {
+        self.deliveryID = deliveryID
+        self.deviceID = deviceID
+        self.status = status
+        self.error = error
+        self.attempts = attempts
+        self.invalidSince = invalidSince
+        self.delay = delay
+    }
+}
+
+/// The delivery ledger's claims and outcomes. Work is claimed through
+/// PostgreSQL (`FOR UPDATE SKIP LOCKED`), never through process memory, so
+/// any number of runs may overlap without sending a delivery twice.
+public struct DeliveryLedger: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Queued deliveries after `afterID`, read only (the dry run).
+    public func peekQueued(campaign: Int64, afterID: Int64, limit: Int) async throws -> [ClaimedDelivery] {
+        let rows = try await client.query("""
+            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id, d.variant
+            FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
+            WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
+            ORDER BY d.id LIMIT \(limit)
+            """, logger: logger)
+        return try await Self.claimed(rows)
+    }
+
+    /// Claims deliverable rows for `run` among the next `limit` rows of the
+    /// campaign after `after` (in ledger order, whatever their status: a
+    /// window the planner reads in index order, whatever the statistics say
+    /// of statuses). They become `in_flight`, owned by `run` while its lease
+    /// (`runs.lease_expires_at`, renewed by the run and by each of its
+    /// claims) holds, and no other run takes them before. Queued rows whose
+    /// `not_before` has come, and in-flight rows of a run that is no longer
+    /// running or whose lease lapsed, are claimable. Rows whose device was
+    /// invalidated or deleted, or whose user opted out, since the snapshot
+    /// are skipped. Nothing is claimed unless the campaign is running (a
+    /// pause or cancel wins).
+    ///
+    /// A run passes the end of its previous window as `after`, so each claim
+    /// reads only rows it has not passed yet; rows given back behind it are
+    /// found with `firstClaimable`.
+    public func claimWindow(campaign: Int64, run: Int64, limit: Int, lease: Duration,
+                            after: Int64) async throws -> ClaimWindow {
+        let seconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            WITH live AS (
+                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds))),
+                    claimed_campaigns = CASE WHEN \(campaign) = ANY (claimed_campaigns) THEN claimed_campaigns
+                                             ELSE claimed_campaigns || \(campaign)::bigint END
+                WHERE id = \(run) AND status = 'running'
+                  AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running'))
+                RETURNING id
+            ), win AS MATERIALIZED (
+                SELECT d.id, d.status, d.not_before, d.claimed_by FROM deliveries d
+                WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
+                ORDER BY d.id LIMIT \(limit)
+            ), picked AS (
+                -- The window's claimable ids as an array: the ledger is read
+                -- by id (partitions have no unique index on id, and a join
+                -- with the window was planned as millions of rows).
+                SELECT d.id, d.device_id, d.user_id FROM deliveries d
+                WHERE d.campaign_id = \(campaign)
+                  AND d.id = ANY (ARRAY(SELECT w.id FROM win w WHERE \(unescaped: Self.claimable("w"))))
+                  -- Checked again on the row as it is once locked.
+                  AND \(unescaped: Self.claimable("d"))
+                  AND EXISTS (SELECT 1 FROM live)
+                FOR UPDATE OF d SKIP LOCKED
+            ), upd AS (
+                UPDATE deliveries d SET
+                    status = CASE WHEN dv.id IS NULL OR u.id IS NULL OR dv.invalidated_at IS NOT NULL
+                                       OR u.opted_out_at IS NOT NULL OR dv.user_id <> d.user_id
+                                  THEN 'skipped' ELSE 'in_flight' END,
+                    last_error = CASE WHEN dv.id IS NULL OR u.id IS NULL THEN 'device deleted'
+                                      WHEN dv.invalidated_at IS NOT NULL
+                                      THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
+                                      WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
+                                      -- The token was registered by another user since the snapshot.
+                                      WHEN dv.user_id <> d.user_id THEN 'device moved to another user'
+                                      ELSE d.last_error END,
+                    claimed_by = \(run),
+                    lease_expires_at = now() + make_interval(secs => \(seconds)),
+                    apns_id = coalesce(d.apns_id, gen_random_uuid()),
+                    updated_at = now()
+                FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
+                WHERE d.id = picked.id AND d.campaign_id = \(campaign)
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts
+            )
+            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts
+            FROM (SELECT max(id) AS last, count(*)::bigint AS n,
+                         EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
+            LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
+            ORDER BY c.id
+            """, logger: logger)
+        var window = ClaimWindow(deliveries: [], end: after, full: false)
+        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant, attempts) in rows.decode(
+            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?, Int32?).self) {
+            window.end = last ?? after
+            window.full = n >= limit
+            window.runLive = runLive
+            guard let id, let deviceID, let token, let env, let locale else { continue }
+            window.deliveries.append(ClaimedDelivery(
+                target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
+                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant),
+                deviceID: deviceID, attempts: Int(attempts ?? 0)))
+        }
+        return window
+    }
+
+    /// Whether the campaign of ledger row `alias` was cancelled (a row given
+    /// back is then cancelled, not queued).
+    static func campaignCancelled(_ alias: String) -> String {
+        "(SELECT c.status FROM campaigns c WHERE c.id = \(alias).campaign_id) = 'cancelled'"
+    }
+
+    /// The columns of ledger row `alias` given back unsent by a run that
+    /// stopped or is gone: queued again as it was, or cancelled with its campaign.
+    static func givenBack(_ alias: String) -> String {
+        """
+        status = CASE WHEN \(campaignCancelled(alias)) THEN 'cancelled' ELSE 'queued' END,
+        last_error = CASE WHEN \(campaignCancelled(alias)) THEN 'campaign cancelled' ELSE \(alias).last_error END,
+        claimed_by = NULL, lease_expires_at = NULL, updated_at = now()
+        """
+    }
+
+    /// When the ledger row `alias` may be claimed (by campaign claims and
+    /// config refresh claims alike): queued and due, or in flight for a run
+    /// that is no longer running or whose lease lapsed.
+    static func claimable(_ alias: String) -> String {
+        """
+        ((\(alias).status = 'queued' AND \(alias).not_before <= now())
+         OR (\(alias).status = 'in_flight' AND NOT EXISTS (
+                 SELECT 1 FROM runs r WHERE r.id = \(alias).claimed_by AND r.status = 'running'
+                                        AND r.lease_expires_at >= now())))
+        """
+    }
+
+    /// The first claimable row of the campaign after `after` (queued and
+    /// due, or held by a run that is gone), one read of the campaign's rows;
+    /// nil when there is none.
+    public func firstClaimable(campaign: Int64, after: Int64 = 0) async throws -> Int64? {
+        let rows = try await client.query("""
+            SELECT min(d.id) FROM deliveries d
+            WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
+              AND \(unescaped: Self.claimable("d"))
+            """, logger: logger)
+        for try await id in rows.decode(Int64?.self) { return id }
+        return nil
+    }
+
+    /// Claims the campaign's next claimable rows for `run` (at most `limit`),
+    /// reading on after `after`, the end of the previous claim (0: from the
+    /// campaign's first claimable row): windows of rows sent already
+    /// (another worker's) are read past, and rows given back behind the
+    /// cursor (a retry, a stopped run's) are found again. The one claim walk
+    /// of a run's sending session.
+    public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64) async throws -> ClaimAnswer {
+        func take(_ from: Int64) async throws -> ClaimWindow {
+            try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from)
+        }
+        var window = ClaimWindow(deliveries: [], end: after, full: false)
+        func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive }
+        if after > 0 {
+            window = try await take(after)
+        } else if let start = try await firstClaimable(campaign: campaign) {
+            window = try await take(start - 1)
+        }
+        while goOn() { window = try await take(window.end) }
+        if window.deliveries.isEmpty, window.runLive, after > 0, let behind = try await firstClaimable(campaign: campaign) {
+            window = try await take(behind - 1)
+            while goOn() { window = try await take(window.end) }
+        }
+        if !window.runLive { return ClaimAnswer(deliveries: [], end: window.end, status: nil, runGone: true) }
+        // Nothing claimable: a marketer's pause or cancel, or the end.
+        let status = window.deliveries.isEmpty ? try await CampaignStore(client: client, logger: logger).campaignStatus(campaign) : nil
+        return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status, runGone: false)
+    }
+
+    /// Claims up to `limit` of the campaign's claimable rows for `run`, from the first on.
+    public func claim(campaign: Int64, run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        try await claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: 0).deliveries
+    }
+
+    /// How long until the campaign's next queued delivery may be sent, when
+    /// one is queued at all (a backoff, quiet hours).
+    public func nextDue(campaign: Int64) async throws -> Duration? {
+        let rows = try await client.query("""
+            SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8
+            FROM deliveries WHERE campaign_id = \(campaign) AND status = 'queued'
+            HAVING count(*) > 0
+            """, logger: logger)
+        for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }
+        return nil
+    }
+
+    private static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {
+        var out: [ClaimedDelivery] = []
+        for try await (id, deviceID, token, env, locale, key, kid, apnsID, variant) in rows.decode(
+            (Int64, Int64, String, String, String, String?, String?, UUID?, String?).self) {
+            out.append(ClaimedDelivery(
+                target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
+                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant),
+                deviceID: deviceID))
+        }
+        return out
+    }
+
+    /// Writes a batch of `run`'s outcomes with one statement, and
+    /// invalidates the devices APNs said are gone with another. Fenced: an
+    /// outcome is written only while `run` still holds the delivery (its
+    /// lease was not taken over). A delivery given back (`queued`, `retry`)
+    /// of a campaign cancelled meanwhile is cancelled. Returns how many
+    /// outcomes were written.
+    ///
+    /// The outcomes are of deliveries of `campaign` (nil: config refresh
+    /// pushes), which lets the statement read that campaign's partition of
+    /// the ledger only (Sql/0010); an outcome of another campaign is not
+    /// written.
+    @discardableResult
+    public func record(_ outcomes: [DeliveryOutcome], run: Int64, campaign: Int64?) async throws -> Int {
+        guard !outcomes.isEmpty else { return 0 }
+        let ids = outcomes.map(\.deliveryID)
+        let statuses = outcomes.map(\.status.rawValue)
+        let errors = outcomes.map { $0.error ?? "" }
+        let attempts = outcomes.map { Int32(clamping: $0.attempts) }
+        let delays = outcomes.map(\.delay)
+        let rows = try await client.query("""
+            WITH o AS (
+                SELECT * FROM unnest(\(ids)::bigint[], \(statuses)::text[], \(errors)::text[], \(attempts)::int4[], \(delays)::float8[])
+                    AS o(id, status, error, attempts, delay)
+            ), w AS (
+                UPDATE deliveries AS d SET
+                    status = CASE WHEN o.status NOT IN ('queued', 'retry') THEN o.status
+                                  WHEN \(unescaped: Self.campaignCancelled("d")) THEN 'cancelled'
+                                  ELSE 'queued' END,
+                    last_error = CASE WHEN o.status IN ('queued', 'retry') AND \(unescaped: Self.campaignCancelled("d")) THEN 'campaign cancelled'
+                                      WHEN o.status = 'queued' AND o.error = '' THEN d.last_error
+                                      ELSE nullif(o.error, '') END,
+                    attempts = d.attempts + o.attempts,
+                    -- The wait was decided by the run's DeliveryPolicy; SQL only stores it.
+                    not_before = CASE WHEN o.status IN ('queued', 'retry')
+                                      THEN greatest(d.not_before, now() + make_interval(secs => o.delay))
+                                      ELSE d.not_before END,
+                    sent_at = CASE WHEN o.status = 'sent' THEN now() ELSE d.sent_at END,
+                    claimed_by = CASE WHEN o.status IN ('queued', 'retry') THEN NULL ELSE d.claimed_by END,
+                    refresh_open = CASE WHEN o.status IN ('queued', 'retry') THEN d.refresh_open END,
+                    lease_expires_at = NULL,
+                    updated_at = now()
+                FROM o
+                -- IS NOT DISTINCT FROM keeps the planner on the ids: a run's id
+                -- is always new to the statistics, and reading all its rows
+                -- through deliveries_claimed grows with every write.
+                WHERE \(unescaped: campaign.map { "d.campaign_id = \($0)" } ?? "d.campaign_id IS NULL")
+                  AND d.id = o.id AND d.claimed_by IS NOT DISTINCT FROM \(run) AND d.status = 'in_flight'
+                RETURNING d.id
+            )
+            SELECT count(*)::bigint FROM w
+            """, logger: logger)
+        var written = 0
+        for try await n in rows.decode(Int64.self) { written = Int(n) }
+        if written < outcomes.count {
+            logger.warning("outcomes of deliveries this run no longer holds were not written", metadata: [
+                "run": "\(run)", "outcomes": "\(outcomes.count)", "written": "\(written)",
+            ])
+        }
+        let invalid = outcomes.filter { $0.status == .invalid }
+        if !invalid.isEmpty {
+            let devices = invalid.map(\.deviceID)
+            let reasons = invalid.map { $0.error ?? "invalid" }
+            let since = invalid.map { ($0.invalidSince ?? Date()).timeIntervalSince1970 }
+            try await client.query("""
+                UPDATE devices AS dv SET invalidated_at = to_timestamp(o.since), invalid_reason = o.reason
+                FROM unnest(\(devices)::bigint[], \(reasons)::text[], \(since)::float8[]) AS o(id, reason, since)
+                WHERE dv.id = o.id AND dv.invalidated_at IS NULL
+                  AND (dv.registered_at IS NULL OR dv.registered_at <= to_timestamp(o.since))
+                """, logger: logger)
+        }
+        return written
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import HeraldCore
+import Logging
+import PostgresNIO
+
+public struct RunFigures: Sendable, Hashable {
+    public var campaigns = 0
+    public var targeted = 0
+    public var sent = 0
+    public var invalid = 0
+    public var failed = 0
+    public var retried = 0
+    public var skipped = 0
+    public var expired = 0
+    /// Deliveries given back to the queue: transient answers, unsent claims.
+    public var requeued = 0
+
+    public init() {}
+}
+
+/// Runs and their leases: a run's row holds the one lease of every delivery
+/// it claimed (`runs.lease_expires_at`), renewed while it lives; a run that
+/// stops renewing, or whose process is gone, gives its claims back.
+public struct RunStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public func beginRun(host: String, pid: Int32, dryRun: Bool, lease: Duration = .seconds(300)) async throws -> Int64 {
+        let seconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            INSERT INTO runs (host, pid, dry_run, heartbeat_at, lease_expires_at)
+            VALUES (\(host), \(pid), \(dryRun), now(), now() + make_interval(secs => \(seconds))) RETURNING id
+            """, logger: logger)
+        for try await id in rows.decode(Int64.self) { return id }
+        throw StoreError.database("could not record the run")
+    }
+
+    /// How a run ended, in `runs.status`.
+    public enum RunEnd: String, Sendable {
+        /// Everything due was done.
+        case succeeded
+        /// Stopped early (an outage, a stop signal); the next run continues.
+        case stopped
+        /// Stopped by an error a person must look at.
+        case failed
+    }
+
+    /// Writes the run's figures and gives back whatever it still holds in
+    /// flight (nothing, normally): queued again, or cancelled when its
+    /// campaign was cancelled. A run another run declared gone (its leases
+    /// expired) keeps that verdict. Returns how many deliveries were given back.
+    @discardableResult
+    public func finishRun(_ id: Int64, figures f: RunFigures, end: RunEnd, error: String?) async throws -> Int {
+        let held = try await claimedPartitions(of: [id])
+        let rows = try await client.query("""
+            WITH back AS (
+                UPDATE deliveries d SET \(unescaped: DeliveryLedger.givenBack("d"))
+                WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
+                  AND d.claimed_by = \(id) AND d.status = 'in_flight'
+                RETURNING d.id
+            ), run AS (
+                UPDATE runs SET finished_at = now(), status = \(end.rawValue), error = \(error),
+                    campaigns = \(f.campaigns), targeted = \(f.targeted), sent = \(f.sent), invalid = \(f.invalid),
+                    failed = \(f.failed), retried = \(f.retried), skipped = \(f.skipped), expired = \(f.expired),
+                    requeued = \(f.requeued) + (SELECT count(*) FROM back)
+                WHERE id = \(id) AND status = 'running'
+                RETURNING id
+            )
+            SELECT (SELECT count(*) FROM back)::bigint, (SELECT count(*) FROM run)::bigint
+            """, logger: logger)
+        for try await (back, _) in rows.decode((Int64, Int64).self) { return Int(back) }
+        return 0
+    }
+
+    /// The ledger partitions where `runs` may hold deliveries in flight:
+    /// the campaigns their claims recorded (`runs.claimed_campaigns`) and
+    /// the config refresh pushes' rows (`claimed_refreshes`). Statements
+    /// that look for a run's in-flight rows name these, as binds that
+    /// PostgreSQL prunes the other partitions with when it plans the
+    /// statement (Sql/0012: no index names `claimed_by`, so that a claim is
+    /// a HOT update).
+    struct ClaimedPartitions {
+        var campaigns: [Int64] = []
+        var refreshes = false
+    }
+
+    func claimedPartitions(of runs: [Int64], orLapsedAfter lease: Duration? = nil, besides current: Int64 = 0) async throws -> ClaimedPartitions {
+        let seconds = lease.map { Double($0.components.seconds) } ?? -1
+        let rows = try await client.query("""
+            SELECT coalesce(array_agg(DISTINCT c.id) FILTER (WHERE c.id IS NOT NULL), '{}'), coalesce(bool_or(r.claimed_refreshes), false)
+            FROM runs r LEFT JOIN LATERAL unnest(r.claimed_campaigns) AS c(id) ON true
+            WHERE r.id = ANY(\(runs)::bigint[])
+               OR (\(seconds) >= 0 AND r.status = 'running' AND r.id <> \(current) AND NOT r.dry_run
+                   AND coalesce(r.heartbeat_at, r.started_at) < now() - make_interval(secs => \(seconds)))
+            """, logger: logger)
+        var held = ClaimedPartitions()
+        for try await (campaigns, refreshes) in rows.decode(([Int64], Bool).self) {
+            held = ClaimedPartitions(campaigns: campaigns, refreshes: refreshes)
+        }
+        return held
+    }
+
+    /// Renews the lease of every delivery `run` holds — one row, the run's
+    /// (`runs.lease_expires_at`) — and its heartbeat. False when the run is
+    /// no longer running (another run declared it gone).
+    @discardableResult
+    public func renewLeases(run: Int64, lease: Duration) async throws -> Bool {
+        let seconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            UPDATE runs SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => \(seconds))
+            WHERE id = \(run) AND status = 'running' RETURNING 1
+            """, logger: logger)
+        for try await _ in rows.decode(Int32.self) { return true }
+        return false
+    }
+
+    /// Runs still marked running, for the liveness check of `recoverAbandoned`.
+    public func otherLiveRuns(than run: Int64) async throws -> [(id: Int64, host: String, pid: Int32)] {
+        let rows = try await client.query("""
+            SELECT id, host, pid FROM runs WHERE status = 'running' AND id <> \(run) AND NOT dry_run
+            """, logger: logger)
+        var out: [(id: Int64, host: String, pid: Int32)] = []
+        for try await (id, host, pid) in rows.decode((Int64, String, Int32).self) { out.append((id, host, pid)) }
+        return out
+    }
+
+    /// Runs that stopped renewing for a whole lease (crashed, hung, cut off
+    /// from the database), and `deadRuns` (runs known to be gone: their
+    /// process no longer exists), are marked failed, and the deliveries they
+    /// held go back to the queue. (A claim also takes over the deliveries of
+    /// a run whose lease lapsed, without waiting for this.)
+    public func recoverAbandoned(currentRun: Int64, deadRuns: [Int64], lease: Duration) async throws -> Int {
+        let seconds = Double(lease.components.seconds)
+        let held = try await claimedPartitions(of: deadRuns, orLapsedAfter: lease, besides: currentRun)
+        let rows = try await client.query("""
+            WITH mark AS (
+                UPDATE runs SET status = 'failed', finished_at = now(),
+                    error = coalesce(error, 'the run stopped before finishing; its in-flight deliveries were requeued')
+                WHERE status = 'running' AND id <> \(currentRun) AND NOT dry_run
+                  AND (id = ANY(\(deadRuns)::bigint[])
+                       OR coalesce(heartbeat_at, started_at) < now() - make_interval(secs => \(seconds)))
+                RETURNING id
+            ), requeued AS (
+                UPDATE deliveries d SET \(unescaped: DeliveryLedger.givenBack("d"))
+                WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
+                  AND d.claimed_by IN (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[]))
+                  AND d.status = 'in_flight'
+                RETURNING d.id
+            )
+            SELECT count(*)::bigint FROM requeued
+            """, logger: logger)
+        for try await n in rows.decode(Int64.self) { return Int(n) }
+        return 0
+    }
+}

@@ -1,0 +1,19 @@
+import Logging
+import PostgresNIO
+
+/// The stores a batch run works with, one per aggregate, on one client.
+public struct RunStores: Sendable {
+    public let runs: RunStore
+    public let campaigns: CampaignStore
+    public let audience: AudienceStore
+    public let ledger: DeliveryLedger
+
+    public init(client: PostgresClient, logger: Logger) {
+        runs = RunStore(client: client, logger: logger)
+        campaigns = CampaignStore(client: client, logger: logger)
+        audience = AudienceStore(client: client, logger: logger)
+        ledger = DeliveryLedger(client: client, logger: logger)
+    }
+
+    public var client: PostgresClient { ledger.client }
+}
