@@ -95,6 +95,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The analysts' report, read from the analyst views and rendered as text or one HTML page.
+        .target(
+            name: "Reporting",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The batch run: due campaigns → snapshot → payloads → send → ledger.
         .target(
             name: "Runner",
@@ -143,7 +151,7 @@ let package = Package(
         .target(
             name: "Demo",
             dependencies: [
-                "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake",
+                "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Reporting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -154,7 +162,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle",
+                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle", "Reporting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -174,6 +182,10 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The A/B transport on swift-nio-http2 (herald-bench --transport nio-http2).
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // Shared by the test targets: a throwaway database per test, the simulator.
@@ -228,9 +240,13 @@ let package = Package(
             dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
+            name: "ReportingTests",
+            dependencies: ["Reporting", "Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
+        .testTarget(
             name: "RunnerTests",
             dependencies: [
-                "Runner", "TestSupport", "APNs", "APNsSimulator",
+                "Runner", "Reporting", "TestSupport", "APNs", "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

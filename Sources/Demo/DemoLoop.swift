@@ -10,6 +10,7 @@ import PostgresNIO
 import ReplyIntake
 import Runner
 import ServiceLifecycle
+import Reporting
 import Store
 
 /// The whole loop on one machine: campaigns in PostgreSQL → the batch run →

@@ -3,6 +3,7 @@ import Demo
 import Foundation
 import HeraldCore
 import Runner
+import Reporting
 import Store
 
 struct DemoCommand: AsyncParsableCommand {

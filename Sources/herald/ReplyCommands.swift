@@ -7,6 +7,7 @@ import Observability
 import ReplyIntake
 import Runner
 import ServiceLifecycle
+import Reporting
 import Store
 
 /// The reply secret is required wherever tokens are made or checked.

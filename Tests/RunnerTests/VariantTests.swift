@@ -5,6 +5,7 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Runner
+import Reporting
 import Store
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Reporting
 import Store
 import Testing
 import TestSupport

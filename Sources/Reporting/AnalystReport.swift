@@ -1,0 +1,137 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The analyst views read back for a person: `herald report` (text or
+/// HTML), the end of the demo. Reads the analyst views only (so a member of
+/// `herald_analyst` can make it), one query per view for every campaign.
+public struct AnalystReport: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The report's figures: every campaign, or only `campaign`; at most
+    /// `feedbackLimit` typed answers per campaign, newest first.
+    public func data(campaign: Int64? = nil, feedbackLimit: Int = 500, now: Date = Date()) async throws -> ReportData {
+        var campaigns: [ReportData.Campaign] = []
+        let funnel = try await client.query("""
+            SELECT campaign_id, name, kind, status, failure_reason, send_at, targeted, sent, invalid, failed,
+                   expired, skipped, cancelled, queued + in_flight, replies, responding_devices,
+                   response_rate_pct::float8
+            FROM analyst.campaign_funnel
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id
+            """, logger: logger)
+        for try await row in funnel {
+            let r = row.makeRandomAccess()
+            var c = ReportData.Campaign(
+                id: try r[0].decode(Int64.self), name: try r[1].decode(String.self),
+                kind: try r[2].decode(String.self), status: try r[3].decode(String.self))
+            c.failureReason = try r[4].decode(String?.self)
+            c.sendAt = try r[5].decode(Date?.self)
+            c.targeted = try r[6].decode(Int64.self)
+            c.sent = try r[7].decode(Int64.self)
+            c.invalid = try r[8].decode(Int64.self)
+            c.failed = try r[9].decode(Int64.self)
+            c.expired = try r[10].decode(Int64.self)
+            c.skipped = try r[11].decode(Int64.self)
+            c.cancelled = try r[12].decode(Int64.self)
+            c.pending = try r[13].decode(Int64.self)
+            c.replies = try r[14].decode(Int64.self)
+            c.respondingDevices = try r[15].decode(Int64.self)
+            c.responseRatePct = try r[16].decode(Double?.self)
+            campaigns.append(c)
+        }
+        guard !campaigns.isEmpty else { return ReportData(generatedAt: now, campaigns: []) }
+        var index: [Int64: Int] = [:]
+        for (i, c) in campaigns.enumerated() { index[c.id] = i }
+
+        for try await (id, action, title, n, share) in try await client.query("""
+            SELECT campaign_id, action, coalesce(action_title, action), replies, share_pct::float8
+            FROM analyst.action_breakdown
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id, replies DESC, action
+            """, logger: logger).decode((Int64, String, String, Int64, Double).self) {
+            guard let i = index[id] else { continue }
+            campaigns[i].actions.append(.init(action: action, title: title, replies: n, sharePct: share))
+        }
+        for try await (id, minute, n) in try await client.query("""
+            SELECT campaign_id, minute_utc, sum(replies)::bigint FROM analyst.replies_over_time
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            GROUP BY campaign_id, minute_utc ORDER BY campaign_id, minute_utc
+            """, logger: logger).decode((Int64, Date, Int64).self) {
+            guard let i = index[id] else { continue }
+            campaigns[i].timeline.append(.init(minute: minute, replies: n))
+        }
+        for try await (id, text, locale, at, total) in try await client.query("""
+            SELECT campaign_id, text, locale, occurred_at, total FROM (
+                SELECT campaign_id, text, locale, occurred_at,
+                       row_number() OVER (PARTITION BY campaign_id ORDER BY occurred_at DESC, text) AS n,
+                       count(*) OVER (PARTITION BY campaign_id) AS total
+                FROM analyst.feedback_text
+                WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)) f
+            WHERE n <= \(feedbackLimit)
+            ORDER BY campaign_id, n
+            """, logger: logger).decode((Int64, String, String, Date, Int64).self) {
+            guard let i = index[id] else { continue }
+            campaigns[i].feedback.append(.init(text: text, locale: locale, occurredAt: at))
+            campaigns[i].feedbackTotal = total
+        }
+        for (id, variants) in try await variantsByCampaign(campaign) {
+            guard let i = index[id] else { continue }
+            campaigns[i].variants = variants
+        }
+        return ReportData(generatedAt: now, campaigns: campaigns)
+    }
+
+    /// A campaign's variants side by side, baseline first.
+    public func variants(campaign id: Int64) async throws -> [ReportData.Variant] {
+        try await variantsByCampaign(id)[id] ?? []
+    }
+
+    /// The variants of every campaign (or only `campaign`), from
+    /// `analyst.variant_comparison` and `analyst.variant_actions`.
+    private func variantsByCampaign(_ campaign: Int64?) async throws -> [Int64: [ReportData.Variant]] {
+        var out: [Int64: [ReportData.Variant]] = [:]
+        let rows = try await client.query("""
+            SELECT campaign_id, variant, position, variants, share_pct, targeted, targeted_pct::float8, sent, replies,
+                   responding_devices, opened, dismissed, typed_answers, response_rate_pct::float8, baseline, z, p_value
+            FROM analyst.variant_comparison
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id, position
+            """, logger: logger)
+        for try await row in rows {
+            let r = row.makeRandomAccess()
+            var v = ReportData.Variant(name: try r[1].decode(String.self), position: try r[2].decode(Int64.self),
+                                       variants: try r[3].decode(Int64.self), sharePct: try r[4].decode(Int32.self),
+                                       baseline: try r[14].decode(String.self))
+            v.targeted = try r[5].decode(Int64.self)
+            v.targetedPct = try r[6].decode(Double?.self)
+            v.sent = try r[7].decode(Int64.self)
+            v.replies = try r[8].decode(Int64.self)
+            v.respondingDevices = try r[9].decode(Int64.self)
+            v.opened = try r[10].decode(Int64.self)
+            v.dismissed = try r[11].decode(Int64.self)
+            v.typedAnswers = try r[12].decode(Int64.self)
+            v.responseRatePct = try r[13].decode(Double?.self)
+            v.z = try r[15].decode(Double?.self)
+            v.pValue = try r[16].decode(Double?.self)
+            out[try r[0].decode(Int64.self), default: []].append(v)
+        }
+        guard !out.isEmpty else { return out }
+        for try await (id, variant, action, title, n, share) in try await client.query("""
+            SELECT campaign_id, variant, action, coalesce(action_title, action), replies, share_pct::float8
+            FROM analyst.variant_actions
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id, variant, replies DESC, action
+            """, logger: logger).decode((Int64, String, String, String, Int64, Double).self) {
+            guard let i = out[id]?.firstIndex(where: { $0.name == variant }) else { continue }
+            out[id]?[i].actions.append(.init(action: action, title: title, replies: n, sharePct: share))
+        }
+        return out
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+
+/// What the analysts' HTML report shows, read from the analyst views only (so
+/// a member of `herald_analyst` can make it).
+public struct ReportData: Sendable {
+    public struct Action: Sendable, Equatable {
+        public var action: String
+        public var title: String
+        public var replies: Int64
+        public var sharePct: Double
+
+        public init(action: String, title: String, replies: Int64, sharePct: Double) {
+            self.action = action
+            self.title = title
+            self.replies = replies
+            self.sharePct = sharePct
+        }
+    }
+
+    /// Replies that users gave in one minute (UTC).
+    public struct Bucket: Sendable, Equatable {
+        public var minute: Date
+        public var replies: Int64
+
+        public init(minute: Date, replies: Int64) {
+            self.minute = minute
+            self.replies = replies
+        }
+    }
+
+    public struct Feedback: Sendable, Equatable {
+        public var text: String
+        public var locale: String
+        public var occurredAt: Date
+
+        public init(text: String, locale: String, occurredAt: Date) {
+            self.text = text
+            self.locale = locale
+            self.occurredAt = occurredAt
+        }
+    }
+
+    /// One A/B variant of a campaign, from `analyst.variant_comparison` and
+    /// `analyst.variant_actions`.
+    public struct Variant: Sendable, Equatable {
+        public var name: String
+        /// 1 for the baseline (the first by name).
+        public var position: Int64
+        /// How many variants the campaign has.
+        public var variants: Int64
+        public var sharePct: Int32
+        public var targeted: Int64 = 0
+        /// The share of the campaign's targeted devices it actually got.
+        public var targetedPct: Double?
+        public var sent: Int64 = 0
+        public var replies: Int64 = 0
+        public var respondingDevices: Int64 = 0
+        public var opened: Int64 = 0
+        public var dismissed: Int64 = 0
+        public var typedAnswers: Int64 = 0
+        public var responseRatePct: Double?
+        public var baseline: String
+        /// The two-proportion z statistic of its response rate against the baseline's.
+        public var z: Double?
+        /// Its two-sided p-value.
+        public var pValue: Double?
+        public var actions: [Action] = []
+
+        public init(name: String, position: Int64, variants: Int64, sharePct: Int32, baseline: String) {
+            self.name = name
+            self.position = position
+            self.variants = variants
+            self.sharePct = sharePct
+            self.baseline = baseline
+        }
+
+        /// The significance level each comparison is held to: 5%, split
+        /// between the comparisons with the baseline (Bonferroni), so that
+        /// with 3 or 4 variants one of them is not declared a winner by
+        /// chance alone.
+        public var alpha: Double { 0.05 / Double(max(variants - 1, 1)) }
+
+        /// The comparison with the baseline in plain words, for a person.
+        public var verdict: String {
+            if position == 1 { return "baseline: the others are compared with it" }
+            guard let p = pValue, let z else {
+                return sent == 0 ? "nothing sent yet" : "no comparison yet: too few sends or answers on one side"
+            }
+            let pText = Self.format(p: p)
+            if p < alpha {
+                return "significant (\(pText)): \(name) answers \(z > 0 ? "more" : "less") than \(baseline)"
+            }
+            return "not significant yet (\(pText))"
+        }
+
+        /// `p = 0.31`, `p = 0.012`, `p < 0.001`.
+        public static func format(p: Double) -> String {
+            if p < 0.001 { return "p < 0.001" }
+            return p >= 0.1 ? String(format: "p = %.2f", p) : String(format: "p = %.3f", p)
+        }
+    }
+
+    public struct Campaign: Sendable {
+        public var id: Int64
+        public var name: String
+        public var kind: String
+        public var status: String
+        public var failureReason: String?
+        public var sendAt: Date?
+        public var targeted: Int64 = 0
+        public var sent: Int64 = 0
+        public var invalid: Int64 = 0
+        public var failed: Int64 = 0
+        public var expired: Int64 = 0
+        public var skipped: Int64 = 0
+        public var cancelled: Int64 = 0
+        public var pending: Int64 = 0
+        public var replies: Int64 = 0
+        public var respondingDevices: Int64 = 0
+        public var responseRatePct: Double?
+        public var actions: [Action] = []
+        public var timeline: [Bucket] = []
+        /// The most recent typed answers, newest first, at most the loader's limit.
+        public var feedback: [Feedback] = []
+        /// How many typed answers there are in all.
+        public var feedbackTotal: Int64 = 0
+        /// Its A/B variants side by side (empty when it has none).
+        public var variants: [Variant] = []
+
+        public init(id: Int64, name: String, kind: String, status: String) {
+            self.id = id
+            self.name = name
+            self.kind = kind
+            self.status = status
+        }
+    }
+
+    public var generatedAt: Date
+    public var campaigns: [Campaign]
+
+    public init(generatedAt: Date, campaigns: [Campaign]) {
+        self.generatedAt = generatedAt
+        self.campaigns = campaigns
+    }
+}

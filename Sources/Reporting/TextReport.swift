@@ -1,0 +1,36 @@
+import Foundation
+
+extension AnalystReport {
+    /// The report as text for a terminal: one block per campaign (the
+    /// funnel, replies by action, the variants, a few typed answers).
+    public func render(campaign: Int64? = nil, samples: Int = 3) async throws -> String {
+        TextReport.text(try await data(campaign: campaign, feedbackLimit: samples))
+    }
+}
+
+/// Renders `ReportData` as text, one block per campaign.
+public enum TextReport {
+    public static func text(_ data: ReportData) -> String {
+        var out: [String] = []
+        for c in data.campaigns {
+            var line = "campaign \(c.id) \"\(c.name)\" [\(c.kind)] \(c.status)"
+            if let reason = c.failureReason, !reason.isEmpty { line += " (\(reason))" }
+            out.append(line)
+            out.append(String(format: "  targeted %d  sent %d  invalid %d  failed %d  expired %d  skipped %d  pending %d  replies %d from %d devices (%.1f%% of sent)",
+                              c.targeted, c.sent, c.invalid, c.failed, c.expired, c.skipped, c.pending, c.replies,
+                              c.respondingDevices, c.responseRatePct ?? 0))
+            let actions = c.actions.map { "\($0.title) \($0.replies) (" + String(format: "%.0f%%", $0.sharePct) + ")" }
+            if !actions.isEmpty { out.append("  by action: " + actions.joined(separator: ", ")) }
+            for v in c.variants {
+                let rate = v.responseRatePct.map { String(format: "%.1f%%", $0) } ?? "–"
+                var line = "  variant \(v.name) (\(v.sharePct)%): sent \(v.sent), answered \(v.respondingDevices) (\(rate)), opened \(v.opened)"
+                if v.position > 1, let z = v.z { line += "; vs \(v.baseline) " + String(format: "z = %.2f", z) }
+                line += ": \(v.verdict)"
+                out.append(line)
+            }
+            for f in c.feedback { out.append("  feedback [\(f.locale)]: \(f.text)") }
+        }
+        if data.campaigns.isEmpty { out.append("no campaigns") }
+        return out.joined(separator: "\n")
+    }
+}
