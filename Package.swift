@@ -103,11 +103,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The one typed configuration (the settings): every key, read from the environment over a TOML file.
+        .target(
+            name: "Settings",
+            dependencies: [
+                "HeraldCore", "Store", "APNs",
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The batch run: due campaigns → snapshot → payloads → send → ledger.
         .target(
             name: "Runner",
             dependencies: [
-                "HeraldCore", "Store", "APNs", "Lifecycle",
+                "HeraldCore", "Store", "APNs", "Lifecycle", "Settings",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -151,7 +160,7 @@ let package = Package(
         .target(
             name: "Demo",
             dependencies: [
-                "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Reporting",
+                "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Reporting", "Settings",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -162,7 +171,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle", "Reporting",
+                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle", "Reporting", "Settings",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -208,7 +217,7 @@ let package = Package(
         .testTarget(
             name: "DemoTests",
             dependencies: [
-                "Demo", "TestSupport", "Runner", "ReplyIntake", "ExtensionKit", "APNsSimulator",
+                "Demo", "TestSupport", "Runner", "Settings", "ReplyIntake", "ExtensionKit", "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -240,13 +249,20 @@ let package = Package(
             dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
+            name: "SettingsTests",
+            dependencies: [
+                "Settings", "Store", "HeraldCore", "APNs", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
             name: "ReportingTests",
             dependencies: ["Reporting", "Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
             name: "RunnerTests",
             dependencies: [
-                "Runner", "Reporting", "TestSupport", "APNs", "APNsSimulator",
+                "Runner", "Reporting", "Settings", "TestSupport", "APNs", "APNsSimulator",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -264,7 +280,7 @@ let package = Package(
         .testTarget(
             name: "ReplyIntakeTests",
             dependencies: [
-                "ReplyIntake", "TestSupport", "Runner",
+                "ReplyIntake", "TestSupport", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -276,7 +292,7 @@ let package = Package(
         .testTarget(
             name: "AbuseTests",
             dependencies: [
-                "ReplyIntake", "TestSupport", "Demo", "Runner", "Store", "HeraldCore", "ExtensionKit", "Observability",
+                "ReplyIntake", "TestSupport", "Demo", "Runner", "Settings", "Store", "HeraldCore", "ExtensionKit", "Observability",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,3 +1,4 @@
+import Settings
 import APNs
 import APNsSimulator
 import Crypto

@@ -1,3 +1,4 @@
+import Settings
 import APNs
 import ExtensionKit
 import Foundation
@@ -33,8 +34,9 @@ public struct HeraldJob: Sendable {
             // with two renewals of room.
             guard options.lease >= options.sendSpan + options.renewEvery * 2 else {
                 let need = (options.sendSpan + options.renewEvery * 2).components.seconds + 1
-                throw StoreError.configuration(
-                    "HERALD_LEASE_SECONDS (\(c.lease.components.seconds)) must be at least \(need): longer than one notification can take (APNS_MAX_ATTEMPTS × (APNS_TIMEOUT_SECONDS + backoff) + connect) plus two renewals")
+                throw ConfigurationError(
+                    "HERALD_LEASE_SECONDS (\(c.lease.components.seconds)) must be at least \(need): longer than one notification can take (APNS_MAX_ATTEMPTS × (APNS_TIMEOUT_SECONDS + backoff) + connect) plus two renewals",
+                    key: "HERALD_LEASE_SECONDS")
             }
         }
         return options
@@ -81,8 +83,9 @@ public struct HeraldJob: Sendable {
 
     func personalizer() throws -> any DeliveryPersonalizer {
         guard let secret = configuration.replySecret else {
-            throw StoreError.configuration(
-                "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE) is not set: every payload carries a reply token; make a secret with `herald keys reply-secret`")
+            throw ConfigurationError(
+                "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE) is not set: every payload carries a reply token; make a secret with `herald keys reply-secret`",
+                key: "HERALD_REPLY_SECRET")
         }
         return ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret))
     }

@@ -1,3 +1,4 @@
+import Settings
 import ArgumentParser
 import Foundation
 import Lifecycle
@@ -79,6 +80,7 @@ func readable(_ error: any Error) -> any Error {
     if error is ExitCode || error is CleanExit { return error }
     let text: String
     if let e = error as? StoreError { text = e.message }
+    else if let e = error as? ConfigurationError { text = e.message }
     else { text = StoreError.describe(error) }
     FileHandle.standardError.write(Data("herald: \(text)\n".utf8))
     return ExitCode.failure

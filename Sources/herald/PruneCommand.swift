@@ -1,3 +1,4 @@
+import Settings
 import ArgumentParser
 import Foundation
 import Runner

@@ -1,3 +1,4 @@
+import Settings
 import ArgumentParser
 import Foundation
 import HeraldCore
@@ -13,8 +14,9 @@ import Store
 /// The reply secret is required wherever tokens are made or checked.
 func requireReplySecret(_ config: HeraldConfiguration) throws -> ReplySecret {
     guard let secret = config.replySecret else {
-        throw StoreError.configuration(
-            "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE, or reply.secret or reply.secret_file in the configuration file) is not set; make one with `herald keys reply-secret`")
+        throw ConfigurationError(
+            "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE, or reply.secret or reply.secret_file in the configuration file) is not set; make one with `herald keys reply-secret`",
+            key: "HERALD_REPLY_SECRET")
     }
     return secret
 }

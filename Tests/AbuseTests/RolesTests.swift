@@ -1,3 +1,4 @@
+import Settings
 import Foundation
 import HeraldCore
 import Logging

@@ -1,3 +1,4 @@
+import Settings
 import Crypto
 import Demo
 import Foundation
@@ -89,13 +90,13 @@ struct SecretsTests {
         ])
         #expect(config.database.password == "s3cret-from-file")
         #expect(!config.description.contains("s3cret"))
-        #expect(throws: StoreError.self) {
+        #expect(throws: ConfigurationError.self) {
             try HeraldConfiguration(environment: [
                 "DATABASE_URL": "postgres://u:inline@127.0.0.1/herald", "DATABASE_PASSWORD_FILE": path,
                 "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
             ])
         }
-        #expect(throws: StoreError.self) {
+        #expect(throws: ConfigurationError.self) {
             try HeraldConfiguration(environment: [
                 "DATABASE_URL": "postgres://u@127.0.0.1/herald", "DATABASE_PASSWORD_FILE": path + ".missing",
                 "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,

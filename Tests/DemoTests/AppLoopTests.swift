@@ -1,3 +1,4 @@
+import Settings
 import APNs
 import APNsSimulator
 import Crypto
@@ -209,7 +210,7 @@ struct AppLoopTests {
                 "HERALD_CONFIG_REFRESH_LEAD_MINUTES": "120",
             ])
             #expect(config.configRefreshLeadMinutes == 120)
-            #expect(throws: StoreError.self) {
+            #expect(throws: ConfigurationError.self) {
                 try HeraldConfiguration(environment: [
                     "DATABASE_URL": "postgres://u@127.0.0.1/d", "HERALD_SQL_DIR": TestDatabase.sqlDirectory.path,
                     "HERALD_CONFIG_REFRESH_LEAD_MINUTES": "soon",

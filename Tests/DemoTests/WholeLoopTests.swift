@@ -1,3 +1,4 @@
+import Settings
 import Demo
 import Foundation
 import PostgresNIO

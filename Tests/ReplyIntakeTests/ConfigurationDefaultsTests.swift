@@ -1,5 +1,5 @@
+import Settings
 import ReplyIntake
-import Runner
 
 import Testing
 

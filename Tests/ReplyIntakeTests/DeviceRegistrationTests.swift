@@ -1,3 +1,4 @@
+import Settings
 import Crypto
 import Foundation
 import HeraldCore
@@ -6,7 +7,6 @@ import HummingbirdTesting
 import JWTKit
 import PostgresNIO
 import ReplyIntake
-import Runner
 import Store
 import Testing
 import TestSupport

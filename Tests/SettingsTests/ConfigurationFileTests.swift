@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldCore
-@testable import Runner
+@testable import Settings
 import Store
 import TestSupport
 import Testing

@@ -1,7 +1,7 @@
 import APNs
 import Crypto
 import Foundation
-@testable import Runner
+@testable import Settings
 import Testing
 
 @Suite("APNs settings from the environment")

@@ -14,8 +14,9 @@ enum APNsEnvironmentVariables {
     }
 
     static func configuration(_ source: ConfigurationSource, defaultTopic: String?) throws -> APNsConfiguration {
-        func missing(_ key: ConfigurationKey) -> StoreError {
-            .configuration("\(key.environment) is not set" + (key.fileKey.map { " (nor \($0) in a configuration file)" } ?? ""))
+        func missing(_ key: ConfigurationKey) -> ConfigurationError {
+            ConfigurationError("\(key.environment) is not set" + (key.fileKey.map { " (nor \($0) in a configuration file)" } ?? ""),
+                               key: key)
         }
         func required(_ key: ConfigurationKey) throws -> String {
             guard let value = source.text(key) else { throw missing(key) }
@@ -26,7 +27,7 @@ enum APNsEnvironmentVariables {
         do {
             key = try APNsSigningKey(pemPath: keyPath.text)
         } catch {
-            throw StoreError.configuration("\(keyPath.label): \(error)")
+            throw ConfigurationError("\(keyPath.label): \(error)", key: .apnsKeyPath)
         }
         let keyID = try required(.apnsKeyID)
         let teamID = try required(.apnsTeamID)

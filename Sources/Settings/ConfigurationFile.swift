@@ -26,24 +26,24 @@ public struct ConfigurationFile: Sendable {
     /// The secret keys the file holds (`database.url` only when it holds a password).
     public let secrets: [String]
 
-    public static func load(path: String) throws(StoreError) -> ConfigurationFile {
-        guard !path.isEmpty else { throw StoreError.configuration("the configuration file's path is empty") }
+    public static func load(path: String) throws(ConfigurationError) -> ConfigurationFile {
+        guard !path.isEmpty else { throw ConfigurationError("the configuration file's path is empty") }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw StoreError.configuration("configuration file \(path) does not exist")
+            throw ConfigurationError("configuration file \(path) does not exist")
         }
         guard !isDirectory.boolValue else {
-            throw StoreError.configuration("configuration file \(path) is a directory, not a file")
+            throw ConfigurationError("configuration file \(path) is a directory, not a file")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw StoreError.configuration("configuration file \(path) cannot be read (permissions?)")
+            throw ConfigurationError("configuration file \(path) cannot be read (permissions?)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw StoreError.configuration("configuration file \(path) is not UTF-8 text")
+            throw ConfigurationError("configuration file \(path) is not UTF-8 text")
         }
         let file = try parse(text, path: path)
         if !file.secrets.isEmpty, let mode = permissions(path), mode & 0o007 != 0 {
-            throw StoreError.configuration(
+            throw ConfigurationError(
                 "configuration file \(path) holds secrets (\(file.secrets.joined(separator: ", "))) and anyone on the machine may read it (mode \(String(mode & 0o777, radix: 8))); `chmod o-rwx \(path)`, or move the secrets to files (database.password_file, reply.secret_file)")
         }
         return file
@@ -60,7 +60,7 @@ public struct ConfigurationFile: Sendable {
     /// Reads TOML text (`path` only names it in messages). TOMLKit keeps
     /// the parsed table for the life of the process (it never frees one);
     /// a command reads one file once.
-    static func parse(_ text: String, path: String) throws(StoreError) -> ConfigurationFile {
+    static func parse(_ text: String, path: String) throws(ConfigurationError) -> ConfigurationFile {
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)
@@ -70,27 +70,27 @@ public struct ConfigurationFile: Sendable {
             // part of a secret, so only the position and the expectation are shown.
             var what = error.description
             if let saw = what.range(of: ", saw '") { what = String(what[..<saw.lowerBound]) }
-            throw StoreError.configuration(
+            throw ConfigurationError(
                 "configuration file \(path) is not valid TOML at line \(error.source.begin.line), column \(error.source.begin.column): \(what)")
         } catch {
-            throw StoreError.configuration("configuration file \(path) is not valid TOML")
+            throw ConfigurationError("configuration file \(path) is not valid TOML")
         }
         var values: [String: String] = [:]
         var secrets: [String] = []
         let known = ConfigurationKey.sections
         for (section, content) in table {
             guard known.contains(section) else {
-                throw StoreError.configuration(
+                throw ConfigurationError(
                     "configuration file \(path): unknown key \"\(section)\" (the tables are \(known.map { "[\($0)]" }.joined(separator: ", ")))")
             }
             guard let entries = content.table else {
-                throw StoreError.configuration(
+                throw ConfigurationError(
                     "configuration file \(path): \"\(section)\" must be a table ([\(section)]), not a \(content.type)")
             }
             for (name, value) in entries {
                 guard let key = ConfigurationKey.inFile(section: section, name: name) else {
                     let names = ConfigurationKey.all.filter { $0.section == section }.compactMap(\.name)
-                    throw StoreError.configuration(
+                    throw ConfigurationError(
                         "configuration file \(path): unknown key \"\(section).\(name)\" (the keys of [\(section)] are \(names.joined(separator: ", ")))")
                 }
                 let text = try Self.text(of: value, for: key, path: path)
@@ -104,9 +104,9 @@ public struct ConfigurationFile: Sendable {
     }
 
     /// The value as the environment would give it, refusing the wrong TOML type.
-    static func text(of value: any TOMLValueConvertible, for key: ConfigurationKey, path: String) throws(StoreError) -> String {
-        func wrongType(_ expected: String) -> StoreError {
-            .configuration("configuration file \(path): \(key.fileKey ?? key.environment) must be \(expected), not a TOML \(value.type)")
+    static func text(of value: any TOMLValueConvertible, for key: ConfigurationKey, path: String) throws(ConfigurationError) -> String {
+        func wrongType(_ expected: String) -> ConfigurationError {
+            ConfigurationError("configuration file \(path): \(key.fileKey ?? key.environment) must be \(expected), not a TOML \(value.type)", key: key)
         }
         switch key.kind {
         case .integer:
@@ -153,8 +153,8 @@ struct Setting: Sendable {
     }
 
     /// "`label` must be …, not "value"" — without the value when it is a secret.
-    func invalid(_ requirement: String) -> StoreError {
-        .configuration(key.secret ? "\(label) \(requirement)" : "\(label) \(requirement), not \"\(text)\"")
+    func invalid(_ requirement: String) -> ConfigurationError {
+        ConfigurationError(key.secret ? "\(label) \(requirement)" : "\(label) \(requirement), not \"\(text)\"", key: key)
     }
 
     /// Runs `body`, putting the file and key before a message that came from
@@ -163,9 +163,13 @@ struct Setting: Sendable {
     func within<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as StoreError {
+        } catch let error as ConfigurationError {
             guard case .file(let path) = origin else { throw error }
-            throw StoreError.configuration("configuration file \(path): \(key.fileKey ?? key.environment): \(error.message)")
+            throw ConfigurationError("configuration file \(path): \(key.fileKey ?? key.environment): \(error.message)", key: key)
+        } catch let error as StoreError {
+            // A value the store refused (a malformed DATABASE_URL): a setting's fault, named as one.
+            guard case .file(let path) = origin else { throw ConfigurationError(error.message, key: key) }
+            throw ConfigurationError("configuration file \(path): \(key.fileKey ?? key.environment): \(error.message)", key: key)
         }
     }
 }
@@ -182,7 +186,7 @@ public struct ConfigurationSource: Sendable {
     }
 
     /// The file named by `--config` (`path`), else by `HERALD_CONFIG`, else none.
-    public init(environment: [String: String], configFile path: String?) throws(StoreError) {
+    public init(environment: [String: String], configFile path: String?) throws(ConfigurationError) {
         let named = path ?? environment[ConfigurationKey.config.environment].flatMap { $0.isEmpty ? nil : $0 }
         if let named {
             self.init(environment: environment, file: try ConfigurationFile.load(path: named))
@@ -210,9 +214,9 @@ public struct ConfigurationSource: Sendable {
         return trimmed.isEmpty ? nil : Setting(key: key, text: trimmed, origin: s.origin)
     }
 
-    func int(_ key: ConfigurationKey) throws(StoreError) -> Int? {
+    func int(_ key: ConfigurationKey) throws(ConfigurationError) -> Int? {
         guard case .integer(let range, let fallback) = key.kind else {
-            throw StoreError.configuration("\(key.environment) is not a number setting")
+            throw ConfigurationError("\(key.environment) is not a number setting")
         }
         guard let s = text(key) else { return fallback }
         guard let n = Int(s.text), range.contains(n) else {
@@ -222,14 +226,14 @@ public struct ConfigurationSource: Sendable {
     }
 
     /// A whole number that has a default (`ConfigurationKey.Kind.integer`).
-    func number(_ key: ConfigurationKey) throws(StoreError) -> Int {
-        guard let n = try int(key) else { throw StoreError.configuration("\(key.environment) is not set") }
+    func number(_ key: ConfigurationKey) throws(ConfigurationError) -> Int {
+        guard let n = try int(key) else { throw ConfigurationError("\(key.environment) is not set") }
         return n
     }
 
-    func choice(_ key: ConfigurationKey) throws(StoreError) -> String? {
+    func choice(_ key: ConfigurationKey) throws(ConfigurationError) -> String? {
         guard case .choice(let words) = key.kind else {
-            throw StoreError.configuration("\(key.environment) is not a choice")
+            throw ConfigurationError("\(key.environment) is not a choice")
         }
         guard let s = text(key) else { return nil }
         guard words.contains(s.text) else {

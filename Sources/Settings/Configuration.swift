@@ -68,22 +68,22 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public init(source: ConfigurationSource) throws {
         self.source = source
         guard let url = source.text(.databaseURL) else {
-            throw StoreError.configuration("DATABASE_URL is not set; start a local database with scripts/pg start")
+            throw ConfigurationError("DATABASE_URL is not set; start a local database with scripts/pg start", key: .databaseURL)
         }
         let connections = try source.number(.databaseConnections)
         database = try url.within { try DatabaseConfiguration(url: url.text, maxConnections: connections) }
         if let file = source.text(.databasePasswordFile) {
             guard database.password == nil else {
-                throw StoreError.configuration(
-                    "\(url.label) has a password and \(file.label) is set; give the password one way")
+                throw ConfigurationError(
+                    "\(url.label) has a password and \(file.label) is set; give the password one way", key: .databasePasswordFile)
             }
             guard let data = FileManager.default.contents(atPath: file.text) else {
-                throw StoreError.configuration("\(file.label): cannot read \(file.text)")
+                throw ConfigurationError("\(file.label): cannot read \(file.text)", key: .databasePasswordFile)
             }
             // The file's text without its final newline (as `echo secret > file` writes it).
             var text = String(decoding: data, as: UTF8.self)
             while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
-            guard !text.isEmpty else { throw StoreError.configuration("\(file.label): \(file.text) is empty") }
+            guard !text.isEmpty else { throw ConfigurationError("\(file.label): \(file.text) is empty", key: .databasePasswordFile) }
             database.password = text
         }
         sqlDirectory = try Self.findSQLDirectory(source.text(.sqlDirectory))
@@ -126,7 +126,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
             text = inline.text
         } else if let file = source.text(.replySecretFile) {
             guard let data = FileManager.default.contents(atPath: file.text) else {
-                throw StoreError.configuration("\(file.label): cannot read \(file.text)")
+                throw ConfigurationError("\(file.label): cannot read \(file.text)")
             }
             setting = file
             text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -137,7 +137,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
             return try ReplySecret(base64: text)
         } catch {
             let source = setting.key == .replySecretFile ? "\(setting.label) (\(setting.text))" : setting.label
-            throw StoreError.configuration("\(source): \(error.description)")
+            throw ConfigurationError("\(source): \(error.description)")
         }
     }
 
@@ -160,7 +160,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         if let explicit, !explicit.text.isEmpty {
             let url = URL(fileURLWithPath: explicit.text)
             guard hasMigrations(url) else {
-                throw StoreError.configuration("\(explicit.label): \(explicit.text) holds no 0001_init.sql")
+                throw ConfigurationError("\(explicit.label): \(explicit.text) holds no 0001_init.sql")
             }
             return url
         }
@@ -172,7 +172,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         }
         candidates.append(URL(fileURLWithPath: "/usr/share/herald/Sql"))
         if let found = candidates.first(where: hasMigrations) { return found }
-        throw StoreError.configuration("cannot find the Sql directory; set HERALD_SQL_DIR")
+        throw ConfigurationError("cannot find the Sql directory; set HERALD_SQL_DIR")
     }
 }
 
@@ -222,7 +222,7 @@ public struct ServeSettings: Sendable, CustomStringConvertible {
         if let list = source.text(.trustedProxies) {
             for item in list.text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
                 guard Self.isIPAddress(item) else {
-                    throw StoreError.configuration(
+                    throw ConfigurationError(
                         "\(list.label) must list IP addresses separated by commas; \"\(item)\" is not one")
                 }
                 trustedProxies.append(item)
@@ -234,7 +234,7 @@ public struct ServeSettings: Sendable, CustomStringConvertible {
             appJWTPublicKeySource = pem.label
         } else if let path = source.text(.appJWTPublicKeyFile) {
             guard let data = FileManager.default.contents(atPath: path.text) else {
-                throw StoreError.configuration("\(path.label): cannot read \(path.text)")
+                throw ConfigurationError("\(path.label): cannot read \(path.text)")
             }
             appJWTPublicKeyPEM = String(decoding: data, as: UTF8.self)
             appJWTPublicKeySource = "\(path.label) (\(path.text))"
