@@ -348,6 +348,32 @@ END $$;
 COMMENT ON PROCEDURE public.herald_commit_replies(IN p_reply_ids uuid[], IN p_delivery_ids bigint[], IN p_actions text[], IN p_has_text boolean[], IN p_texts text[], IN p_occurred double precision[], IN p_checked boolean[], IN p_source text, INOUT stored integer, INOUT refused integer[], INOUT duplicates integer[]) IS 'stores a batch of replies through herald_store_checked_replies and commits before answering (the reply intake, herald ingest)';
 
 --
+-- Name: herald_commit_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text, integer, integer[], integer[], text[], text[]); Type: PROCEDURE; Schema: public; Owner: -
+--
+
+CREATE PROCEDURE public.herald_commit_replies(IN p_reply_ids uuid[], IN p_delivery_ids bigint[], IN p_actions text[], IN p_has_text boolean[], IN p_texts text[], IN p_occurred double precision[], IN p_checked boolean[], IN p_source text, INOUT stored integer, INOUT refused integer[], INOUT duplicates integer[], INOUT reasons text[], INOUT categories text[])
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    SELECT s.stored, s.refused, s.duplicates INTO stored, refused, duplicates
+    FROM herald_store_checked_replies(p_reply_ids, p_delivery_ids, p_actions, p_has_text, p_texts,
+                                      p_occurred, p_checked, p_source) AS s;
+    reasons := '{}';
+    categories := '{}';
+    IF cardinality(refused) > 0 THEN
+        SELECT e.reasons, e.categories INTO reasons, categories
+        FROM herald_refusal_reasons(refused, p_delivery_ids, p_actions, p_has_text, p_checked) AS e;
+    END IF;
+    COMMIT;
+END $$;
+
+--
+-- Name: PROCEDURE herald_commit_replies(IN p_reply_ids uuid[], IN p_delivery_ids bigint[], IN p_actions text[], IN p_has_text boolean[], IN p_texts text[], IN p_occurred double precision[], IN p_checked boolean[], IN p_source text, INOUT stored integer, INOUT refused integer[], INOUT duplicates integer[], INOUT reasons text[], INOUT categories text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON PROCEDURE public.herald_commit_replies(IN p_reply_ids uuid[], IN p_delivery_ids bigint[], IN p_actions text[], IN p_has_text boolean[], IN p_texts text[], IN p_occurred double precision[], IN p_checked boolean[], IN p_source text, INOUT stored integer, INOUT refused integer[], INOUT duplicates integer[], INOUT reasons text[], INOUT categories text[]) IS 'stores a batch of replies, says why each refused one was refused, and commits before answering (the reply intake, herald ingest)';
+
+--
 -- Name: herald_delivery_keeps_replies(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -494,6 +520,46 @@ CREATE FUNCTION public.herald_quiet_until(tz text, at timestamp with time zone, 
     END
     FROM l
 $$;
+
+--
+-- Name: herald_refusal_reasons(integer[], bigint[], text[], boolean[], boolean[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_refusal_reasons(p_positions integer[], p_delivery_ids bigint[], p_actions text[], p_has_text boolean[], p_checked boolean[], OUT reasons text[], OUT categories text[]) RETURNS record
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH r AS (
+        SELECT u.o, u.at, p_delivery_ids[u.at] AS delivery_id, p_actions[u.at] AS action,
+               p_has_text[u.at] AS has_text, p_checked[u.at] AS checked
+        FROM unnest(p_positions) WITH ORDINALITY AS u(at, o)
+    ), found AS (
+        SELECT t.id, t.category_id FROM herald_reply_targets(ARRAY(SELECT DISTINCT r.delivery_id FROM r)) AS t
+    ), judged AS (
+        SELECT r.o,
+               CASE WHEN f.id IS NULL THEN 'unknown_delivery'
+                    WHEN r.action IN ('com.apple.UNNotificationDefaultActionIdentifier',
+                                      'com.apple.UNNotificationDismissActionIdentifier')
+                         THEN CASE WHEN r.has_text THEN 'text_not_allowed' ELSE 'text_refused' END
+                    WHEN a.kind IS NULL THEN 'action_not_allowed'
+                    WHEN r.has_text AND a.kind <> 'text_input' THEN 'text_not_allowed'
+                    WHEN NOT r.checked THEN 'text_refused'
+                    ELSE 'action_not_allowed' END AS reason,
+               f.category_id
+        FROM r
+        LEFT JOIN found f ON f.id = r.delivery_id
+        LEFT JOIN LATERAL (SELECT ac.kind FROM category_actions ca JOIN actions ac ON ac.id = ca.action_id
+                           WHERE ca.category_id = f.category_id AND ca.action_id = r.action) a ON true
+    )
+    SELECT coalesce(array_agg(reason ORDER BY o), '{}'), coalesce(array_agg(coalesce(category_id, '') ORDER BY o), '{}')
+    FROM judged
+$$;
+
+--
+-- Name: FUNCTION herald_refusal_reasons(p_positions integer[], p_delivery_ids bigint[], p_actions text[], p_has_text boolean[], p_checked boolean[], OUT reasons text[], OUT categories text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_refusal_reasons(p_positions integer[], p_delivery_ids bigint[], p_actions text[], p_has_text boolean[], p_checked boolean[], OUT reasons text[], OUT categories text[]) IS 'why each refused reply of a batch was refused (unknown_delivery, action_not_allowed, text_not_allowed, text_refused), with its category';
 
 --
 -- Name: herald_replies_delivery(); Type: FUNCTION; Schema: public; Owner: -

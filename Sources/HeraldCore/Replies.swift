@@ -41,34 +41,6 @@ public struct ReplyError: Error, Hashable, CustomStringConvertible {
                                   "text_not_allowed", "text_too_long", "text_invalid", "body_too_large", "reply_refused"]
 }
 
-/// An action a category offers, as far as replies care.
-public struct CategoryAction: Sendable, Hashable {
-    public var id: String
-    public var takesText: Bool
-
-    public init(id: String, takesText: Bool) {
-        self.id = id
-        self.takesText = takesText
-    }
-}
-
-/// The delivery a reply answers, as stored.
-public struct ReplyTarget: Sendable, Hashable {
-    public var deliveryID: Int64
-    public var campaignID: Int64
-    public var deviceID: Int64
-    public var userID: Int64
-    public var categoryID: String?
-
-    public init(deliveryID: Int64, campaignID: Int64, deviceID: Int64, userID: Int64, categoryID: String?) {
-        self.deliveryID = deliveryID
-        self.campaignID = campaignID
-        self.deviceID = deviceID
-        self.userID = userID
-        self.categoryID = categoryID
-    }
-}
-
 /// The checks of contract 4, shared by `POST /v1/replies` and `herald ingest`.
 public enum ReplyRules {
     public static let maxTextCharacters = 2000
@@ -171,23 +143,6 @@ public enum ReplyRules {
     /// The token check, before anything is looked up (constant time).
     public static func checkToken(_ body: ReplyBody, tokens: ReplyTokens) throws(ReplyError) {
         guard tokens.verify(body.token, delivery: body.delivery) else { throw .badToken }
-    }
-
-    /// The checks that need the delivery and its category's actions.
-    public static func check(_ body: ReplyBody, target: ReplyTarget?, actions: [CategoryAction]) throws(ReplyError) {
-        guard let target else { throw .unknownDelivery }
-        let takesText: Bool
-        if body.action == ReplyAction.defaultActionIdentifier || body.action == ReplyAction.dismissActionIdentifier {
-            takesText = false
-        } else if let action = actions.first(where: { $0.id == body.action }) {
-            takesText = action.takesText
-        } else {
-            throw .actionNotAllowed(body.action, category: target.categoryID)
-        }
-        if let text = body.text {
-            guard takesText else { throw .textNotAllowed }
-            if let problem = textProblem(text) { throw problem }
-        }
     }
 
     /// What is wrong with a reply's text whatever its delivery: a NUL, or

@@ -18,16 +18,13 @@ public struct ReplyIntake: Sendable {
     public let tokens: ReplyTokens
     public let logger: Logger
     let batcher: ReplyBatcher
-    let catalogue: ActionCatalogue
 
     /// `batching`: how concurrent `submit` calls are stored together.
     public init(store: ReplyStore, tokens: ReplyTokens, logger: Logger, batching: ReplyBatching = .init()) {
         self.store = store
         self.tokens = tokens
         self.logger = logger
-        let catalogue = ActionCatalogue(store: store)
-        self.catalogue = catalogue
-        self.batcher = ReplyBatcher(store: store, catalogue: catalogue, logger: logger, batching: batching)
+        self.batcher = ReplyBatcher(store: store, logger: logger, batching: batching)
     }
 
     /// One reply from the network. Refusals are values; a database fault
@@ -168,10 +165,9 @@ public struct ReplyIntake: Sendable {
             return written
         }
         var written = Written(stored: batch.stored, duplicates: batch.duplicates.count)
-        if !batch.refused.isEmpty {
-            let refused = batch.refused.map { rows[rows.startIndex + $0] }
-            let reasons = try await Self.explain(refused.map(\.body), store: store, catalogue: catalogue, since: since)
-            written.bad = zip(refused, reasons).map { ($0.line, $1) }
+        written.bad = batch.refusals.map { refusal in
+            let row = rows[rows.startIndex + refusal.position]
+            return (row.line, Self.reason(refusal, of: row.body))
         }
         return written
     }
@@ -183,24 +179,13 @@ public struct ReplyIntake: Sendable {
                                  textAllowed: body.text.map { ReplyRules.textProblem($0) == nil } ?? true)
     }
 
-    /// Why each of these replies, which the database refused to store, was
-    /// refused: `ReplyRules.check` against their deliveries (looked up now)
-    /// and the catalogue (`since`: when they had arrived). The database
-    /// decides with the catalogue as committed; where the copy still allows
-    /// the reply (an action taken out of a category within the copy's age),
-    /// it is asked again with a copy read now.
-    static func explain(
-        _ bodies: [ReplyBody], store: ReplyStore, catalogue: ActionCatalogue, since: ContinuousClock.Instant
-    ) async throws -> [ReplyError] {
-        let targets = try await store.targets(Array(Set(bodies.map(\.delivery))))
-        var reasons = try await catalogue.check(bodies, targets: targets, since: since)
-        let unexplained = reasons.indices.filter { reasons[$0] == nil }
-        if !unexplained.isEmpty {
-            let again = try await catalogue.check(unexplained.map { bodies[$0] }, targets: targets, since: .now, readNow: true)
-            for (index, reason) in zip(unexplained, again) { reasons[index] = reason }
-        }
-        return reasons.indices.map { index in
-            reasons[index] ?? .actionNotAllowed(bodies[index].action, category: targets[bodies[index].delivery]?.categoryID)
+    /// The refusal the database decided on, said as contract 4 says it.
+    static func reason(_ refusal: ReplyStore.Refusal, of body: ReplyBody) -> ReplyError {
+        switch refusal.reason {
+        case .unknownDelivery: .unknownDelivery
+        case .actionNotAllowed: .actionNotAllowed(body.action, category: refusal.category)
+        case .textNotAllowed: .textNotAllowed
+        case .textRefused: body.text.flatMap(ReplyRules.textProblem) ?? .textInvalid
         }
     }
 

@@ -17,15 +17,7 @@ public struct ReplyBatching: Sendable, Hashable {
     /// lone reply is stored at once and a busy server stores many per commit.
     /// One by default: a batch costs round trips and a commit whatever its
     /// size, so under load one batch of everything that waits beats two of
-    /// half. Measured with wrk (64 connections, durable PostgreSQL, two
-    /// rounds alternated, when a batch was four statements: the lookup,
-    /// BEGIN, INSERT, COMMIT; one since Sql/0017): 14,067 and 13,476 stored
-    /// replies/s with one (31 replies a batch, 62–63 µs of Herald's and
-    /// 26–28 µs of PostgreSQL's CPU per reply), 12,114 and 12,476 with two
-    /// (19 a batch, 69–72 and 37–38 µs); with 256 connections both stored
-    /// about 19,000/s (BENCHMARKS.md, fifth sitting). With two statements a
-    /// batch (Sql/0016), alternated again: 14,075 and 14,001/s with one,
-    /// 12,824 and 14,789 with two.
+    /// half (BENCHMARKS.md, fifth sitting: one batch at a time against two).
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.
@@ -65,14 +57,12 @@ final class ReplyBatcher: Sendable {
     }
 
     let store: ReplyStore
-    let catalogue: ActionCatalogue
     let logger: Logger
     let batching: ReplyBatching
     private let state = NIOLockedValueBox(State())
 
-    init(store: ReplyStore, catalogue: ActionCatalogue, logger: Logger, batching: ReplyBatching) {
+    init(store: ReplyStore, logger: Logger, batching: ReplyBatching) {
         self.store = store
-        self.catalogue = catalogue
         self.logger = logger
         self.batching = batching
     }
@@ -141,17 +131,16 @@ final class ReplyBatcher: Sendable {
         }
     }
 
-    /// One `herald_commit_replies` call for the batch (Sql/0018): it looks
-    /// the deliveries up, stores what passes the checks that need them and
-    /// commits before it answers. Of two replies with the same delivery and
-    /// `reply_id`, the first that passes is stored and the other answered as
-    /// a duplicate, as if they had come one after the other. A refused reply
-    /// is told why by `ReplyRules.check` (`ReplyIntake.explain`). If the
+    /// One `herald_commit_replies` call for the batch (Sql/0018, 0019): it
+    /// looks the deliveries up, stores what passes the checks that need them,
+    /// says why it refused the rest and commits before it answers. Of two
+    /// replies with the same delivery and `reply_id`, the first that passes
+    /// is stored and the other answered as a duplicate, as if they had come
+    /// one after the other. If the
     /// database refuses the statement for one reply's data, each reply is
     /// taken on its own so that only that one is refused.
     private func take(_ items: [Item], source: String) async {
         guard !items.isEmpty else { return }
-        let since = ContinuousClock.now
         let batch: ReplyStore.StoredBatch
         do {
             batch = try await store.store(items.map { ReplyIntake.incoming($0.body) }, source: source)
@@ -177,13 +166,9 @@ final class ReplyBatcher: Sendable {
                 answer(item, .success(.success(.stored)))
             }
         }
-        guard !batch.refused.isEmpty else { return }
-        let refusedItems = batch.refused.map { items[$0] }
-        do {
-            let reasons = try await ReplyIntake.explain(refusedItems.map(\.body), store: store, catalogue: catalogue, since: since)
-            for (item, reason) in zip(refusedItems, reasons) { answer(item, .success(.failure(reason))) }
-        } catch {
-            for item in refusedItems { answer(item, .failure(error)) }
+        for refusal in batch.refusals {
+            let item = items[refusal.position]
+            answer(item, .success(.failure(ReplyIntake.reason(refusal, of: item.body))))
         }
     }
 }

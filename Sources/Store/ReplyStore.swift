@@ -14,58 +14,6 @@ public struct ReplyStore: Sendable {
         self.logger = logger
     }
 
-    /// The deliveries among `ids` that exist, with their campaign's category
-    /// (what says why a reply was refused; `store` looks deliveries up itself).
-    ///
-    /// The ledger is partitioned by campaign (Sql/0010) and a lookup by id
-    /// alone would probe every partition: `herald_reply_targets` (Sql/0015)
-    /// finds each id's campaign in `delivery_id_ranges` and reads that one
-    /// partition, with a plan made once per database session.
-    public func targets(_ ids: [Int64]) async throws -> [Int64: ReplyTarget] {
-        guard !ids.isEmpty else { return [:] }
-        var out: [Int64: ReplyTarget] = [:]
-        out.reserveCapacity(ids.count)
-        // One row of arrays, not a row per delivery: decoding 5,000 rows one
-        // by one was most of `herald ingest`'s time in PostgresNIO.
-        let rows = try await client.query("""
-            SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(campaign_id), '{}'), coalesce(array_agg(device_id), '{}'),
-                   coalesce(array_agg(user_id), '{}'), coalesce(array_agg(coalesce(category_id, '')), '{}'),
-                   coalesce(array_agg(category_id IS NOT NULL), '{}')
-            FROM herald_reply_targets(\(ids)::bigint[])
-            """, logger: logger)
-        for try await (found, campaigns, devices, users, categories, categorized)
-            in rows.decode(([Int64], [Int64], [Int64], [Int64], [String], [Bool]).self) {
-            Self.add(found, campaigns, devices, users, categories, categorized, to: &out)
-        }
-        return out
-    }
-
-    /// Adds the deliveries `herald_reply_targets` found, returned as one array
-    /// per column (a category that is NULL is `categorized` false).
-    private static func add(
-        _ found: [Int64], _ campaigns: [Int64], _ devices: [Int64], _ users: [Int64], _ categories: [String], _ categorized: [Bool],
-        to targets: inout [Int64: ReplyTarget]
-    ) {
-        for index in found.indices {
-            targets[found[index]] = ReplyTarget(deliveryID: found[index], campaignID: campaigns[index], deviceID: devices[index],
-                                                userID: users[index], categoryID: categorized[index] ? categories[index] : nil)
-        }
-    }
-
-    /// Every category's actions (a small table: read whole).
-    public func categoryActions() async throws -> [String: [CategoryAction]] {
-        let rows = try await client.query("""
-            SELECT ca.category_id, a.id, a.kind = 'text_input'
-            FROM category_actions ca JOIN actions a ON a.id = ca.action_id
-            ORDER BY ca.category_id, ca.position
-            """, logger: logger)
-        var out: [String: [CategoryAction]] = [:]
-        for try await (category, action, text) in rows.decode((String, String, Bool).self) {
-            out[category, default: []].append(CategoryAction(id: action, takesText: text))
-        }
-        return out
-    }
-
     /// One reply to store: checked for what needs no delivery (its token,
     /// its text's length and characters).
     public struct IncomingReply: Sendable {
@@ -92,25 +40,52 @@ public struct ReplyStore: Sendable {
     public struct StoredBatch: Sendable, Hashable {
         /// Replies stored now.
         public var stored = 0
-        /// The replies refused: no such delivery, an action its campaign's
-        /// category does not have, text where the action takes none, or a
-        /// text not allowed. Ascending.
-        public var refused: [Int] = []
+        /// The replies refused, ascending, each with why, as the database
+        /// decided it (Sql/0019).
+        public var refused: [Int] { refusals.map(\.position) }
+        public var refusals: [Refusal] = []
         /// The replies that passed but whose delivery and `reply_id` were
         /// stored before, or earlier in the batch. Ascending.
         public var duplicates: [Int] = []
 
-        public init(stored: Int = 0, refused: [Int] = [], duplicates: [Int] = []) {
+        public init(stored: Int = 0, refusals: [Refusal] = [], duplicates: [Int] = []) {
             self.stored = stored
-            self.refused = refused
+            self.refusals = refusals
             self.duplicates = duplicates
         }
     }
 
+    /// Why the database refused one reply of a batch: the one authority on
+    /// what needs the delivery and the catalogue (Sql/0019).
+    public struct Refusal: Sendable, Hashable {
+        public enum Reason: String, Sendable {
+            /// No such delivery.
+            case unknownDelivery = "unknown_delivery"
+            /// Not an action of the campaign's category.
+            case actionNotAllowed = "action_not_allowed"
+            /// Text, where the action takes none.
+            case textNotAllowed = "text_not_allowed"
+            /// The caller's own check of the text failed (`textAllowed` false).
+            case textRefused = "text_refused"
+        }
+
+        /// The reply's position in the batch as given.
+        public var position: Int
+        public var reason: Reason
+        /// The campaign's category, when the delivery was found and has one.
+        public var category: String?
+
+        public init(position: Int, reason: Reason, category: String? = nil) {
+            self.position = position
+            self.reason = reason
+            self.category = category
+        }
+    }
+
     /// Looks a batch's deliveries up, checks each reply against its
-    /// campaign's category, stores what passes and commits, with one
-    /// statement: `herald_commit_replies` (Sql/0018), which commits before
-    /// it answers, so that when this returns the replies are durable. A
+    /// campaign's category, stores what passes, says why the rest was
+    /// refused and commits, with one statement: `herald_commit_replies`
+    /// (Sql/0018, explaining since Sql/0019), which commits before it answers, so that when this returns the replies are durable. A
     /// reply is identified by its delivery and `reply_id`: of two with the
     /// same, the first that passes is stored; one stored before is left
     /// alone. The batch goes sorted by delivery id, which lets PostgreSQL
@@ -142,16 +117,27 @@ public struct ReplyStore: Sendable {
         }
         let call: PostgresQuery = """
             CALL herald_commit_replies(\(replyIDs)::uuid[], \(deliveries)::bigint[], \(actions)::text[], \(hasText)::bool[],
-                                       \(texts)::text[], \(occurred)::float8[], \(allowed)::bool[], \(source), NULL, NULL, NULL)
+                                       \(texts)::text[], \(occurred)::float8[], \(allowed)::bool[], \(source),
+                                       NULL::integer, NULL::integer[], NULL::integer[], NULL::text[], NULL::text[])
             """
         let client = self.client, logger = self.logger
         return try await DatabaseRetry.withDeadline(Self.storeDeadline, what: "store replies") {
             let rows = try await client.query(call, logger: logger)
             var batch = StoredBatch()
-            for try await (stored, refused, duplicates) in rows.decode((Int32, [Int32], [Int32]).self) {
+            for try await (stored, refused, duplicates, reasons, categories)
+                in rows.decode((Int32, [Int32], [Int32], [String], [String]).self) {
                 // Positions in the sorted arrays (1-based) back to the caller's.
                 let caller = { (position: Int32) -> Int? in order.indices.contains(Int(position) - 1) ? order[Int(position) - 1] : nil }
-                batch = StoredBatch(stored: Int(stored), refused: refused.compactMap(caller).sorted(),
+                var refusals: [Refusal] = []
+                for (index, position) in refused.enumerated() {
+                    guard let at = caller(position) else { continue }
+                    let code = index < reasons.count ? reasons[index] : ""
+                    let category = index < categories.count && !categories[index].isEmpty ? categories[index] : nil
+                    // A code this build does not know is the action's (the statement refused it).
+                    refusals.append(Refusal(position: at, reason: Refusal.Reason(rawValue: code) ?? .actionNotAllowed,
+                                            category: category))
+                }
+                batch = StoredBatch(stored: Int(stored), refusals: refusals.sorted { $0.position < $1.position },
                                     duplicates: duplicates.compactMap(caller).sorted())
             }
             return batch

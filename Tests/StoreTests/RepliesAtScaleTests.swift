@@ -76,7 +76,12 @@ struct RepliesAtScaleTests {
                 Self.reply(1, action: "com.apple.UNNotificationDismissActionIdentifier"), // 6 stored
             ]
             let stored = try await store.store(batch, source: "api")
-            #expect(stored == ReplyStore.StoredBatch(stored: 3, refused: [1, 2, 3, 5], duplicates: []))
+            #expect(stored == ReplyStore.StoredBatch(stored: 3, refusals: [
+                .init(position: 1, reason: .unknownDelivery),
+                .init(position: 2, reason: .actionNotAllowed, category: "feedback.v1"),
+                .init(position: 3, reason: .textNotAllowed, category: "poster.v1"),
+                .init(position: 5, reason: .textRefused, category: "feedback.v1"),
+            ], duplicates: []))
             let rows = try await PartitionTests.lines(client, "SELECT delivery_id || ':' || action || ':' || coalesce(text, '-') FROM replies ORDER BY id")
             #expect(Set(rows) == ["3:love_it:-", "2:comment:fine", "1:com.apple.UNNotificationDismissActionIdentifier:-"])
             // The campaign, device and user come from the ledger.
@@ -103,7 +108,8 @@ struct RepliesAtScaleTests {
                 Self.reply(3, action: "nope", replyID: id),                     // 3 refused
                 Self.reply(3, replyID: id),                                     // 4 stored: the first of 3 that passes
             ]
-            #expect(try await store.store(batch, source: "ingest") == ReplyStore.StoredBatch(stored: 2, refused: [3], duplicates: [1, 2]))
+            #expect(try await store.store(batch, source: "ingest") == ReplyStore.StoredBatch(
+                stored: 2, refusals: [.init(position: 3, reason: .actionNotAllowed, category: "poster.v1")], duplicates: [1, 2]))
             let rows = try await PartitionTests.lines(client, "SELECT delivery_id || ':' || coalesce(text, '-') FROM replies WHERE reply_id = '\(id)' ORDER BY delivery_id")
             #expect(rows == ["1:-", "2:first", "3:-"])
         }
@@ -194,7 +200,7 @@ struct RepliesAtScaleTests {
             }
             #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == 0)
             // A reply to the deleted device's delivery is refused now.
-            #expect(try await store.store([Self.reply(1)], source: "api") == ReplyStore.StoredBatch(stored: 0, refused: [0]))
+            #expect(try await store.store([Self.reply(1)], source: "api") == ReplyStore.StoredBatch(stored: 0, refusals: [.init(position: 0, reason: .unknownDelivery)]))
         }
     }
 }
