@@ -246,7 +246,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["Store", "HeraldCore", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
             name: "SettingsTests",

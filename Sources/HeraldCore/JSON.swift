@@ -20,6 +20,11 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    public var arrayValue: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
     /// The compact JSON text of this value.
     public var jsonText: String {
         var w = JSONWriter()
