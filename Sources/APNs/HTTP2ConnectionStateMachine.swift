@@ -1,20 +1,5 @@
 import NIOCore
 
-/// What one attempt came to, as seen by the transport.
-enum AttemptOutcome: Sendable, Equatable {
-    /// An HTTP answer: status and body (APNs's JSON error body, if any).
-    case response(status: Int, body: ByteBuffer?)
-    /// The server said it did not process the stream (GOAWAY with a lower last stream id,
-    /// or REFUSED_STREAM): safe to send again on another connection, and not a failed attempt.
-    case notProcessed
-    /// Connecting failed or the connection/stream was lost before an answer.
-    case connectionFailed
-    /// No answer before the request's deadline.
-    case timedOut
-    /// The client is shutting down.
-    case shutdown
-}
-
 /// The client side of one HTTP/2 connection, with no I/O: it takes events (frames read, send
 /// requests, timer ticks, the channel closing) and answers with actions (streams to complete,
 /// whether to close, what the pool should know). Frames to write accumulate in an output buffer
