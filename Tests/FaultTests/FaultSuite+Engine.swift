@@ -14,56 +14,12 @@ extension FaultSuite {
     // MARK: PostgreSQL killed
 
     @Test func postgresKilledMidRunAtDefaultDurabilityLosesNothing() async throws {
-        try await withScratch { dir in
-            let cluster = try await DedicatedCluster.start(in: dir, durable: true)
-            do {
-                let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
-                let devices = 4000
-                let concurrency = 20
-                let campaign = try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
-                    return try await Self.campaign(client, devices: devices, name: "Crash", collapseID: "crash")
-                }
-                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
-                try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_DB_OUTAGE_SECONDS": "60",
-                ])
-                var runs = 1
-                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
-                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
-                try await cluster.kill(down: .seconds(2))
-                let killedAt = sim.acceptedCount()
-                let code = try await worker.wait(limit: .seconds(180))
-                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
-                if code != 0 { try await Self.runToCompletion(env: env, dir: dir, runs: &runs) }
-                try await sim.stop()
-                let accepted = try sim.accepted()
-                let allRuns = runs
-                try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    #expect(try await client.scalar("SHOW fsync", as: String.self) == "on")
-                    #expect(try await client.scalar("SHOW synchronous_commit", as: String.self) == "on")
-                    var f = try await compare("postgres killed", client: client, accepted: accepted, campaign: campaign,
-                                              collapseID: "crash")
-                    f.runs = allRuns
-                    print(f)
-                    #expect(killedAt < devices)
-                    #expect(f.lost == 0)
-                    #expect(f.failed == 0)
-                    #expect(f.leftover == 0)
-                    #expect(f.delivered == devices)
-                    #expect(f.sentInLedger == devices)
-                    // What was in flight, and outcomes not yet committed, can come twice: one bound.
-                    #expect(f.repeated <= Self.repeatBound(concurrency: concurrency))
-                    #expect(f.repeatsWithOtherAPNsID == 0)
-                    #expect(try await Self.status(client, campaign) == "completed")
-                }
-            } catch {
-                await cluster.wipe()
-                throw error
+        try await Self.databaseFault("postgres killed", collapseID: "crash", durable: true) { try await $0.kill(down: .seconds(2)) }
+            check: { client in
+                let fsync = try await client.scalar("SHOW fsync", as: String.self)
+                let commit = try await client.scalar("SHOW synchronous_commit", as: String.self)
+                #expect(fsync == "on" && commit == "on", "the scenario's PostgreSQL runs at its default durability")
             }
-            await cluster.wipe()
-        }
     }
 
     // MARK: SIGTERM whose grace runs out
