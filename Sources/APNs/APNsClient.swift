@@ -352,7 +352,7 @@ private func isHex(_ text: String) -> Bool {
 
 extension UUID {
     /// Lowercase 8-4-4-4-12 form, without Foundation's formatter.
-    var lowercasedString: String {
+    package var lowercasedString: String {
         let bytes = uuid
         return withUnsafeBytes(of: bytes) { raw in
             String(unsafeUninitializedCapacity: 36) { out in
@@ -445,17 +445,17 @@ extension APNsClient {
 }
 
 /// Runs jobs on an event loop, so tasks can share the thread that owns the connections.
-final class EventLoopTaskExecutor: Sendable {
+package final class EventLoopTaskExecutor: Sendable {
     let eventLoop: EventLoop
 
-    init(eventLoop: EventLoop) {
+    package init(eventLoop: EventLoop) {
         self.eventLoop = eventLoop
     }
 }
 
 @available(macOS 15.0, iOS 18.0, *)
 extension EventLoopTaskExecutor: TaskExecutor {
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         eventLoop.execute { job.runSynchronously(on: executor) }

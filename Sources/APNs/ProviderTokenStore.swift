@@ -7,10 +7,10 @@ import NIOCore
 /// Renewed proactively once it is `renewalAge` old (50 minutes: APNs wants a token between
 /// 20 and 60 minutes old, and answers 429 TooManyProviderTokenUpdates to faster renewal).
 /// After a 403 ExpiredProviderToken the token of that generation may be renewed once early.
-final class ProviderTokenStore: Sendable {
-    struct Token: Sendable {
+package final class ProviderTokenStore: Sendable {
+    package struct Token: Sendable {
         /// `bearer <jwt>`, the authorization header value.
-        var headerValue: String
+        package var headerValue: String
         var generation: Int
         var createdAt: NIODeadline
         var forcedRenewalUsed: Bool
@@ -25,7 +25,7 @@ final class ProviderTokenStore: Sendable {
     private let clock: @Sendable () -> Date
     private let state = NIOLockedValueBox<Token?>(nil)
 
-    init(key: APNsSigningKey, keyID: String, teamID: String, clock: @escaping @Sendable () -> Date) {
+    package init(key: APNsSigningKey, keyID: String, teamID: String, clock: @escaping @Sendable () -> Date) {
         self.key = key
         self.keyID = keyID
         self.teamID = teamID
@@ -33,7 +33,7 @@ final class ProviderTokenStore: Sendable {
     }
 
     /// The token to send now, renewed first when it is old enough.
-    func current() throws -> Token {
+    package func current() throws -> Token {
         try state.withLockedValue { token in
             let now = NIODeadline.now()
             if let existing = token, now - existing.createdAt < Self.renewalAge {

@@ -3,6 +3,9 @@
 //
 //   herald-bench --url https://127.0.0.1:8443 --ca ca.pem -n 200000 -c 100 [--payload-bytes 300]
 //                [--connections 1] [--streams 100] [--key AuthKey.p8 --key-id K --team-id T --topic T]
+//                [--transport herald|nio-http2]
+//   --transport nio-http2: the same load through a client on swift-nio-http2's NIOHTTP2Handler
+//                (NIOHTTP2Transport.swift) instead of the project's APNsClient, for the A/B.
 //   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
 //   herald-bench seal [-n 100000]                (HPKE seals per second per core, SealBench.swift)
 //   herald-bench replies …                       (reply bodies for the intake's benchmark: Replies.swift)
@@ -40,6 +43,8 @@ struct Options {
     var executor = "loop"
     /// Start an in-process simulator and send to it.
     var simulator = false
+    /// "herald": the project's APNsClient; "nio-http2": the NIOHTTP2Handler client.
+    var transport = "herald"
 
     static func parse(_ arguments: [String]) -> Options? {
         var options = Options()
@@ -64,6 +69,7 @@ struct Options {
             case "--topic": options.topic = value
             case "--label": options.label = value
             case "--executor": guard value == "loop" || value == "pool" else { return nil }; options.executor = value
+            case "--transport": guard value == "herald" || value == "nio-http2" else { return nil }; options.transport = value
             default: return nil
             }
         }
@@ -97,7 +103,7 @@ if CommandLine.arguments.dropFirst().first == "seal" {
 }
 
 guard let parsedOptions = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
-    FileHandle.standardError.write(Data("usage: herald-bench --url URL [--ca PEM] [-n N] [-c C] [--payload-bytes B] [--connections K] [--streams S] [--key P8 --key-id K --team-id T --topic T] [--simulator]\n".utf8))
+    FileHandle.standardError.write(Data("usage: herald-bench --url URL [--ca PEM] [-n N] [-c C] [--payload-bytes B] [--connections K] [--streams S] [--key P8 --key-id K --team-id T --topic T] [--simulator] [--transport herald|nio-http2] [--executor loop|pool]\n".utf8))
     exit(2)
 }
 
@@ -109,10 +115,13 @@ logger.logLevel = .warning
 let eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 var setup = parsedOptions
 let signingKey: APNsSigningKey
+let privateKey: P256.Signing.PrivateKey
 if let keyPath = setup.keyPath {
     signingKey = try APNsSigningKey(pemPath: keyPath)
+    privateKey = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: keyPath, encoding: .utf8))
 } else {
-    signingKey = APNsSigningKey(privateKey: P256.Signing.PrivateKey())
+    privateKey = P256.Signing.PrivateKey()
+    signingKey = APNsSigningKey(privateKey: privateKey)
 }
 var simulator: APNsSimulator?
 if setup.simulator {
@@ -146,7 +155,23 @@ let configuration = APNsConfiguration(
     requestTimeout: .seconds(30),
     retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5), maxDelay: .milliseconds(200))
 )
-let client = try APNsClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
+// Only the transport measured is made (its TLS context and buffers count in the peak RSS).
+let heraldClient: APNsClient? =
+    options.transport == "herald" ? try APNsClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger) : nil
+let h2Client: NIOH2APNsClient? =
+    options.transport == "nio-http2"
+    ? try NIOH2APNsClient(
+        url: options.url,
+        caPath: options.caPath,
+        connections: options.connections,
+        streamsPerConnection: options.streams,
+        privateKey: privateKey,
+        keyID: options.keyID,
+        teamID: options.teamID,
+        topic: options.topic,
+        requestTimeout: .seconds(30),
+        eventLoopGroup: eventLoopGroup
+    ) : nil
 let payload = makePayload(bytes: options.payloadBytes)
 let tokens = (0..<1024).map { index in
     (0..<32).map { byte in String(format: "%02x", UInt8((index &* 31 &+ byte &* 7) & 0xff)) }.joined()
@@ -225,21 +250,74 @@ let tally = NIOLockedValueBox(Tally())
     }
 }
 
+/// The same worker for the NIOHTTP2Handler client (the notification built the same way).
+@Sendable func h2Worker(client: NIOH2APNsClient, options: Options, payload: [UInt8], tokens: [String]) async {
+    var random = SplitMix64(seed: UInt64.random(in: 0...UInt64.max))
+    var local = Tally()
+    while true {
+        let index = next.withLockedValue { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        guard index < options.count else { break }
+        let notification = APNsNotification(
+            deviceToken: tokens[index & 1023],
+            priority: 10,
+            expiration: 1_900_000_000,
+            collapseID: "campaign-42",
+            apnsID: random.nextUUID(),
+            payload: payload
+        )
+        let result = await client.send(notification)
+        local.retried += result.retried
+        if result.status == 200 {
+            local.sent += 1
+        } else {
+            local.failed += 1
+            if local.firstFailure == nil { local.firstFailure = result.failure ?? "HTTP \(result.status ?? 0)" }
+        }
+    }
+    let finished = local
+    tally.withLockedValue { total in
+        total.sent += finished.sent
+        total.failed += finished.failed
+        total.retried += finished.retried
+        if total.firstFailure == nil { total.firstFailure = finished.firstFailure }
+    }
+}
+
 // The client (and the simulator) run as services of one group; the load runs beside it, then
 // shuts the group down gracefully. SIGTERM/SIGINT stop it the same way.
-let services: [any Service] = (simulator.map { [$0] } ?? []) + [client]
+let services: [any Service] = (simulator.map { [$0] } ?? []) + (h2Client.map { [$0] } ?? [heraldClient!])
 let serviceGroup = ServiceGroup(
     configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
 )
 try await withThrowingTaskGroup(of: Void.self) { group in
     group.addTask { try await serviceGroup.run() }
     // Warm-up: one connection set up and the token signed before the clock starts.
-    _ = await client.send(APNsNotification(deviceToken: tokens[0], payload: payload))
+    if let h2Client {
+        _ = await h2Client.send(APNsNotification(deviceToken: tokens[0], payload: payload))
+    } else if let client = heraldClient {
+        _ = await client.send(APNsNotification(deviceToken: tokens[0], payload: payload))
+    }
 
     let cpuStart = cpuMicroseconds()
     let start = ContinuousClock.now
     await withTaskGroup(of: Void.self) { workers in
         for _ in 0..<options.concurrency {
+            if let h2Client {
+                workers.addTask {
+                    if options.executor == "loop" {
+                        await withTaskExecutorPreference(h2Client.taskExecutor) {
+                            await h2Worker(client: h2Client, options: options, payload: payload, tokens: tokens)
+                        }
+                    } else {
+                        await h2Worker(client: h2Client, options: options, payload: payload, tokens: tokens)
+                    }
+                }
+                continue
+            }
+            let client = heraldClient!
             workers.addTask {
                 if options.executor == "loop" {
                     await withTaskExecutorPreference(client.taskExecutor) {
@@ -258,9 +336,9 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     let done = total.sent + total.failed
     print(
         String(
-            format: "%@: n=%d c=%d sent=%d failed=%d retried=%d seconds=%.2f rps=%.0f cpu_us_per_notification=%.1f peak_rss_kb=%d",
+            format: "%@: n=%d c=%d sent=%d failed=%d retried=%d seconds=%.2f rps=%.0f cpu_us_per_notification=%.1f peak_rss_kb=%d transport=%@",
             options.label, options.count, options.concurrency, total.sent, total.failed, total.retried, seconds,
-            Double(done) / seconds, cpu / Double(max(done, 1)), peakRSSKilobytes()
+            Double(done) / seconds, cpu / Double(max(done, 1)), peakRSSKilobytes(), options.transport
         )
     )
     if let failure = total.firstFailure { print("first failure: \(failure)") }
