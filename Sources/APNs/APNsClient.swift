@@ -293,7 +293,7 @@ public final class APNsClient: Service, Sendable {
     }
 
     /// Problems found before sending, answered as APNs would.
-    static func localRefusal(_ notification: APNsNotification) -> APNsOutcome? {
+    package static func localRefusal(_ notification: APNsNotification) -> APNsOutcome? {
         if notification.payload.count > APNsNotification.maximumPayloadSize {
             return .failed(status: nil, reason: .payloadTooLarge)
         }

@@ -147,8 +147,9 @@ final class NIOH2APNsClient: Service, Sendable {
     /// Sends one notification; retries what was not processed, lost or timed out, and 429/5xx,
     /// up to three attempts (the bench's APNsClient retry policy). Never throws.
     func send(_ notification: APNsNotification) async -> H2SendResult {
-        if let refusal = Self.localRefusal(notification) {
-            return H2SendResult(status: nil, body: nil, attempts: 0, retried: 0, failure: refusal)
+        // The checks `APNsClient` makes before sending: the same ones.
+        if let refusal = APNsClient.localRefusal(notification) {
+            return H2SendResult(status: nil, body: nil, attempts: 0, retried: 0, failure: "\(refusal)")
         }
         let apnsID = notification.apnsID.lowercasedString
         let body = ByteBuffer(bytes: notification.payload)
@@ -259,22 +260,6 @@ final class NIOH2APNsClient: Service, Sendable {
                 for request in batch { pool.submit(request) }
             }
         }
-    }
-
-    /// The checks `APNsClient` makes before sending.
-    static func localRefusal(_ notification: APNsNotification) -> String? {
-        if notification.payload.count > APNsNotification.maximumPayloadSize { return "payloadTooLarge" }
-        if notification.payload.isEmpty { return "payloadEmpty" }
-        if notification.deviceToken.isEmpty { return "missingDeviceToken" }
-        var token = notification.deviceToken
-        let hex = token.withUTF8 { bytes in
-            bytes.allSatisfy { byte in (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte | 0x20) }
-        }
-        if !hex { return "badDeviceToken" }
-        if let collapseID = notification.collapseID, collapseID.utf8.count > APNsNotification.maximumCollapseIDSize {
-            return "badCollapseID"
-        }
-        return nil
     }
 }
 
