@@ -114,7 +114,7 @@ public struct DeliveryLedger: Sendable {
     /// A run passes the end of its previous window as `after`, so each claim
     /// reads only rows it has not passed yet; rows given back behind it are
     /// found with `firstClaimable`.
-    public func claimWindow(campaign: Int64, run: Int64, limit: Int, lease: Duration,
+    private func claimWindow(campaign: Int64, run: Int64, limit: Int, lease: Duration,
                             after: Int64) async throws -> ClaimWindow {
         let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
@@ -212,7 +212,7 @@ public struct DeliveryLedger: Sendable {
     /// The first claimable row of the campaign after `after` (queued and
     /// due, or held by a run that is gone), one read of the campaign's rows;
     /// nil when there is none.
-    public func firstClaimable(campaign: Int64, after: Int64 = 0) async throws -> Int64? {
+    private func firstClaimable(campaign: Int64, after: Int64 = 0) async throws -> Int64? {
         let rows = try await client.query("""
             SELECT min(d.id) FROM deliveries d
             WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
