@@ -25,6 +25,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The demo's device fleet posts over HTTP with it: Foundation's URLSession
+        // (FoundationNetworking) needs libcurl and does not link statically.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         // The configuration file (`--config FILE`) is TOML (Sources/Runner/ConfigurationFile.swift says why).
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
@@ -35,6 +38,11 @@ let package = Package(
             name: "ExtensionKit",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
+        // What herald reads at run time (the migrations, the demo's sample data) and the
+        // commit it was built from, embedded at build time: a copied binary needs no Sql/.
+        .target(name: "Embedded", plugins: ["EmbedFiles"]),
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["herald-embed"]),
+        .executableTarget(name: "herald-embed", path: "Sources/HeraldEmbed"),
         // Domain types, segment rules, payload builder, sealing, reply tokens. No I/O.
         .target(
             name: "HeraldCore",
@@ -87,7 +95,7 @@ let package = Package(
         .target(
             name: "Store",
             dependencies: [
-                "HeraldCore",
+                "HeraldCore", "Embedded",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -161,7 +169,10 @@ let package = Package(
             name: "Demo",
             dependencies: [
                 "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Reporting", "Settings",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

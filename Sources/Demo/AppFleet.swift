@@ -4,9 +4,7 @@ import ExtensionKit
 import Foundation
 import Logging
 import ReplyIntake
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import Store
 
 /// One of the demo's devices as its app knows itself (Sql/sample_devices.tsv).
 public struct SampleDevice: Sendable, Hashable {
@@ -28,8 +26,8 @@ public struct SampleDevice: Sendable, Hashable {
     }
 
     /// Reads the tab-separated file (lines starting with # are comments; the first other line names the columns).
-    public static func load(_ url: URL) throws -> [SampleDevice] {
-        let text = try String(contentsOf: url, encoding: .utf8)
+    public static func load(_ files: SQLFiles) throws -> [SampleDevice] {
+        let text = try files.text("sample_devices.tsv")
         var out: [SampleDevice] = []
         var header: [String]?
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
@@ -195,12 +193,7 @@ public actor AppFleet {
     }
 
     static func send(_ request: ReplyHTTPRequest) async throws -> (Int, Data, String?) {
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = request.method
-        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        if !request.body.isEmpty { urlRequest.httpBody = request.body }
-        let (data, response) = try await URLSession.shared.data(for: urlRequest)
-        let http = response as? HTTPURLResponse
-        return (http?.statusCode ?? 0, data, http?.value(forHTTPHeaderField: "ETag"))
+        let response = try await DemoHTTP.send(request)
+        return (response.status, response.body, response.etag)
     }
 }

@@ -82,7 +82,7 @@ public struct DemoLoop: Sendable {
             // The app's backend: it signs the registration tokens Herald verifies.
             let backend = try await AppTokenIssuer(algorithm: .es256)
             let verifier = try await AppTokenVerifier(publicKeyPEM: backend.publicKeyPEM)
-            let sampleDevices = try SampleDevice.load(config.sqlDirectory.appendingPathComponent("sample_devices.tsv"))
+            let sampleDevices = try SampleDevice.load(config.sqlFiles)
             let outcome = try await withPostgres(config.database, logger: logger) { client in
                 try await Self.withAppServer(client: client, secret: secret, verifier: verifier, logger: logger) { intakeURL in
                     // The apps register their devices themselves.
@@ -139,7 +139,7 @@ public struct DemoLoop: Sendable {
         let secret = configuration.replySecret ?? ReplySecret.generate()
         let backend = try await AppTokenIssuer(algorithm: .es256)
         let verifier = try await AppTokenVerifier(publicKeyPEM: backend.publicKeyPEM)
-        let sampleDevices = try SampleDevice.load(configuration.sqlDirectory.appendingPathComponent("sample_devices.tsv"))
+        let sampleDevices = try SampleDevice.load(configuration.sqlFiles)
         return try await withPostgres(configuration.database, logger: logger) { client in
             try await Self.withAppServer(client: client, secret: secret, verifier: verifier, logger: logger) { intakeURL in
                 let apps = AppFleet(devices: sampleDevices, intake: intakeURL, issuer: backend, logger: logger)

@@ -7,13 +7,13 @@ import Store
 public struct DemoSetup: Sendable {
     public let server: DatabaseConfiguration
     public let database: String
-    public let sqlDirectory: URL
+    public let sqlFiles: SQLFiles
     public let logger: Logger
 
-    public init(server: DatabaseConfiguration, database: String, sqlDirectory: URL, logger: Logger) {
+    public init(server: DatabaseConfiguration, database: String, sqlFiles: SQLFiles, logger: Logger) {
         self.server = server
         self.database = database
-        self.sqlDirectory = sqlDirectory
+        self.sqlFiles = sqlFiles
         self.logger = logger
     }
 
@@ -29,10 +29,10 @@ public struct DemoSetup: Sendable {
             try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
         }
         let target = server.with(database: database)
-        let dir = sqlDirectory
+        let files = sqlFiles
         try await withPostgres(target, logger: logger) { client in
-            try await Migrator(directory: dir).migrate(client: client, logger: logger)
-            try await SQLScript.run(file: dir.appendingPathComponent("sample_data.sql"), on: client, logger: logger)
+            try await Migrator(files: files).migrate(client: client, logger: logger)
+            try await SQLScript.run("sample_data.sql", in: files, on: client, logger: logger)
         }
         return target
     }

@@ -3,9 +3,6 @@ import Crypto
 import ExtensionKit
 import Foundation
 import Logging
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Plays the devices: for each notification the APNs simulator accepted, it
 /// does what the app's extensions would — parse the Herald part, open the
@@ -107,14 +104,9 @@ public struct DeviceFleet: Sendable {
     }
 
     static func post(_ request: ReplyHTTPRequest, times: Int) async throws -> [Int] {
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = request.method
-        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        urlRequest.httpBody = request.body
         var statuses: [Int] = []
         for _ in 0..<times {
-            let (_, response) = try await URLSession.shared.data(for: urlRequest)
-            statuses.append((response as? HTTPURLResponse)?.statusCode ?? 0)
+            statuses.append(try await DemoHTTP.send(request).status)
         }
         return statuses
     }

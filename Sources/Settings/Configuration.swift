@@ -13,7 +13,7 @@ import Store
 public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var database: DatabaseConfiguration
     /// Where the numbered migrations and the sample data are.
-    public var sqlDirectory: URL
+    public var sqlFiles: SQLFiles
     /// `apns-topic`: the app's bundle id.
     public var topic: String
     public var batchSize: Int
@@ -86,7 +86,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
             guard !text.isEmpty else { throw ConfigurationError("\(file.label): \(file.text) is empty", key: .databasePasswordFile) }
             database.password = text
         }
-        sqlDirectory = try Self.findSQLDirectory(source.text(.sqlDirectory))
+        sqlFiles = try Self.sqlFiles(source.text(.sqlDirectory))
         topic = source.text(.apnsTopic)?.text ?? Self.defaultTopic
         batchSize = try source.number(.batchSize)
         concurrency = try source.number(.concurrency)
@@ -142,37 +142,21 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "database=\(database) sql=\(sqlDirectory.path) topic=\(topic) batch=\(batchSize) concurrency=\(concurrency) record-every=\(recordEvery) lease=\(lease)"
+        "database=\(database) sql=\(sqlFiles) topic=\(topic) batch=\(batchSize) concurrency=\(concurrency) record-every=\(recordEvery) lease=\(lease)"
     }
 
-    /// `HERALD_SQL_DIR`, else `Sql/` in the working directory or beside the
-    /// executable's checkout (`.build/debug/herald` → `Sql/`), else
-    /// `/usr/share/herald/Sql`.
-    public static func findSQLDirectory(_ explicit: String?) throws -> URL {
-        try findSQLDirectory(explicit.map { Setting(key: .sqlDirectory, text: $0, origin: .environment) })
+    /// The folder `HERALD_SQL_DIR` names, else the files embedded in the binary.
+    public static func sqlFiles(_ explicit: String?) throws -> SQLFiles {
+        try sqlFiles(explicit.map { Setting(key: .sqlDirectory, text: $0, origin: .environment) })
     }
 
-    static func findSQLDirectory(_ explicit: Setting?) throws -> URL {
-        let fm = FileManager.default
-        func hasMigrations(_ url: URL) -> Bool {
-            fm.fileExists(atPath: url.appendingPathComponent("0001_init.sql").path)
+    static func sqlFiles(_ explicit: Setting?) throws -> SQLFiles {
+        guard let explicit, !explicit.text.isEmpty else { return .embedded }
+        let url = URL(fileURLWithPath: explicit.text)
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("0001_init.sql").path) else {
+            throw ConfigurationError("\(explicit.label): \(explicit.text) holds no 0001_init.sql")
         }
-        if let explicit, !explicit.text.isEmpty {
-            let url = URL(fileURLWithPath: explicit.text)
-            guard hasMigrations(url) else {
-                throw ConfigurationError("\(explicit.label): \(explicit.text) holds no 0001_init.sql")
-            }
-            return url
-        }
-        var candidates = [URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("Sql")]
-        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath().deletingLastPathComponent()
-        for _ in 0..<5 {
-            candidates.append(dir.appendingPathComponent("Sql"))
-            dir = dir.deletingLastPathComponent()
-        }
-        candidates.append(URL(fileURLWithPath: "/usr/share/herald/Sql"))
-        if let found = candidates.first(where: hasMigrations) { return found }
-        throw ConfigurationError("cannot find the Sql directory; set HERALD_SQL_DIR")
+        return .directory(url)
     }
 }
 

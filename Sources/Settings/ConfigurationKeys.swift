@@ -74,7 +74,7 @@ extension ConfigurationKey {
     static let databaseOutage = Self("HERALD_DB_OUTAGE_SECONDS", "database", "outage_seconds", kind: .integer(1...86_400, default: 120),
         "how long one database call is retried through a restart, failover, deadlock or timeout before the run stops with 75")
     static let sqlDirectory = Self("HERALD_SQL_DIR", "database", "sql_dir",
-        default: "`./Sql`, else beside the binary's checkout, else `/usr/share/herald/Sql`", "where the migrations are")
+        default: "the `Sql/` files embedded in the binary", "a folder of migrations and sample data to read instead of those embedded in the binary")
 
     // Reply tokens.
     static let replySecret = Self("HERALD_REPLY_SECRET", "reply", "secret", secret: true,

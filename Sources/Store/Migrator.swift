@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Applies `Sql/NNNN_name.sql` files in order, each in its own transaction,
+/// Applies the `NNNN_name.sql` migrations (`SQLFiles`) in order, each in its own transaction,
 /// and records each file's name and SHA-256 in `herald_migrations`. Files
 /// applied before are skipped; one that changed since is refused.
 public struct Migrator: Sendable {
@@ -13,33 +13,29 @@ public struct Migrator: Sendable {
         public var checksum: String
     }
 
-    public let directory: URL
+    public let files: SQLFiles
 
-    public init(directory: URL) {
-        self.directory = directory
+    public init(files: SQLFiles) {
+        self.files = files
     }
 
-    /// The numbered migration files of the directory, in order.
+    public init(directory: URL) {
+        self.init(files: .directory(directory))
+    }
+
+    /// The numbered migrations, in order.
     public func migrations() throws(StoreError) -> [Migration] {
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
-        } catch {
-            throw StoreError.migration("cannot read the SQL directory \(directory.path): \(error.localizedDescription)",
-                                       underlying: error)
-        }
-        let numbered = names.filter { name in
+        let numbered = try files.names().filter { name in
             name.hasSuffix(".sql") && name.prefix(4).allSatisfy(\.isNumber) && name.dropFirst(4).first == "_"
-        }.sorted()
+        }
         guard !numbered.isEmpty else {
-            throw StoreError.migration("no migrations (NNNN_name.sql) in \(directory.path)")
+            throw StoreError.migration("no migrations (NNNN_name.sql) in \(files)")
         }
         var result: [Migration] = []
         for name in numbered {
-            let url = directory.appendingPathComponent(name)
-            guard let data = FileManager.default.contents(atPath: url.path),
-                  let sql = String(data: data, encoding: .utf8) else {
-                throw StoreError.migration("cannot read \(url.path) as UTF-8 text")
+            let data = try files.data(name)
+            guard let sql = String(data: data, encoding: .utf8) else {
+                throw StoreError.migration("cannot read \(name) (\(files)) as UTF-8 text")
             }
             let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
             result.append(Migration(name: name, sql: sql, checksum: digest))

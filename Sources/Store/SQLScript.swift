@@ -78,10 +78,12 @@ public enum SQLScript {
 extension SQLScript {
     /// Runs every statement of a SQL file in one transaction.
     public static func run(file: URL, on client: PostgresClient, logger: Logger) async throws {
-        guard let data = FileManager.default.contents(atPath: file.path) else {
-            throw StoreError.configuration("cannot read \(file.path)")
-        }
-        let statements = statements(in: String(decoding: data, as: UTF8.self))
+        try await run(file.lastPathComponent, in: .directory(file.deletingLastPathComponent()), on: client, logger: logger)
+    }
+
+    /// Runs every statement of one of the SQL files in one transaction.
+    public static func run(_ name: String, in files: SQLFiles, on client: PostgresClient, logger: Logger) async throws {
+        let statements = statements(in: try files.text(name))
         do {
             try await client.withTransaction(logger: logger) { conn in
                 for statement in statements {
@@ -89,7 +91,7 @@ extension SQLScript {
                 }
             }
         } catch {
-            throw StoreError.database("\(file.lastPathComponent): \(StoreError.describe(error))", underlying: error)
+            throw StoreError.database("\(name): \(StoreError.describe(error))", underlying: error)
         }
     }
 }

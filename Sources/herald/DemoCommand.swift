@@ -26,7 +26,7 @@ struct DemoCommand: AsyncParsableCommand {
             var logger = makeLogger("herald", config)
             if config.logLevel == nil { logger.logLevel = .warning }
             let demo = try await DemoSetup(server: config.database, database: database,
-                                           sqlDirectory: config.sqlDirectory, logger: logger).prepare()
+                                           sqlFiles: config.sqlFiles, logger: logger).prepare()
             var demoConfig = config
             demoConfig.database = demo
             if demoConfig.replySecret == nil {

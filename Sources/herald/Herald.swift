@@ -13,6 +13,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Campaign push orchestrator: campaigns in PostgreSQL → APNs → replies back in PostgreSQL.",
+        version: HeraldVersion.text,
         subcommands: [MigrateCommand.self, RunCommand.self, ServeCommand.self, IngestCommand.self, ReportCommand.self, KeysCommand.self, PreviewCommand.self, SendTestCommand.self, PruneCommand.self, ConfigCommand.self, APNsSimCommand.self, DemoCommand.self])
 }
 
@@ -97,7 +98,7 @@ struct MigrateCommand: AsyncParsableCommand {
             let config = try settings.load()
             let logger = makeLogger("herald", config)
             let applied = try await withPostgres(config.database, logger: logger) { client in
-                try await Migrator(directory: config.sqlDirectory).migrate(client: client, logger: logger)
+                try await Migrator(files: config.sqlFiles).migrate(client: client, logger: logger)
             }
             print(applied.isEmpty ? "migrate: up to date" : "migrate: applied \(applied.joined(separator: ", "))")
         } catch {
