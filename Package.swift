@@ -9,6 +9,14 @@ let package = Package(
         .library(name: "ExtensionKit", targets: ["ExtensionKit"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
     ],
+    // Every product dependency but swift-crypto's is conditional on the Server
+    // trait, on by default: an app that adds ExtensionKit with `traits: []`
+    // resolves only swift-crypto (and its swift-asn1), not the server's 30 packages
+    // (docs/app-developers.md, "Adding ExtensionKit to an iOS project").
+    traits: [
+        .trait(name: "Server", description: "herald, herald-bench and their tests, with the packages they need (ExtensionKit needs none of them)"),
+        .default(enabledTraits: ["Server"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -31,6 +39,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         // The configuration file (`--config FILE`) is TOML (Sources/Runner/ConfigurationFile.swift says why).
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        // `swift package generate-documentation --target ExtensionKit` (DocC). No target
+        // depends on it, so an app's resolution leaves it out.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // What an iOS notification extension links: Foundation + Crypto only.
@@ -55,8 +66,8 @@ let package = Package(
         .target(
             name: "Lifecycle",
             dependencies: [
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
         // APNs HTTP/2 + TLS client with token auth.
@@ -65,13 +76,13 @@ let package = Package(
             dependencies: [
                 "Lifecycle",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("Logging", "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("NIOHPACK", "swift-nio-http2"),
+                server("NIOSSL", "swift-nio-ssl"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
         // An APNs stand-in: HTTP/2 + TLS server that validates like APNs and injects faults.
@@ -80,15 +91,15 @@ let package = Package(
             dependencies: [
                 "APNs", "Lifecycle",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("Logging", "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("NIOHTTP2", "swift-nio-http2"),
+                server("NIOSSL", "swift-nio-ssl"),
+                server("X509", "swift-certificates"),
+                server("SwiftASN1", "swift-asn1"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
         // PostgreSQL: migrations, campaigns, audience snapshot, delivery ledger, replies, runs.
@@ -96,19 +107,19 @@ let package = Package(
             name: "Store",
             dependencies: [
                 "HeraldCore", "Embedded",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                server("PostgresNIO", "postgres-nio"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("NIOSSL", "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                server("Logging", "swift-log"),
             ]
         ),
         // The analysts' report, read from the analyst views and rendered as text or one HTML page.
         .target(
             name: "Reporting",
             dependencies: [
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                server("PostgresNIO", "postgres-nio"),
+                server("Logging", "swift-log"),
             ]
         ),
         // The one typed configuration (the settings): every key, read from the environment over a TOML file.
@@ -116,8 +127,8 @@ let package = Package(
             name: "Settings",
             dependencies: [
                 "HeraldCore", "Store", "APNs",
-                .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "Logging", package: "swift-log"),
+                server("TOMLKit", "TOMLKit"),
+                server("Logging", "swift-log"),
             ]
         ),
         // The batch run: due campaigns → snapshot → payloads → send → ledger.
@@ -125,23 +136,23 @@ let package = Package(
             name: "Runner",
             dependencies: [
                 "HeraldCore", "Store", "APNs", "Lifecycle", "Settings",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("UnixSignals", "swift-service-lifecycle"),
+                server("Prometheus", "swift-prometheus"),
+                server("TOMLKit", "TOMLKit"),
+                server("PostgresNIO", "postgres-nio"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("Logging", "swift-log"),
             ]
         ),
         // Logs a machine can parse (JSON lines); metrics in Prometheus's text format.
         .target(
             name: "Observability",
             dependencies: [
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                server("Logging", "swift-log"),
+                server("Metrics", "swift-metrics"),
+                server("Prometheus", "swift-prometheus"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
             ]
         ),
         // Reply intake and notification config over HTTP (Hummingbird).
@@ -149,17 +160,17 @@ let package = Package(
             name: "ReplyIntake",
             dependencies: [
                 "HeraldCore", "Store",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                server("Hummingbird", "hummingbird"),
+                server("HummingbirdCore", "hummingbird"),
+                server("HTTPTypes", "swift-http-types"),
+                server("NIOCore", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("NIOHTTPTypes", "swift-nio-extras"),
+                server("JWTKit", "jwt-kit"),
+                server("PostgresNIO", "postgres-nio"),
+                server("Logging", "swift-log"),
+                server("Metrics", "swift-metrics"),
             ],
             // The OpenAPI document of every endpoint, served at /v1/openapi.json.
             resources: [.embedInCode("openapi.json")]
@@ -169,26 +180,28 @@ let package = Package(
             name: "Demo",
             dependencies: [
                 "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Reporting", "Settings",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                server("NIOCore", "swift-nio"),
+                server("NIOHTTP1", "swift-nio"),
+                server("Hummingbird", "hummingbird"),
+                server("PostgresNIO", "postgres-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("Logging", "swift-log"),
             ]
         ),
         .executableTarget(
             name: "herald",
             dependencies: [
                 "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle", "Reporting", "Settings",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                server("ArgumentParser", "swift-argument-parser"),
+                // `herald healthcheck` asks `herald serve` for /healthz.
+                server("AsyncHTTPClient", "async-http-client"),
+                server("NIOCore", "swift-nio"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("NIOPosix", "swift-nio"),
+                server("Logging", "swift-log"),
             ]
         ),
         // Load generator for the APNs transport (scripts/bench), and the reply
@@ -198,14 +211,14 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsSimulator", "HeraldCore",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("Logging", "swift-log"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
                 // The A/B transport on swift-nio-http2 (herald-bench --transport nio-http2).
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                server("NIOHTTP2", "swift-nio-http2"),
+                server("NIOHPACK", "swift-nio-http2"),
+                server("NIOSSL", "swift-nio-ssl"),
             ]
         ),
         // Shared by the test targets: a throwaway database per test, the simulator.
@@ -213,10 +226,10 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "HeraldCore", "Store", "APNs", "APNsSimulator",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                server("Logging", "swift-log"),
+                server("NIOPosix", "swift-nio"),
             ]
         ),
         // The shared known answers of the wire contracts, for the test targets.
@@ -229,9 +242,9 @@ let package = Package(
             name: "DemoTests",
             dependencies: [
                 "Demo", "TestSupport", "Runner", "Settings", "ReplyIntake", "ExtensionKit", "APNsSimulator",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                server("PostgresNIO", "postgres-nio"),
+                server("Hummingbird", "hummingbird"),
+                server("HummingbirdTesting", "hummingbird"),
             ]
         ),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "TestVectors"]),
@@ -240,24 +253,24 @@ let package = Package(
             dependencies: [
                 "APNs", "APNsSimulator", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                server("NIOCore", "swift-nio"),
+                server("NIOEmbedded", "swift-nio"),
+                server("NIOHPACK", "swift-nio-http2"),
+                server("NIOPosix", "swift-nio"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
         .testTarget(
             name: "ObservabilityTests",
             dependencies: [
                 "Observability", "TestSupport",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                server("Logging", "swift-log"),
+                server("Prometheus", "swift-prometheus"),
             ]
         ),
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "HeraldCore", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["Store", "HeraldCore", "TestSupport", server("PostgresNIO", "postgres-nio")]
         ),
         .testTarget(
             name: "SettingsTests",
@@ -268,13 +281,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ReportingTests",
-            dependencies: ["Reporting", "Store", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["Reporting", "Store", "TestSupport", server("PostgresNIO", "postgres-nio")]
         ),
         .testTarget(
             name: "RunnerTests",
             dependencies: [
                 "Runner", "Reporting", "Settings", "TestSupport", "APNs", "APNsSimulator",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -284,7 +297,7 @@ let package = Package(
             name: "FaultTests",
             dependencies: [
                 "Store", "TestSupport", "HeraldCore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -292,11 +305,11 @@ let package = Package(
             name: "ReplyIntakeTests",
             dependencies: [
                 "ReplyIntake", "TestSupport", "Settings",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                server("Hummingbird", "hummingbird"),
+                server("JWTKit", "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                server("HummingbirdTesting", "hummingbird"),
+                server("PostgresNIO", "postgres-nio"),
             ]
         ),
         // Hostile input, throttling, slow clients, roles and secrets: the abuse suite.
@@ -304,16 +317,23 @@ let package = Package(
             name: "AbuseTests",
             dependencies: [
                 "ReplyIntake", "TestSupport", "Demo", "Runner", "Settings", "Store", "HeraldCore", "ExtensionKit", "Observability",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                server("Hummingbird", "hummingbird"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
+                server("PostgresNIO", "postgres-nio"),
+                server("NIOCore", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
+                server("Logging", "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                server("NIOConcurrencyHelpers", "swift-nio"),
             ]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+/// A product of one of the server's packages: a dependency only with the
+/// Server trait (see `traits`), so that an app adding ExtensionKit with
+/// `traits: []` does not resolve the package.
+func server(_ product: String, _ package: String) -> Target.Dependency {
+    .product(name: product, package: package, condition: .when(traits: ["Server"]))
+}

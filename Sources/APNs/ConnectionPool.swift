@@ -181,7 +181,7 @@ final class HostPool: APNsConnectionDelegate {
         let sslContext = self.sslContext
         let serverHostname: String? = endpoint.isIPAddress ? nil : endpoint.host
         let bootstrap = ClientBootstrap(group: eventLoop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(TimeAmount(configuration.connectTimeout))
             .channelInitializer { channel in
                 do {

@@ -21,18 +21,27 @@ public struct HeraldConfigRefresh: Sendable, Hashable {
     /// `ETag` header of `GET /v1/notification-config` gives it.
     public var etag: String
 
+    /// A refresh announcing the config whose ETag is `etag`.
     public init(etag: String) {
         self.etag = etag
     }
 
-    /// nil when the payload is not a Herald config refresh (an ordinary campaign
-    /// notification, another provider's push).
+    /// Reads the raw APNs payload as JSON bytes.
+    ///
+    /// A config refresh has `aps.content-available` 1, no `aps.alert`, and a
+    /// non-empty `herald.config`.
+    ///
+    /// - Returns: `nil` when the payload is not a Herald config refresh (an
+    ///   ordinary campaign notification, another provider's push).
     public init?(json: Data) {
         guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { return nil }
         self.init(object: object)
     }
 
-    /// From the `userInfo` of a remote notification.
+    /// Reads the `userInfo` of a remote notification, as
+    /// `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)` gives it.
+    ///
+    /// - Returns: `nil` when the push is not a Herald config refresh.
     public init?(userInfo: [AnyHashable: Any]) {
         var object: [String: Any] = [:]
         for (key, value) in userInfo {
@@ -71,17 +80,27 @@ public struct HeraldConfigRefresh: Sendable, Hashable {
 /// `UNNotificationCategory` per entry, one `UNNotificationAction` or
 /// `UNTextInputNotificationAction` per action).
 public struct NotificationConfigDocument: Sendable, Hashable {
+    /// One entry of `UNNotificationAction`: a button, or a text input when
+    /// ``textButtonTitle`` is set.
     public struct Action: Sendable, Hashable {
+        /// The action identifier iOS reports when the user taps it, and the
+        /// `action` of the reply (``ReplyRequestBuilder``).
         public var identifier: String
+        /// The button's title in the locale asked for.
         public var title: String
         /// UNNotificationActionOptions bits: 1 authenticationRequired, 2 destructive, 4 foreground.
         public var options: Int
         /// For a text-input action (`UNTextInputNotificationAction`): its button title and placeholder.
         public var textButtonTitle: String?
+        /// For a text-input action: the placeholder of its text field.
         public var textPlaceholder: String?
     }
 
+    /// One entry of `UNNotificationCategory`: the actions a campaign of this
+    /// category shows.
     public struct Category: Sendable, Hashable {
+        /// The category identifier a notification names in `aps.category`
+        /// (``HeraldNotification/category``).
         public var identifier: String
         /// Action identifiers in display order.
         public var actions: [String]
@@ -89,15 +108,26 @@ public struct NotificationConfigDocument: Sendable, Hashable {
         public var options: Int
     }
 
+    /// The categories by identifier.
     public var categories: [String: Category]
+    /// The actions by identifier; a category names its actions by these keys.
     public var actions: [String: Action]
     /// The response's `ETag`, to report as `config_etag` once registered.
     public var etag: String?
 
+    /// Why a response body is not a notification config document.
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What is wrong with the document.
         public let description: String
     }
 
+    /// Reads the body of a 200 answer to ``AppRequestBuilder/notificationConfig(locale:registeredETag:)``.
+    ///
+    /// - Parameters:
+    ///   - json: The response body.
+    ///   - etag: The response's `ETag` header, kept as ``etag``.
+    /// - Throws: ``ParseError`` when the body is not a `NotificationConfig`
+    ///   document or an action has no title.
     public init(json: Data, etag: String?) throws(ParseError) {
         guard let root = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any],
               let config = root["NotificationConfig"] as? [String: Any],
@@ -125,22 +155,37 @@ public struct NotificationConfigDocument: Sendable, Hashable {
 
 /// The app's own requests to Herald: registering the device (contract 6)
 /// and fetching the notification config (contract 5).
+///
+/// Each method returns a ``ReplyHTTPRequest``; send it with `URLSession`
+/// (`urlRequest` on Apple platforms).
 public struct AppRequestBuilder: Sendable {
+    /// Where `herald serve` answers, with or without a path prefix.
     public let baseURL: URL
 
+    /// A builder for the Herald server at `baseURL`
+    /// (`https://push.example.com` or `https://example.com/herald/`).
     public init(baseURL: URL) {
         self.baseURL = baseURL
     }
 
     /// What the app registers with `PUT /v1/devices/{token}`.
+    ///
+    /// Fields left `nil` are left out of the body, and Herald keeps what it has.
     public struct Registration: Sendable, Hashable {
+        /// The APNs environment of the device token: `production` or `sandbox`.
         public var environment: String
+        /// The app's user id; must be the `sub` of the bearer token.
         public var user: String
+        /// The device's BCP 47 locale (`fr-FR`): campaign text and button titles follow it.
         public var locale: String?
+        /// The device's IANA time zone (`Europe/Paris`), for quiet hours.
         public var timeZone: String?
+        /// The app's version (`3.1`); segment rules compare it numerically.
         public var appVersion: String?
-        /// Base64 of the raw X25519 public key (`DeviceKeyPair.publicKeyBase64`), and its id.
+        /// Base64 of the raw X25519 public key the sealed fields are sealed to
+        /// (`privateKey.publicKey.rawRepresentation.base64EncodedString()`).
         public var publicKey: String?
+        /// The id of ``publicKey``; envelopes name it as `kid`. Herald names the key when it is `nil`.
         public var keyID: String?
         /// Text-valued attributes merged into the user's.
         public var attributes: [String: String]?
@@ -149,6 +194,7 @@ public struct AppRequestBuilder: Sendable {
         /// The ETag of the notification config the app has registered.
         public var configETag: String?
 
+        /// A registration; only `environment` and `user` are required.
         public init(environment: String, user: String, locale: String? = nil, timeZone: String? = nil,
                     appVersion: String? = nil, publicKey: String? = nil, keyID: String? = nil,
                     attributes: [String: String]? = nil, marketing: Bool? = nil, configETag: String? = nil) {
@@ -172,6 +218,8 @@ public struct AppRequestBuilder: Sendable {
         register(deviceTokenHex: deviceToken.map { String(format: "%02x", $0) }.joined(), registration, bearer: bearer)
     }
 
+    /// `PUT /v1/devices/{token}` with the APNs token already in hex
+    /// (lowercased in the URL); `bearer` is the JWT of the app's backend.
     public func register(deviceTokenHex: String, _ r: Registration, bearer: String) -> ReplyHTTPRequest {
         var object: [String: Any] = ["environment": r.environment, "user": r.user]
         if let v = r.locale { object["locale"] = v }
@@ -188,7 +236,8 @@ public struct AppRequestBuilder: Sendable {
                                 body: body)
     }
 
-    /// `DELETE /v1/devices/{token}` (logout).
+    /// `DELETE /v1/devices/{token}` (logout): Herald stops targeting the
+    /// device until it registers again.
     public func unregister(deviceTokenHex: String, bearer: String) -> ReplyHTTPRequest {
         ReplyHTTPRequest(url: devicesURL(deviceTokenHex), method: "DELETE",
                          headers: [("Authorization", "Bearer \(bearer)")], body: Data())

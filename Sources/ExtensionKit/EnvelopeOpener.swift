@@ -39,9 +39,12 @@ public struct OpenError: Error, Hashable, Sendable, CustomStringConvertible, Cus
     static func unknownKey(_ detail: String) -> Self { Self(.unknownKey, detail) }
     static func malformedPlaintext(_ detail: String) -> Self { Self(.malformedPlaintext, detail) }
 
+    /// Two errors are equal when they are the same case; the detail is ignored.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the case only, as ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
+    /// A one-line reason, without the detail.
     public var description: String {
         switch code {
         case .unsupportedVersion: "sealed envelope has an unsupported version"
@@ -52,6 +55,7 @@ public struct OpenError: Error, Hashable, Sendable, CustomStringConvertible, Cus
         }
     }
 
+    /// The reason and, when there is one, the detail (never key material or plaintext).
     public var debugDescription: String {
         detail.isEmpty ? description : "\(description) (\(detail))"
     }
@@ -71,6 +75,13 @@ public struct EnvelopeOpener: Sendable, CustomStringConvertible, CustomReflectab
     /// before any cryptography runs (useful after a key rotation).
     public let keyID: String?
 
+    /// An opener holding the device's private key.
+    ///
+    /// - Parameters:
+    ///   - privateKey: The X25519 key whose public half the app registered
+    ///     (``AppRequestBuilder/Registration/publicKey``). Keep it in the
+    ///     keychain, in an access group the app and its extensions share.
+    ///   - keyID: The registered key id, to refuse envelopes sealed to another key; `nil` opens any.
     public init(privateKey: Curve25519.KeyAgreement.PrivateKey, keyID: String? = nil) {
         self.privateKey = privateKey
         self.keyID = keyID
@@ -78,6 +89,10 @@ public struct EnvelopeOpener: Sendable, CustomStringConvertible, CustomReflectab
 
     /// Opens `envelope`, sealed for delivery `delivery` of campaign `campaign`,
     /// and returns the plaintext bytes (a UTF-8 JSON object).
+    ///
+    /// - Throws: ``OpenError``: ``OpenError/unsupportedVersion``,
+    ///   ``OpenError/unknownKey``, ``OpenError/malformedEnvelope`` or
+    ///   ``OpenError/wrongKeyOrTampered``.
     public func open(_ envelope: SealedEnvelope, campaign: Int64, delivery: Int64) throws(OpenError) -> Data {
         guard envelope.v == HeraldUserInfo.envelopeVersion else {
             throw .unsupportedVersion("v = \(envelope.v)")
@@ -144,10 +159,12 @@ public struct EnvelopeOpener: Sendable, CustomStringConvertible, CustomReflectab
         return try openFields(sealed, campaign: notification.campaign, delivery: notification.delivery)
     }
 
+    /// Names the key id only; the private key is never printed.
     public var description: String {
         "EnvelopeOpener(keyID: \(keyID ?? "any"), privateKey: <redacted>)"
     }
 
+    /// Shows ``keyID`` only, so `dump` and debuggers never show the private key.
     public var customMirror: Mirror {
         Mirror(self, children: ["keyID": keyID as Any], displayStyle: .struct)
     }

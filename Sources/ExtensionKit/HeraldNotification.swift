@@ -26,9 +26,12 @@ public struct NotificationParseError: Error, Hashable, Sendable, CustomStringCon
     static func malformed(_ detail: String) -> Self { Self(.malformed, detail) }
     static func notJSON(_ detail: String) -> Self { Self(.notJSON, detail) }
 
+    /// Two errors are equal when they are the same case; the detail is ignored.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    /// Hashes the case only, as ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
+    /// A one-line reason; for ``malformed``, the field at fault.
     public var description: String {
         switch code {
         case .notJSON: "notification payload is not a JSON object"
@@ -37,6 +40,7 @@ public struct NotificationParseError: Error, Hashable, Sendable, CustomStringCon
         }
     }
 
+    /// The reason and, when there is one, the detail.
     public var debugDescription: String {
         detail.isEmpty || code == .malformed ? description : "\(description) (\(detail))"
     }
@@ -49,7 +53,9 @@ public struct NotificationParseError: Error, Hashable, Sendable, CustomStringCon
 public struct HeraldNotification: Sendable, Hashable {
     /// The campaign's kind (`herald.k`). Unknown kinds are kept as they are.
     public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The kind as the payload spells it (`poster`, `flash_sale`, `feedback`).
         public var rawValue: String
+        /// The kind spelt `rawValue`, known or not.
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// An announcement with a poster image or animated GIF.
@@ -59,12 +65,15 @@ public struct HeraldNotification: Sendable, Hashable {
         /// A question answered by typing.
         public static let feedback = Self(rawValue: "feedback")
 
+        /// The ``rawValue``.
         public var description: String { rawValue }
 
+        /// Decodes the kind from a JSON string.
         public init(from decoder: any Decoder) throws {
             rawValue = try decoder.singleValueContainer().decode(String.self)
         }
 
+        /// Encodes the kind as a JSON string.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             try container.encode(rawValue)
@@ -72,11 +81,16 @@ public struct HeraldNotification: Sendable, Hashable {
     }
 
     /// Media the Notification Service Extension downloads and attaches (`herald.media`).
+    ///
+    /// The kit only reads it: downloading the file and making the
+    /// `UNNotificationAttachment` is the service extension's job.
     public struct Media: Sendable, Hashable, Codable {
+        /// Where to download the file from.
         public var url: URL
         /// The server's media type label, e.g. `gif`, `png`, `jpg`, `mp4`.
         public var type: String
 
+        /// Media at `url` of type `type`.
         public init(url: URL, type: String) {
             self.url = url
             self.type = type
@@ -101,6 +115,8 @@ public struct HeraldNotification: Sendable, Hashable {
     /// `aps.category`: the registered category whose actions the user sees.
     public var category: String?
 
+    /// A notification from its parts (tests, previews); a device parses one
+    /// with ``init(userInfo:)``.
     public init(
         campaign: Int64,
         delivery: Int64,

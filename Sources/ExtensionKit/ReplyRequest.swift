@@ -19,15 +19,20 @@ public enum ReplyAction {
 /// (`2026-11-20T10:00:00Z`) and `reply_id` in lowercase, whatever the
 /// encoder's strategies.
 public struct ReplyBody: Codable, Sendable, Hashable {
+    /// The delivery answered (``HeraldNotification/delivery``).
     public var delivery: Int64
+    /// The delivery's reply token (``HeraldNotification/replyToken``).
     public var token: String
+    /// The action identifier the user chose: one of the category's actions or of ``ReplyAction``.
     public var action: String
+    /// What the user typed, for a text-input action only (at most 2000 Unicode code points).
     public var text: String?
     /// When the user acted. Whole seconds travel; a fraction is dropped.
     public var occurredAt: Date
     /// The client's id for this reply, so a retry is recognised.
     public var replyID: UUID
 
+    /// A reply body; `occurredAt` is rounded down to the whole second.
     public init(delivery: Int64, token: String, action: String, text: String? = nil, occurredAt: Date, replyID: UUID) {
         self.delivery = delivery
         self.token = token
@@ -53,6 +58,8 @@ public struct ReplyBody: Codable, Sendable, Hashable {
         init?(intValue: Int) { nil }
     }
 
+    /// Decodes a body strictly, as the server does: unknown keys, a
+    /// timestamp that is not RFC 3339 or a `reply_id` that is not a UUID throw.
     public init(from decoder: any Decoder) throws {
         let keys = try decoder.container(keyedBy: AnyKey.self).allKeys
         if let unknown = keys.first(where: { CodingKeys(stringValue: $0.stringValue) == nil }) {
@@ -81,6 +88,8 @@ public struct ReplyBody: Codable, Sendable, Hashable {
         replyID = uuid
     }
 
+    /// Encodes the body as the server reads it: `occurred_at` in UTC whole
+    /// seconds, `reply_id` lowercase, `text` left out when `nil`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(delivery, forKey: .delivery)
@@ -101,13 +110,20 @@ extension ReplyBody {
 }
 
 /// An HTTP request as plain values: the extension turns it into a `URLRequest`
-/// (``urlRequest`` on Apple platforms), tests read it directly.
+/// (`urlRequest`, on Apple platforms), tests read it directly.
+///
+/// ``ReplyRequestBuilder`` and ``AppRequestBuilder`` both make these.
 public struct ReplyHTTPRequest: Sendable {
+    /// The full URL.
     public var url: URL
+    /// The HTTP method: `POST`, `PUT`, `DELETE` or `GET`.
     public var method: String
+    /// The headers, in order.
     public var headers: [(name: String, value: String)]
+    /// The body; empty for `GET` and `DELETE`.
     public var body: Data
 
+    /// A request from its parts.
     public init(url: URL, method: String, headers: [(name: String, value: String)], body: Data) {
         self.url = url
         self.method = method
@@ -153,6 +169,7 @@ public struct ReplyRequestError: Error, Hashable, Sendable, CustomStringConverti
     /// The body could not be encoded as JSON.
     public static let encodingFailed = Self(code: .encodingFailed)
 
+    /// A one-line reason.
     public var description: String {
         switch code {
         case .noReplyToken: "notification has no reply token; its campaign takes no replies"

@@ -16,6 +16,7 @@ public struct SealedEnvelope: Codable, Sendable, Hashable {
     /// The HPKE ciphertext including the authentication tag, standard base64.
     public var ct: String
 
+    /// An envelope from its four fields, as the payload's `herald.sealed` holds them.
     public init(v: Int, kid: String, enc: String, ct: String) {
         self.v = v
         self.kid = kid

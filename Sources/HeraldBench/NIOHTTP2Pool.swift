@@ -107,7 +107,7 @@ final class H2Pool {
         connectionConfiguration.targetWindowSize = 1 << 24
         let configuration = connectionConfiguration
         ClientBootstrap(group: eventLoop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 do {

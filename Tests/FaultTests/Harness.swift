@@ -43,13 +43,21 @@ final class Child {
     let output: URL
     let name: String
 
-    init(name: String, arguments: [String], environment: [String: String], directory scratch: Scratch) throws {
+    /// `user`: run as that uid and gid (through setpriv; the tests run as root).
+    init(name: String, arguments: [String], environment: [String: String], directory scratch: Scratch,
+         user: (uid: UInt32, gid: UInt32)? = nil) throws {
         self.name = name
         output = scratch.directory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
-        process.executableURL = URL(fileURLWithPath: try HeraldBinary.path())
-        process.arguments = arguments
+        if let user {
+            process.executableURL = URL(fileURLWithPath: Self.setpriv)
+            process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--",
+                                 try HeraldBinary.path()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try HeraldBinary.path())
+            process.arguments = arguments
+        }
         process.environment = environment
         process.standardOutput = handle
         process.standardError = handle
@@ -58,6 +66,9 @@ final class Child {
         try? handle.close()
         scratch.children.append(self)
     }
+
+    /// util-linux's setpriv, in every Debian system.
+    static let setpriv = "/usr/bin/setpriv"
 
     var pid: Int32 { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
