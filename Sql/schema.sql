@@ -501,6 +501,47 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_pace_reserve(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_pace_reserve(p_campaign bigint, p_count integer, OUT first_in double precision, OUT spacing double precision) RETURNS record
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_per_minute integer;
+    v_within     interval;
+    v_pace       campaign_pace%ROWTYPE;
+    v_rate       double precision;
+    v_left       double precision;
+    v_queued     bigint;
+    v_now        timestamptz := clock_timestamp();
+    v_start      timestamptz;
+BEGIN
+    SELECT rate_per_minute, finish_within INTO v_per_minute, v_within FROM campaigns WHERE id = p_campaign;
+    IF v_per_minute IS NULL AND v_within IS NULL THEN
+        RETURN;
+    END IF;
+    INSERT INTO campaign_pace (campaign_id, next_slot, started_at) VALUES (p_campaign, v_now, v_now)
+    ON CONFLICT (campaign_id) DO NOTHING;
+    SELECT * INTO v_pace FROM campaign_pace WHERE campaign_id = p_campaign FOR UPDATE;
+    IF v_per_minute IS NOT NULL THEN
+        v_rate := v_per_minute;
+    ELSIF v_pace.rate > 0 AND v_pace.rate_at > v_now - interval '30 seconds' THEN
+        v_rate := v_pace.rate;
+    ELSE
+        SELECT count(*) INTO v_queued FROM deliveries WHERE campaign_id = p_campaign AND status = 'queued';
+        v_left := greatest(extract(epoch FROM v_pace.started_at + v_within - v_now) / 60, 1.0 / 60);
+        v_rate := least(greatest(1, ceil(v_queued / v_left)), 1000000);
+        UPDATE campaign_pace SET rate = v_rate, rate_at = v_now WHERE campaign_id = p_campaign;
+    END IF;
+    spacing := 60.0 / v_rate;
+    v_start := greatest(v_pace.next_slot, v_now);
+    UPDATE campaign_pace SET next_slot = v_start + make_interval(secs => spacing * p_count)
+    WHERE campaign_id = p_campaign;
+    first_in := extract(epoch FROM v_start - v_now);
+END $$;
+
+--
 -- Name: herald_quiet_until(text, timestamp with time zone, time without time zone, time without time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -906,14 +947,19 @@ CREATE TABLE public.campaigns (
     completed_at timestamp with time zone,
     snapshot_at timestamp with time zone,
     snapshot_through bigint,
+    rate_per_minute integer,
+    finish_within interval,
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
     CONSTRAINT "campaign custom must be a JSON object" CHECK ((jsonb_typeof(custom) = 'object'::text)),
     CONSTRAINT "campaign expires_at must be after send_at" CHECK (((expires_at IS NULL) OR (expires_at > send_at))),
+    CONSTRAINT "campaign finish_within must be from 1 minute to 7 days" CHECK (((finish_within IS NULL) OR ((finish_within >= '00:01:00'::interval) AND (finish_within <= '7 days'::interval)))),
     CONSTRAINT "campaign kind must be poster, flash_sale or feedback" CHECK ((kind = ANY (ARRAY['poster'::text, 'flash_sale'::text, 'feedback'::text]))),
     CONSTRAINT "campaign media_type must be image, gif, audio or video" CHECK (((media_type IS NULL) OR (media_type = ANY (ARRAY['image'::text, 'gif'::text, 'audio'::text, 'video'::text])))),
     CONSTRAINT "campaign priority must be 10 (immediate) or 5 (low urgency)" CHECK ((priority = ANY (ARRAY[5, 10]))),
+    CONSTRAINT "campaign rate_per_minute must be from 1 to 1000000 a minute" CHECK (((rate_per_minute IS NULL) OR ((rate_per_minute >= 1) AND (rate_per_minute <= 1000000)))),
     CONSTRAINT "campaign relevance_score must be between 0 and 1" CHECK (((relevance_score IS NULL) OR ((relevance_score >= (0)::double precision) AND (relevance_score <= (1)::double precision)))),
     CONSTRAINT "campaign sensitive must be a JSON object" CHECK (((sensitive IS NULL) OR (jsonb_typeof(sensitive) = 'object'::text))),
+    CONSTRAINT "campaign sets rate_per_minute or finish_within, not both" CHECK (((rate_per_minute IS NULL) OR (finish_within IS NULL))),
     CONSTRAINT "campaign status must be draft, scheduled, running, paused, …" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))),
     CONSTRAINT "interruption_level: passive/active/time-sensitive/critical" CHECK (((interruption_level IS NULL) OR (interruption_level = ANY (ARRAY['passive'::text, 'active'::text, 'time-sensitive'::text, 'critical'::text]))))
 );
@@ -1440,6 +1486,18 @@ CREATE VIEW analyst.variant_comparison AS
    FROM cmp;
 
 --
+-- Name: campaign_pace; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.campaign_pace (
+    campaign_id bigint NOT NULL,
+    next_slot timestamp with time zone NOT NULL,
+    started_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    rate double precision DEFAULT 0 NOT NULL,
+    rate_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone NOT NULL
+);
+
+--
 -- Name: campaign_status_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -1809,6 +1867,13 @@ ALTER TABLE ONLY public.users ALTER COLUMN id SET DEFAULT nextval('public.users_
 
 ALTER TABLE ONLY public.actions
     ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
+
+--
+-- Name: campaign_pace campaign_pace_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_pace
+    ADD CONSTRAINT campaign_pace_pkey PRIMARY KEY (campaign_id);
 
 --
 -- Name: campaign_status_changes campaign_status_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2247,6 +2312,13 @@ CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON pub
 --
 
 CREATE TRIGGER users_deleted_replies AFTER DELETE ON public.users REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_user_deleted();
+
+--
+-- Name: campaign_pace campaign_pace_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_pace
+    ADD CONSTRAINT campaign_pace_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
 
 --
 -- Name: campaign_status_changes campaign_status_changes_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -119,6 +119,8 @@ public struct Campaign: Sendable, Hashable {
     /// The campaign's A/B variants in name order (the first is the
     /// baseline); empty when it has none.
     public var variants: [CampaignVariant]
+    /// How fast it may go out; nil: as fast as APNs takes it.
+    public var pace: CampaignPace?
 
     public init(
         id: Int64, name: String, kind: CampaignKind, status: CampaignStatus = .scheduled,

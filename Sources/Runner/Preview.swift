@@ -30,6 +30,8 @@ public struct CampaignPreview: Sendable {
     public var sendAt: Date
     public var expiresAt: Date?
     public var segmentName: String?
+    /// How fast it may go out (nil: as fast as APNs takes it).
+    public var pace: CampaignPace?
     /// The campaign's A/B variants in name order (the first is the baseline); empty when it has none.
     public var variants: [(name: String, share: Int)] = []
     /// Per variant, then per locale (one variant, nil, for a campaign without variants).
@@ -53,7 +55,7 @@ public struct CampaignPreview: Sendable {
         let status = try await stores.campaigns.storedStatus(id) ?? c.status.rawValue
         var preview = CampaignPreview(
             campaignID: c.id, name: c.name, kind: c.kind.rawValue, status: status, sendAt: c.sendAt,
-            expiresAt: c.expiresAt, segmentName: due.segmentName, locales: [], audience: nil, problems: [], notes: [])
+            expiresAt: c.expiresAt, segmentName: due.segmentName, pace: c.pace, locales: [], audience: nil, problems: [], notes: [])
         switch status {
         case "draft":
             preview.notes.append("a draft: a run sends it once its status is 'scheduled' and send_at has come")
@@ -172,6 +174,10 @@ public struct CampaignPreview: Sendable {
         } else {
             lines.append("audience: cannot be selected")
         }
+        if let pace, let a = audience {
+            let rate = pace.ratePerMinute(audience: a.queued)
+            lines.append("pace: \(pace): \(a.queued) notifications take about \(CampaignPace.words(pace.duration(audience: a.queued))) at \(Int(rate)) a minute, spread evenly")
+        }
         if problems.isEmpty {
             lines.append("ready: a run could send this campaign")
         } else {
@@ -246,7 +252,17 @@ public struct CampaignPreview: Sendable {
             if l.payload.isEmpty { w.raw("null") } else { w.raw(l.payload) }
             w.raw("}")
         }
-        w.raw("],\"audience\":")
+        w.raw("],\"pace\":")
+        if let pace, let a = audience {
+            w.raw("{\"notifications_per_minute\":")
+            w.int(Int64(pace.ratePerMinute(audience: a.queued)))
+            w.raw(",\"seconds\":")
+            w.int(Int64(pace.duration(audience: a.queued).rounded()))
+            w.raw("}")
+        } else {
+            w.raw("null")
+        }
+        w.raw(",\"audience\":")
         if let a = audience {
             w.raw("{\"devices\":")
             w.int(Int64(a.inserted))

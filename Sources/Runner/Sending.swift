@@ -14,7 +14,7 @@ extension CampaignRun {
     func send(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
               logger: Logger, snapshotting: SnapshotWriting? = nil) async throws {
         guard let transport else { return }
-        let source = CampaignClaims(ledger: stores.ledger, db: db, prepared: prepared, runID: state.runID, options: options,
+        let source = CampaignClaims(ledger: stores.ledger, campaigns: stores.campaigns, db: db, prepared: prepared, runID: state.runID, options: options,
                                     personalizer: personalizer, snapshotting: snapshotting)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger)
         let clock = ContinuousClock()

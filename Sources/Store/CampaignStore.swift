@@ -3,6 +3,23 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
+/// Send slots taken for a paced campaign: the first is `firstIn` seconds
+/// from now (by the database's clock), each next one `spacing` seconds later.
+public struct PaceSlots: Sendable, Hashable {
+    public var firstIn: Double
+    public var spacing: Double
+
+    public init(firstIn: Double, spacing: Double) {
+        self.firstIn = firstIn
+        self.spacing = spacing
+    }
+
+    /// When the `index`th slot comes, counted from `now`.
+    public func slot(_ index: Int, from now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        now + .seconds(firstIn + spacing * Double(index))
+    }
+}
+
 /// A campaign that is due, with its segment.
 public struct DueCampaign: Sendable {
     public var campaign: Campaign
@@ -65,7 +82,8 @@ public struct CampaignStore: Sendable {
             SELECT c.id, c.name, c.kind, c.status, c.content::text, c.default_locale, c.media_url, c.media_type,
                    c.category_id, c.custom::text, c.sensitive::text, c.send_at, c.expires_at, c.priority,
                    c.collapse_id, c.thread_id, c.interruption_level, c.relevance_score, c.sound,
-                   c.quiet_hours, c.frequency_capped, s.name, coalesce(s.rule, '{}'::jsonb)::text
+                   c.quiet_hours, c.frequency_capped, s.name, coalesce(s.rule, '{}'::jsonb)::text,
+                   c.rate_per_minute, extract(epoch FROM c.finish_within)::float8
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             WHERE c.id = \(id)
             """, logger: logger)
@@ -103,7 +121,13 @@ public struct CampaignStore: Sendable {
                 quietHours: try r[19].decode(Bool.self),
                 frequencyCapped: try r[20].decode(Bool.self))
             let rule = try JSONDecoder().decode(JSONValue.self, from: Data(try r[22].decode(String.self).utf8))
-            loaded = DueCampaign(campaign: campaign, segmentName: try r[21].decode(String?.self), segmentRule: rule)
+            var paced = campaign
+            if let rate = try r[23].decode(Int32?.self) {
+                paced.pace = .perMinute(Int(rate))
+            } else if let seconds = try r[24].decode(Double?.self) {
+                paced.pace = .within(seconds)
+            }
+            loaded = DueCampaign(campaign: paced, segmentName: try r[21].decode(String?.self), segmentRule: rule)
         }
         guard var due = loaded else { throw StoreError.notFound("campaign \(id) does not exist") }
         due.campaign.variants = try await loadVariants(id)
@@ -180,4 +204,17 @@ public struct CampaignStore: Sendable {
         for try await s in rows.decode(String.self) { return s }
         return nil
     }
+
+    /// Takes the next `count` send slots of a paced campaign (Sql/0020,
+    /// `herald_pace_reserve`): nil when the campaign has no pace.
+    public func reservePace(campaign: Int64, count: Int) async throws -> PaceSlots? {
+        let rows = try await client.query(
+            "SELECT first_in, spacing FROM herald_pace_reserve(\(campaign), \(Int32(clamping: count)))", logger: logger)
+        for try await (first, spacing) in rows.decode((Double?, Double?).self) {
+            guard let first, let spacing else { return nil }
+            return PaceSlots(firstIn: first, spacing: spacing)
+        }
+        return nil
+    }
+
 }

@@ -94,6 +94,15 @@ struct MarketerTests {
             let json = try #require(try JSONSerialization.jsonObject(with: Data(preview.json)) as? [String: Any])
             #expect((json["audience"] as? [String: Any])?["skipped_frequency_cap"] as? Int == 1)
             #expect(json["can_go_out"] as? Bool == true)
+            #expect(json["pace"] is NSNull)
+
+            // With a pace, the preview says how long its audience takes.
+            try await client.exec("UPDATE campaigns SET rate_per_minute = 4 WHERE id = \(id)")
+            let paced = try await CampaignPreview.make(stores: stores, campaign: id, topic: "com.example.herald")
+            #expect(paced.text.contains("pace: at most 4 a minute: 9 notifications take about 2 min at 4 a minute, spread evenly"), "\(paced.text)")
+            let pace = try #require(try JSONSerialization.jsonObject(with: Data(paced.json)) as? [String: Any])["pace"] as? [String: Any]
+            #expect(pace?["notifications_per_minute"] as? Int == 4 && pace?["seconds"] as? Int == 120)
+            try await client.exec("UPDATE campaigns SET rate_per_minute = NULL WHERE id = \(id)")
 
             // The real run snapshots exactly what the preview counted, and
             // sends what it showed (the per-delivery fields apart).

@@ -13,10 +13,23 @@ extension ClaimedRefresh: ClaimedItem {
     var priorAttempts: Int { attempts }
 }
 
+/// A claimed delivery of a campaign, with the send slot its pace gave it
+/// (nil: the campaign has no pace, it goes at once).
+struct CampaignItem: ClaimedItem {
+    var delivery: ClaimedDelivery
+    var sendAt: ContinuousClock.Instant?
+
+    var deliveryID: Int64 { delivery.deliveryID }
+    var deviceID: Int64 { delivery.deviceID }
+    var environment: String { delivery.environment }
+    var priorAttempts: Int { delivery.attempts }
+}
+
 /// A campaign's deliveries, claimed from its partition of the ledger under
 /// the run's lease.
 struct CampaignClaims: ClaimSource {
     let ledger: DeliveryLedger
+    let campaigns: CampaignStore
     let db: DatabaseRetry
     let prepared: PreparedCampaign
     let runID: Int64
@@ -25,16 +38,36 @@ struct CampaignClaims: ClaimSource {
     /// Set while the campaign's audience is still being written.
     let snapshotting: SnapshotWriting?
 
-    func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedDelivery> {
-        let (ledger, campaign, run, limit, lease) = (ledger, prepared.campaign.id, runID, options.batchSize, options.lease)
+    func claim(after cursor: Int64) async throws -> ClaimBatch<CampaignItem> {
+        let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
+        let limit = Self.claimSize(pace: prepared.campaign.pace, batchSize: options.batchSize)
         let answer = try await db("claim deliveries") {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor)
         }
-        return ClaimBatch(items: answer.deliveries, end: answer.end, status: answer.status, runGone: answer.runGone)
+        var items = answer.deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
+        if prepared.campaign.pace != nil, !items.isEmpty {
+            // The slots are taken once the rows are: none is spent on a row another run holds.
+            let (campaigns, count) = (campaigns, items.count)
+            if let slots = try await db("take send slots", { try await campaigns.reservePace(campaign: campaign, count: count) }) {
+                let now = ContinuousClock().now
+                for i in items.indices { items[i].sendAt = slots.slot(i, from: now) }
+            }
+        }
+        return ClaimBatch(items: items, end: answer.end, status: answer.status, runGone: answer.runGone)
     }
 
-    func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
-        Self.notification(prepared: prepared, target: item.target, topic: options.topic, personalizer: personalizer)
+    /// A paced campaign claims about two seconds of its pace at a time, so
+    /// that workers share its rows and a killed one held few slots.
+    static func claimSize(pace: CampaignPace?, batchSize: Int) -> Int {
+        switch pace {
+        case nil: return batchSize
+        case .perMinute(let rate): return min(batchSize, max(1, rate / 30))
+        case .within: return min(batchSize, 50)
+        }
+    }
+
+    func notification(for item: CampaignItem) -> Result<APNsNotification, CampaignProblem> {
+        Self.notification(prepared: prepared, target: item.delivery.target, topic: options.topic, personalizer: personalizer)
     }
 
     /// A campaign's notification for one device: its payload (with the reply

@@ -144,6 +144,10 @@ struct SendingEngine: Sendable {
         return !options.stop.isRequested
     }
 
+    /// A paced notification the run let go before its slot: given back
+    /// untried (the delivery policy leaves it queued as it was).
+    static let notSent = APNsResult(outcome: .failed(status: nil, reason: .clientShutdown), attempts: 0, retried: 0)
+
     private enum Event<Item: ClaimedItem>: Sendable {
         case sent(Item, APNsResult)
         case tick
@@ -189,7 +193,18 @@ struct SendingEngine: Sendable {
                     case .failure(let problem):
                         machine.skipped(item, reason: problem.message)
                     case .success(let notification):
-                        group.addTask { .sent(item, await transport.send(notification)) }
+                        if let slot = item.sendAt, slot > clock.now {
+                            // Paced: sent at its slot, unless the run stops or its lease lapses first.
+                            let engine = self
+                            group.addTask {
+                                guard await engine.pause(until: slot), leases?.check(at: clock.now).maySend ?? true else {
+                                    return .sent(item, Self.notSent)
+                                }
+                                return .sent(item, await transport.send(notification))
+                            }
+                        } else {
+                            group.addTask { .sent(item, await transport.send(notification)) }
+                        }
                     }
                 case .write(let batch):
                     let write = Task { try await source.record(batch) }

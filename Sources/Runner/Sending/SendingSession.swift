@@ -11,10 +11,13 @@ protocol ClaimedItem: Sendable {
     var environment: String { get }
     /// Attempts recorded before this claim, for the retry backoff.
     var priorAttempts: Int { get }
+    /// Its send slot when its campaign is paced (nil: at once).
+    var sendAt: ContinuousClock.Instant? { get }
 }
 
 extension ClaimedItem {
     var host: String { environment == "sandbox" ? APNsEnvironment.sandbox.host : APNsEnvironment.production.host }
+    var sendAt: ContinuousClock.Instant? { nil }
 }
 
 /// What one claim took: the rows, where the next claim reads on, and why

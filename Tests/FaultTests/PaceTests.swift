@@ -1,0 +1,68 @@
+import Foundation
+import PostgresNIO
+import Testing
+import TestSupport
+
+/// A campaign's pace (Sql/0020) with real processes: two workers share it
+/// through PostgreSQL, one is killed mid-campaign and another takes its place,
+/// and the simulator's own log never shows more than the pace allows in any
+/// 10-second window.
+extension FaultSuite {
+    @Test func twoWorkersAndAKillStayUnderTheCampaignsPace() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                let devices = 480
+                let perMinute = 1_200  // 200 in any 10 s window
+                let campaign = try await Self.campaign(client, devices: devices, name: "Paced", collapseID: "paced")
+                try await client.exec("UPDATE campaigns SET rate_per_minute = \(perMinute) WHERE id = \(campaign)")
+                let sim = try SimulatorProcess(directory: dir)
+                try await sim.start()
+                // A short lease: the killed worker's rows come back within seconds.
+                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                    "HERALD_CONCURRENCY": "50", "APNS_MAX_ATTEMPTS": "1", "APNS_TIMEOUT_SECONDS": "2",
+                    "HERALD_LEASE_SECONDS": "22",
+                ])
+                let first = try Child(name: "worker-a", arguments: ["run"], environment: env, directory: dir)
+                let second = try Child(name: "worker-b", arguments: ["run"], environment: env, directory: dir)
+                try await waitUntil("a third sent", limit: .seconds(60)) { sim.acceptedCount() >= devices / 3 }
+                first.signal(SIGKILL)
+                _ = try await first.wait(limit: .seconds(10))
+                let third = try Child(name: "worker-c", arguments: ["run"], environment: env, directory: dir)
+                for worker in [second, third] {
+                    let code = try await worker.wait(limit: .seconds(120))
+                    #expect(code == 0, "\(worker.name) exited \(code)\n\(worker.tail())")
+                }
+                var runs = 0
+                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
+                try await sim.stop()
+
+                let sent = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent'")
+                #expect(sent == devices)
+                let times = try Self.acceptedTimes(sim.logPath).sorted()
+                #expect(Set(try sim.accepted().map(\.token)).count == devices)
+                // The most notifications in any 10-second window, against the 200 the pace allows
+                // (a notification leaves at its slot plus the send's own jitter: one more may fit).
+                var most = 0
+                var start = 0
+                for end in times.indices {
+                    while times[end] - times[start] >= 10_000 { start += 1 }
+                    most = max(most, end - start + 1)
+                }
+                let allowed = perMinute / 6
+                let seconds = Double((times.last ?? 0) - (times.first ?? 0)) / 1000
+                print("fault suite [pace]: \(devices) notifications at \(perMinute)/min set, two workers and a kill: most in 10 s \(most) (allowed \(allowed)), \(String(format: "%.1f", seconds)) s first to last (\(String(format: "%.0f", Double(devices - 1) / seconds * 60))/min)")
+                #expect(most <= allowed + 1, "\(most) notifications in one 10-second window; the pace allows \(allowed)")
+                // Spread evenly: the whole took at least what the pace needs.
+                #expect(seconds >= Double(devices - 1) * 60 / Double(perMinute) - 0.5)
+            }
+        }
+    }
+
+    /// The simulator's `at` (milliseconds) of each notification it accepted.
+    static func acceptedTimes(_ path: String) throws -> [Int64] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return try data.split(separator: UInt8(ascii: "\n")).compactMap { line in
+            ((try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["at"] as? NSNumber)?.int64Value
+        }
+    }
+}
