@@ -61,6 +61,94 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_approve(bigint, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_approve(p_campaign bigint, p_reason text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_author text;
+BEGIN
+    SELECT created_by INTO v_author FROM campaigns WHERE id = p_campaign;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'campaign % does not exist', p_campaign;
+    END IF;
+    IF NOT pg_has_role(session_user, 'herald_approver', 'MEMBER') THEN
+        RAISE EXCEPTION '% may not approve campaigns: only members of herald_approver may', session_user
+            USING HINT = 'An administrator grants it: GRANT herald_approver TO ' || quote_ident(session_user) || ';';
+    END IF;
+    IF v_author = session_user THEN
+        RAISE EXCEPTION 'campaign % was written by %: someone else must approve it', p_campaign, v_author;
+    END IF;
+    PERFORM set_config('herald.approving', 'on', true);
+    UPDATE campaigns SET approved_by = session_user, approved_at = clock_timestamp() WHERE id = p_campaign;
+    PERFORM set_config('herald.approving', 'off', true);
+    INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
+    VALUES (p_campaign, 'approved', session_user, p_reason);
+END $$;
+
+--
+-- Name: herald_approved(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_approved(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT NOT coalesce((SELECT require_approval FROM settings), false)
+        OR EXISTS (SELECT 1 FROM campaigns WHERE id = p_campaign AND approved_at IS NOT NULL)
+$$;
+
+--
+-- Name: herald_campaign_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_campaign_approval_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_changed text[] := ARRAY[]::text[];
+BEGIN
+    IF current_setting('herald.approving', true) IS DISTINCT FROM 'on' THEN
+        IF TG_OP = 'INSERT' THEN
+            IF NEW.approved_by IS NOT NULL OR NEW.approved_at IS NOT NULL THEN
+                RAISE EXCEPTION 'a campaign is approved with SELECT herald_approve(id), by someone other than its author';
+            END IF;
+            NEW.created_by := session_user;
+            RETURN NEW;
+        END IF;
+        IF NEW.approved_by IS DISTINCT FROM OLD.approved_by OR NEW.approved_at IS DISTINCT FROM OLD.approved_at THEN
+            RAISE EXCEPTION 'a campaign is approved with SELECT herald_approve(%), by someone other than its author', OLD.id;
+        END IF;
+        IF NEW.created_by IS DISTINCT FROM OLD.created_by THEN
+            RAISE EXCEPTION 'a campaign''s author (created_by) cannot be changed';
+        END IF;
+    END IF;
+    IF TG_OP = 'UPDATE' AND OLD.approved_at IS NOT NULL AND NEW.approved_at IS NOT NULL THEN
+        IF NEW.content IS DISTINCT FROM OLD.content THEN v_changed := array_append(v_changed, 'content'); END IF;
+        IF NEW.media_url IS DISTINCT FROM OLD.media_url OR NEW.media_type IS DISTINCT FROM OLD.media_type THEN
+            v_changed := array_append(v_changed, 'media'); END IF;
+        IF NEW.segment_id IS DISTINCT FROM OLD.segment_id THEN v_changed := array_append(v_changed, 'segment'); END IF;
+        IF NEW.category_id IS DISTINCT FROM OLD.category_id THEN v_changed := array_append(v_changed, 'category'); END IF;
+        IF NEW.sensitive IS DISTINCT FROM OLD.sensitive OR NEW.custom IS DISTINCT FROM OLD.custom THEN
+            v_changed := array_append(v_changed, 'fields'); END IF;
+        IF NEW.send_at IS DISTINCT FROM OLD.send_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at THEN
+            v_changed := array_append(v_changed, 'schedule'); END IF;
+        IF NEW.rate_per_minute IS DISTINCT FROM OLD.rate_per_minute OR NEW.finish_within IS DISTINCT FROM OLD.finish_within THEN
+            v_changed := array_append(v_changed, 'pace'); END IF;
+        IF cardinality(v_changed) > 0 THEN
+            NEW.approved_by := NULL;
+            NEW.approved_at := NULL;
+            INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
+            VALUES (OLD.id, 'withdrawn', session_user, 'changed: ' || array_to_string(v_changed, ', '));
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+--
 -- Name: herald_campaign_archive(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -873,6 +961,29 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_variant_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_variant_approval_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_campaign bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.campaign_id ELSE NEW.campaign_id END;
+    v_rows integer;
+BEGIN
+    PERFORM set_config('herald.approving', 'on', true);
+    UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = v_campaign AND approved_at IS NOT NULL;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    PERFORM set_config('herald.approving', 'off', true);
+    IF v_rows > 0 THEN
+        INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
+        VALUES (v_campaign, 'withdrawn', session_user, 'changed: variants');
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_variant_bucket(bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -892,6 +1003,32 @@ CREATE FUNCTION public.herald_version(v text) RETURNS integer[]
     SELECT coalesce(array_agg(coalesce(nullif(substring(part FROM '^[0-9]+'), '')::integer, 0) ORDER BY n), '{}')
     FROM unnest(string_to_array(v, '.')) WITH ORDINALITY AS t(part, n)
 $$;
+
+--
+-- Name: herald_withdraw_approval(bigint, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_withdraw_approval(p_campaign bigint, p_reason text DEFAULT NULL::text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_rows integer;
+BEGIN
+    IF NOT pg_has_role(session_user, 'herald_approver', 'MEMBER')
+       AND NOT EXISTS (SELECT 1 FROM campaigns WHERE id = p_campaign AND created_by = session_user) THEN
+        RAISE EXCEPTION '% may not withdraw the approval of campaign %: only its author or a member of herald_approver may',
+            session_user, p_campaign;
+    END IF;
+    PERFORM set_config('herald.approving', 'on', true);
+    UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = p_campaign AND approved_at IS NOT NULL;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    PERFORM set_config('herald.approving', 'off', true);
+    IF v_rows > 0 THEN
+        INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
+        VALUES (p_campaign, 'withdrawn', session_user, coalesce(p_reason, 'withdrawn by hand'));
+    END IF;
+END $$;
 
 --
 -- Name: actions; Type: TABLE; Schema: public; Owner: -
@@ -949,6 +1086,9 @@ CREATE TABLE public.campaigns (
     snapshot_through bigint,
     rate_per_minute integer,
     finish_within interval,
+    created_by text DEFAULT SESSION_USER NOT NULL,
+    approved_by text,
+    approved_at timestamp with time zone,
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
     CONSTRAINT "campaign custom must be a JSON object" CHECK ((jsonb_typeof(custom) = 'object'::text)),
     CONSTRAINT "campaign expires_at must be after send_at" CHECK (((expires_at IS NULL) OR (expires_at > send_at))),
@@ -1486,6 +1626,37 @@ CREATE VIEW analyst.variant_comparison AS
    FROM cmp;
 
 --
+-- Name: campaign_approvals; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.campaign_approvals (
+    id bigint NOT NULL,
+    campaign_id bigint NOT NULL,
+    action text NOT NULL,
+    by_role text NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    reason text,
+    CONSTRAINT campaign_approvals_action_check CHECK ((action = ANY (ARRAY['approved'::text, 'withdrawn'::text])))
+);
+
+--
+-- Name: campaign_approvals_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.campaign_approvals_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: campaign_approvals_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.campaign_approvals_id_seq OWNED BY public.campaign_approvals.id;
+
+--
 -- Name: campaign_pace; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1780,6 +1951,7 @@ CREATE TABLE public.settings (
     frequency_window interval DEFAULT '24:00:00'::interval NOT NULL,
     quiet_hours_start time without time zone DEFAULT '22:00:00'::time without time zone NOT NULL,
     quiet_hours_end time without time zone DEFAULT '08:00:00'::time without time zone NOT NULL,
+    require_approval boolean DEFAULT false NOT NULL,
     CONSTRAINT settings_frequency_cap_check CHECK ((frequency_cap > 0)),
     CONSTRAINT settings_id_check CHECK (id)
 );
@@ -1812,6 +1984,12 @@ ALTER TABLE ONLY public.deliveries ATTACH PARTITION public.deliveries_default DE
 --
 
 ALTER TABLE ONLY public.deliveries ATTACH PARTITION public.deliveries_refresh FOR VALUES IN (NULL);
+
+--
+-- Name: campaign_approvals id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_approvals ALTER COLUMN id SET DEFAULT nextval('public.campaign_approvals_id_seq'::regclass);
 
 --
 -- Name: campaign_status_changes id; Type: DEFAULT; Schema: public; Owner: -
@@ -1867,6 +2045,13 @@ ALTER TABLE ONLY public.users ALTER COLUMN id SET DEFAULT nextval('public.users_
 
 ALTER TABLE ONLY public.actions
     ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
+
+--
+-- Name: campaign_approvals campaign_approvals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_approvals
+    ADD CONSTRAINT campaign_approvals_pkey PRIMARY KEY (id);
 
 --
 -- Name: campaign_pace campaign_pace_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2000,6 +2185,12 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+--
+-- Name: campaign_approvals_campaign; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX campaign_approvals_campaign ON public.campaign_approvals USING btree (campaign_id, id);
 
 --
 -- Name: campaign_status_changes_campaign; Type: INDEX; Schema: public; Owner: -
@@ -2236,6 +2427,12 @@ ALTER INDEX public.deliveries_id ATTACH PARTITION public.deliveries_refresh_id_i
 CREATE TRIGGER actions_check BEFORE INSERT OR UPDATE ON public.actions FOR EACH ROW EXECUTE FUNCTION public.herald_action_check();
 
 --
+-- Name: campaign_variants campaign_variants_approval_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaign_variants_approval_guard AFTER INSERT OR DELETE OR UPDATE ON public.campaign_variants FOR EACH ROW EXECUTE FUNCTION public.herald_variant_approval_guard();
+
+--
 -- Name: campaign_variants campaign_variants_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2246,6 +2443,12 @@ CREATE TRIGGER campaign_variants_check BEFORE INSERT OR UPDATE ON public.campaig
 --
 
 CREATE TRIGGER campaign_variants_keep BEFORE DELETE ON public.campaign_variants FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_variant_keep();
+
+--
+-- Name: campaigns campaigns_approval_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_approval_guard BEFORE INSERT OR UPDATE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_approval_guard();
 
 --
 -- Name: campaigns campaigns_archive; Type: TRIGGER; Schema: public; Owner: -
@@ -2312,6 +2515,13 @@ CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON pub
 --
 
 CREATE TRIGGER users_deleted_replies AFTER DELETE ON public.users REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_user_deleted();
+
+--
+-- Name: campaign_approvals campaign_approvals_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_approvals
+    ADD CONSTRAINT campaign_approvals_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
 
 --
 -- Name: campaign_pace campaign_pace_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -32,6 +32,8 @@ public struct CampaignPreview: Sendable {
     public var segmentName: String?
     /// How fast it may go out (nil: as fast as APNs takes it).
     public var pace: CampaignPace?
+    /// Whether it needs an approval and has one.
+    public var approval: CampaignApproval?
     /// The campaign's A/B variants in name order (the first is the baseline); empty when it has none.
     public var variants: [(name: String, share: Int)] = []
     /// Per variant, then per locale (one variant, nil, for a campaign without variants).
@@ -53,9 +55,14 @@ public struct CampaignPreview: Sendable {
         let due = try await stores.campaigns.loadCampaign(id)
         let c = due.campaign
         let status = try await stores.campaigns.storedStatus(id) ?? c.status.rawValue
+        let approval = try await stores.campaigns.approval(id)
         var preview = CampaignPreview(
             campaignID: c.id, name: c.name, kind: c.kind.rawValue, status: status, sendAt: c.sendAt,
-            expiresAt: c.expiresAt, segmentName: due.segmentName, pace: c.pace, locales: [], audience: nil, problems: [], notes: [])
+            expiresAt: c.expiresAt, segmentName: due.segmentName, pace: c.pace, approval: approval,
+            locales: [], audience: nil, problems: [], notes: [])
+        if let approval, !approval.allowsSending {
+            preview.problems.append("it is not approved: \(approval.description)")
+        }
         switch status {
         case "draft":
             preview.notes.append("a draft: a run sends it once its status is 'scheduled' and send_at has come")
@@ -140,6 +147,7 @@ public struct CampaignPreview: Sendable {
         lines.append("campaign \(campaignID) \"\(name)\" [\(kind)], status \(status), send_at \(Self.iso(sendAt))"
                      + (expiresAt.map { ", expires_at \(Self.iso($0))" } ?? ""))
         lines.append("segment: \(segmentName ?? "(everyone)")")
+        if let approval { lines.append("approval: \(approval.description)") }
         for note in notes { lines.append("note: \(note)") }
         if !variants.isEmpty {
             lines.append("variants (A/B; each device gets one, the first is the baseline): "
@@ -252,7 +260,19 @@ public struct CampaignPreview: Sendable {
             if l.payload.isEmpty { w.raw("null") } else { w.raw(l.payload) }
             w.raw("}")
         }
-        w.raw("],\"pace\":")
+        w.raw("],\"approval\":")
+        if let approval {
+            w.raw("{\"required\":")
+            w.raw(approval.required ? "true" : "false")
+            w.raw(",\"author\":")
+            w.string(approval.author)
+            w.raw(",\"approved_by\":")
+            if let by = approval.approvedBy { w.string(by) } else { w.raw("null") }
+            w.raw("}")
+        } else {
+            w.raw("null")
+        }
+        w.raw(",\"pace\":")
         if let pace, let a = audience {
             w.raw("{\"notifications_per_minute\":")
             w.int(Int64(pace.ratePerMinute(audience: a.queued)))

@@ -20,6 +20,28 @@ public struct PaceSlots: Sendable, Hashable {
     }
 }
 
+/// A campaign's approval (docs/marketers.md, "Approval").
+public struct CampaignApproval: Sendable, Hashable {
+    /// Whether the deployment requires one (`settings.require_approval`).
+    public var required: Bool
+    /// The role that wrote the campaign.
+    public var author: String
+    public var approvedBy: String?
+    public var approvedAt: Date?
+
+    /// Whether a run may send it, as far as approval goes.
+    public var allowsSending: Bool { !required || approvedAt != nil }
+
+    public var description: String {
+        if let approvedBy, let approvedAt {
+            return "approved by \(approvedBy) at \(approvedAt.ISO8601Format()) (written by \(author))"
+        }
+        return required
+            ? "awaiting approval: written by \(author); a member of herald_approver other than \(author) runs SELECT herald_approve(id)"
+            : "not required (written by \(author))"
+    }
+}
+
 /// A campaign that is due, with its segment.
 public struct DueCampaign: Sendable {
     public var campaign: Campaign
@@ -62,6 +84,7 @@ public struct CampaignStore: Sendable {
             SELECT id FROM campaigns
             WHERE status IN ('scheduled', 'running') AND send_at <= now()
               AND (expires_at IS NULL OR expires_at > now())
+              AND herald_approved(id)
             ORDER BY send_at, id
             """, logger: logger)
         var ids: [Int64] = []
@@ -72,6 +95,29 @@ public struct CampaignStore: Sendable {
     public func campaignStatus(_ id: Int64) async throws -> CampaignStatus? {
         let rows = try await client.query("SELECT status FROM campaigns WHERE id = \(id)", logger: logger)
         for try await s in rows.decode(String.self) { return CampaignStatus(rawValue: s) }
+        return nil
+    }
+
+    /// The status a sending run goes by: a campaign whose approval is
+    /// required and missing (withdrawn by a change) waits as a paused one does.
+    public func sendingStatus(_ id: Int64) async throws -> CampaignStatus? {
+        let rows = try await client.query("""
+            SELECT CASE WHEN status IN ('scheduled', 'running') AND NOT herald_approved(id) THEN 'paused' ELSE status END
+            FROM campaigns WHERE id = \(id)
+            """, logger: logger)
+        for try await s in rows.decode(String.self) { return CampaignStatus(rawValue: s) }
+        return nil
+    }
+
+    /// Whether a campaign needs an approval and has one (Sql/0021).
+    public func approval(_ id: Int64) async throws -> CampaignApproval? {
+        let rows = try await client.query("""
+            SELECT coalesce((SELECT require_approval FROM settings), false), c.created_by, c.approved_by, c.approved_at
+            FROM campaigns c WHERE c.id = \(id)
+            """, logger: logger)
+        for try await (required, author, approver, at) in rows.decode((Bool, String, String?, Date?).self) {
+            return CampaignApproval(required: required, author: author, approvedBy: approver, approvedAt: at)
+        }
         return nil
     }
 

@@ -123,7 +123,8 @@ public struct DeliveryLedger: Sendable {
                     claimed_campaigns = CASE WHEN \(campaign) = ANY (claimed_campaigns) THEN claimed_campaigns
                                              ELSE claimed_campaigns || \(campaign)::bigint END
                 WHERE id = \(run) AND status = 'running'
-                  AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running'))
+                  AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running')
+                              AND herald_approved(c.id))
                 RETURNING id
             ), win AS MATERIALIZED (
                 SELECT d.id, d.status, d.not_before, d.claimed_by FROM deliveries d
@@ -246,7 +247,7 @@ public struct DeliveryLedger: Sendable {
         }
         if !window.runLive { return ClaimAnswer(deliveries: [], end: window.end, status: nil, runGone: true) }
         // Nothing claimable: a marketer's pause or cancel, or the end.
-        let status = window.deliveries.isEmpty ? try await CampaignStore(client: client, logger: logger).campaignStatus(campaign) : nil
+        let status = window.deliveries.isEmpty ? try await CampaignStore(client: client, logger: logger).sendingStatus(campaign) : nil
         return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status, runGone: false)
     }
 

@@ -1,0 +1,113 @@
+import Foundation
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+
+/// Approval (Sql/0021) with real database roles: who may approve, what
+/// withdraws an approval, and that an unapproved campaign is never due.
+@Suite("Approval")
+struct ApprovalTests {
+    /// Three login roles of this test (roles belong to the whole server):
+    /// the author (an approver too), another approver, and someone who is not one.
+    struct People {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        var author: String { "herald_t_author_\(suffix)" }
+        var approver: String { "herald_t_approver_\(suffix)" }
+        var outsider: String { "herald_t_outsider_\(suffix)" }
+        var all: [String] { [author, approver, outsider] }
+    }
+
+    /// Runs `sql` as `role` (SET SESSION AUTHORIZATION: session_user becomes it);
+    /// the error a marketer sees, or nil.
+    func refusal(_ client: PostgresClient, as role: String, _ sql: String) async throws -> String? {
+        try await client.withConnection { conn in
+            _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(role)"), logger: TestDatabase.logger)
+            var refused: String?
+            do {
+                // Read to the end: an error may come after the query was sent.
+                for try await _ in try await conn.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger) {}
+            } catch {
+                refused = StoreError.describe(error)
+            }
+            _ = try await conn.query("RESET SESSION AUTHORIZATION", logger: TestDatabase.logger)
+            return refused
+        }
+    }
+
+    func withPeople(_ client: PostgresClient, _ body: (People) async throws -> Void) async throws {
+        let people = People()
+        for role in people.all {
+            try await client.exec("CREATE ROLE \(role) LOGIN")
+            try await client.exec("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO \(role)")
+            try await client.exec("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO \(role)")
+        }
+        try await client.exec("GRANT herald_approver TO \(people.author), \(people.approver)")
+        do {
+            try await body(people)
+        } catch {
+            for role in people.all { try? await client.exec("DROP OWNED BY \(role); DROP ROLE \(role)") }
+            throw error
+        }
+        for role in people.all { try await client.exec("DROP OWNED BY \(role); DROP ROLE \(role)") }
+    }
+
+    @Test func anAuthorCannotApproveTheirOwnAndAChangeWithdrawsIt() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await withPeople(client) { people in
+                try await client.exec("UPDATE settings SET require_approval = true")
+                #expect(try await refusal(client, as: people.author, Fixtures.campaign(name: "Needs a look")) == nil)
+                let id = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Needs a look'", as: Int64.self))
+                let store = CampaignStore(client: client, logger: TestDatabase.logger)
+                #expect(try await client.scalar("SELECT created_by FROM campaigns WHERE id = \(id)", as: String.self) == people.author)
+                #expect(try await !store.dueCampaignIDs().contains(id))
+                #expect(try await store.sendingStatus(id) == .paused)
+
+                // The author may not approve it, though an approver; nor may someone who is not one;
+                // nor may anyone set the columns by hand.
+                #expect(try await refusal(client, as: people.author, "SELECT herald_approve(\(id))")?
+                    .contains("campaign \(id) was written by \(people.author): someone else must approve it") == true)
+                #expect(try await refusal(client, as: people.outsider, "SELECT herald_approve(\(id))")?
+                    .contains("\(people.outsider) may not approve campaigns: only members of herald_approver may") == true)
+                #expect(try await refusal(client, as: people.author, "UPDATE campaigns SET approved_by = 'me', approved_at = now() WHERE id = \(id)")?
+                    .contains("a campaign is approved with SELECT herald_approve(\(id))") == true)
+                #expect(try await !store.dueCampaignIDs().contains(id))
+
+                // Another approver approves it: due now, and in the audit with who.
+                #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(id), 'looks right')") == nil)
+                #expect(try await store.dueCampaignIDs().contains(id))
+                let approval = try #require(try await store.approval(id))
+                #expect(approval.required && approval.approvedBy == people.approver && approval.allowsSending)
+
+                // A pause and a resume keep it; a change of text withdraws it.
+                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(id)")
+                try await client.exec("UPDATE campaigns SET status = 'scheduled' WHERE id = \(id)")
+                #expect(try await store.approval(id)?.approvedBy == people.approver)
+                #expect(try await refusal(client, as: people.author, """
+                    UPDATE campaigns SET content = '{"en": {"title": "Changed", "body": "B"}}' WHERE id = \(id)
+                    """) == nil)
+                #expect(try await store.approval(id)?.allowsSending == false)
+                #expect(try await !store.dueCampaignIDs().contains(id))
+
+                // Approved again, then its schedule moved: withdrawn again.
+                #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(id))") == nil)
+                try await client.exec("UPDATE campaigns SET send_at = send_at - interval '1 minute' WHERE id = \(id)")
+                #expect(try await store.approval(id)?.allowsSending == false)
+
+                var audit: [String] = []
+                let rows = try await client.query("SELECT action, by_role, coalesce(reason, '') FROM campaign_approvals WHERE campaign_id = \(id) ORDER BY id")
+                for try await (action, by, reason) in rows.decode((String, String, String).self) {
+                    audit.append("\(action) \(by == people.approver ? "approver" : by == people.author ? "author" : by) \(reason)")
+                }
+                #expect(Array(audit.prefix(3)) == ["approved approver looks right", "withdrawn author changed: content",
+                                                   "approved approver "], "\(audit)")
+                #expect(audit.count == 4 && audit[3].hasPrefix("withdrawn ") && audit[3].hasSuffix(" changed: schedule"), "\(audit)")
+
+                // Without the setting, approval is not needed.
+                try await client.exec("UPDATE settings SET require_approval = false")
+                #expect(try await store.dueCampaignIDs().contains(id))
+            }
+        }
+    }
+}
