@@ -75,25 +75,34 @@ BEGIN
     VALUES (p_campaign, 'approved', session_user, p_reason);
 END $$;
 
--- Withdraws an approval by hand (an approver or the author changed their mind).
-CREATE FUNCTION herald_withdraw_approval(p_campaign bigint, p_reason text DEFAULT NULL) RETURNS void
+-- Clears a campaign's approval and records why; false when it had none.
+CREATE FUNCTION herald_clear_approval(p_campaign bigint, p_reason text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
     v_rows integer;
 BEGIN
-    IF NOT pg_has_role(session_user, 'herald_approver', 'MEMBER')
-       AND NOT EXISTS (SELECT 1 FROM campaigns WHERE id = p_campaign AND created_by = session_user) THEN
-        RAISE EXCEPTION '% may not withdraw the approval of campaign %: only its author or a member of herald_approver may',
-            session_user, p_campaign;
-    END IF;
     PERFORM set_config('herald.approving', 'on', true);
     UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = p_campaign AND approved_at IS NOT NULL;
     GET DIAGNOSTICS v_rows = ROW_COUNT;
     PERFORM set_config('herald.approving', 'off', true);
     IF v_rows > 0 THEN
         INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
-        VALUES (p_campaign, 'withdrawn', session_user, coalesce(p_reason, 'withdrawn by hand'));
+        VALUES (p_campaign, 'withdrawn', session_user, p_reason);
     END IF;
+    RETURN v_rows > 0;
+END $$;
+REVOKE ALL ON FUNCTION herald_clear_approval(bigint, text) FROM PUBLIC;
+
+-- Withdraws an approval by hand (an approver or the author changed their mind).
+CREATE FUNCTION herald_withdraw_approval(p_campaign bigint, p_reason text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    IF NOT pg_has_role(session_user, 'herald_approver', 'MEMBER')
+       AND NOT EXISTS (SELECT 1 FROM campaigns WHERE id = p_campaign AND created_by = session_user) THEN
+        RAISE EXCEPTION '% may not withdraw the approval of campaign %: only its author or a member of herald_approver may',
+            session_user, p_campaign;
+    END IF;
+    PERFORM herald_clear_approval(p_campaign, coalesce(p_reason, 'withdrawn by hand'));
 END $$;
 
 -- An approval is given only through herald_approve; a change to what the
@@ -146,18 +155,9 @@ FOR EACH ROW EXECUTE FUNCTION herald_campaign_approval_guard();
 -- A change to a campaign's variants withdraws its approval too.
 CREATE FUNCTION herald_variant_approval_guard() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-    v_campaign bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.campaign_id ELSE NEW.campaign_id END;
-    v_rows integer;
 BEGIN
-    PERFORM set_config('herald.approving', 'on', true);
-    UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = v_campaign AND approved_at IS NOT NULL;
-    GET DIAGNOSTICS v_rows = ROW_COUNT;
-    PERFORM set_config('herald.approving', 'off', true);
-    IF v_rows > 0 THEN
-        INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
-        VALUES (v_campaign, 'withdrawn', session_user, 'changed: variants');
-    END IF;
+    PERFORM herald_clear_approval(CASE WHEN TG_OP = 'DELETE' THEN OLD.campaign_id ELSE NEW.campaign_id END,
+                                  'changed: variants');
     RETURN NULL;
 END $$;
 

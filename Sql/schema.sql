@@ -416,6 +416,28 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_clear_approval(bigint, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_clear_approval(p_campaign bigint, p_reason text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_rows integer;
+BEGIN
+    PERFORM set_config('herald.approving', 'on', true);
+    UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = p_campaign AND approved_at IS NOT NULL;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    PERFORM set_config('herald.approving', 'off', true);
+    IF v_rows > 0 THEN
+        INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
+        VALUES (p_campaign, 'withdrawn', session_user, p_reason);
+    END IF;
+    RETURN v_rows > 0;
+END $$;
+
+--
 -- Name: herald_commit_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text, integer, integer[], integer[]); Type: PROCEDURE; Schema: public; Owner: -
 --
 
@@ -968,18 +990,9 @@ CREATE FUNCTION public.herald_variant_approval_guard() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-DECLARE
-    v_campaign bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.campaign_id ELSE NEW.campaign_id END;
-    v_rows integer;
 BEGIN
-    PERFORM set_config('herald.approving', 'on', true);
-    UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = v_campaign AND approved_at IS NOT NULL;
-    GET DIAGNOSTICS v_rows = ROW_COUNT;
-    PERFORM set_config('herald.approving', 'off', true);
-    IF v_rows > 0 THEN
-        INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
-        VALUES (v_campaign, 'withdrawn', session_user, 'changed: variants');
-    END IF;
+    PERFORM herald_clear_approval(CASE WHEN TG_OP = 'DELETE' THEN OLD.campaign_id ELSE NEW.campaign_id END,
+                                  'changed: variants');
     RETURN NULL;
 END $$;
 
@@ -1012,22 +1025,13 @@ CREATE FUNCTION public.herald_withdraw_approval(p_campaign bigint, p_reason text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-DECLARE
-    v_rows integer;
 BEGIN
     IF NOT pg_has_role(session_user, 'herald_approver', 'MEMBER')
        AND NOT EXISTS (SELECT 1 FROM campaigns WHERE id = p_campaign AND created_by = session_user) THEN
         RAISE EXCEPTION '% may not withdraw the approval of campaign %: only its author or a member of herald_approver may',
             session_user, p_campaign;
     END IF;
-    PERFORM set_config('herald.approving', 'on', true);
-    UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = p_campaign AND approved_at IS NOT NULL;
-    GET DIAGNOSTICS v_rows = ROW_COUNT;
-    PERFORM set_config('herald.approving', 'off', true);
-    IF v_rows > 0 THEN
-        INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
-        VALUES (p_campaign, 'withdrawn', session_user, coalesce(p_reason, 'withdrawn by hand'));
-    END IF;
+    PERFORM herald_clear_approval(p_campaign, coalesce(p_reason, 'withdrawn by hand'));
 END $$;
 
 --

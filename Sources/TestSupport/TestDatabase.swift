@@ -118,6 +118,18 @@ extension PostgresClient {
         }
     }
 
+    /// The error text a marketer sees for `sql` (with the constraint's name
+    /// in braces when one refused it), or nil when it was taken.
+    public func refusal(_ sql: String) async -> String? {
+        do {
+            try await exec(sql)
+            return nil
+        } catch {
+            let constraint = StoreError.constraint(of: error).map { " {\($0)}" } ?? ""
+            return StoreError.describe(error) + constraint
+        }
+    }
+
     /// The first column of the first row of `sql`.
     public func scalar<T: PostgresDecodable & Sendable>(_ sql: String, as: T.Type = T.self) async throws -> T? {
         for try await v in try await query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger).decode(T.self) {

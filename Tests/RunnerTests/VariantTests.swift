@@ -75,16 +75,6 @@ private func asMember<T: Sendable>(of group: String, _ database: DatabaseConfigu
     return try result.get()
 }
 
-/// What a statement refuses, in the server's words (nil when it passes).
-private func refusal(_ client: PostgresClient, _ sql: String) async -> String? {
-    do {
-        try await client.exec(sql)
-        return nil
-    } catch {
-        return StoreError.describe(error)
-    }
-}
-
 @Suite("A/B variants: assignment, sending, the analyst's comparison", .serialized)
 struct VariantTests {
     /// 10,000 devices split 20/30/50. The assignment is the documented md5
@@ -161,16 +151,16 @@ struct VariantTests {
             func insert(_ name: String, _ share: Int, _ content: String, media: String = "NULL") -> String {
                 "INSERT INTO campaign_variants (campaign_id, name, share, content, media_url) VALUES (\(good), '\(name)', \(share), '\(content)', \(media))"
             }
-            #expect(await refusal(client, insert("C", 10, #"{"en": {"title": "T"}}"#))?
+            #expect(await client.refusal(insert("C", 10, #"{"en": {"title": "T"}}"#))?
                 .contains(#"campaign "Good": variant "C": content for locale "en" needs a text "title" and "body""#) == true)
-            #expect(await refusal(client, insert("C", 10, #"{"english": {"title": "T", "body": "B"}}"#))?
+            #expect(await client.refusal(insert("C", 10, #"{"english": {"title": "T", "body": "B"}}"#))?
                 .contains(#"variant "C": content key "english" is not a locale tag"#) == true)
-            #expect(await refusal(client, insert("C", 10, text, media: "'http://cdn.example.com/x.gif'"))?
+            #expect(await client.refusal(insert("C", 10, text, media: "'http://cdn.example.com/x.gif'"))?
                 .contains(#"campaign "Good": variant "C": media_url must be an https:// URL"#) == true)
-            #expect(await refusal(client, insert("C", 100, text))?.contains("variant share is a whole percent from 1 to 99") == true)
+            #expect(await client.refusal(insert("C", 100, text))?.contains("variant share is a whole percent from 1 to 99") == true)
             try await client.exec("UPDATE campaign_variants SET share = 25 WHERE campaign_id = \(good) AND name = 'B'")
             try await client.exec(insert("C", 15, text) + ";" + insert("D", 10, text))
-            #expect(await refusal(client, insert("E", 1, text))?
+            #expect(await client.refusal(insert("E", 1, text))?
                 .contains(#"campaign "Good": variant "E" would be its 5th; a campaign has at most 4 variants"#) == true)
 
             let summary = try await withSimulator { sim in try await sendRun(client, apns: sim.clientConfiguration) }
@@ -189,11 +179,11 @@ struct VariantTests {
                 as: String.self) == "A,B,C,D")
 
             // Once the audience is assigned, the set stays; the text may still be corrected.
-            #expect(await refusal(client, "UPDATE campaign_variants SET share = 30 WHERE campaign_id = \(good) AND name = 'A'")?
+            #expect(await client.refusal("UPDATE campaign_variants SET share = 30 WHERE campaign_id = \(good) AND name = 'A'")?
                 .contains(#"campaign "Good": its audience was assigned to its variants"#) == true)
-            #expect(await refusal(client, "DELETE FROM campaign_variants WHERE campaign_id = \(good) AND name = 'D'")?
+            #expect(await client.refusal("DELETE FROM campaign_variants WHERE campaign_id = \(good) AND name = 'D'")?
                 .contains(#"variant "D" cannot be deleted now"#) == true)
-            #expect(await refusal(client, "UPDATE campaign_variants SET content = '{\"en\": {\"title\": \"Fixed\", \"body\": \"B\"}}' WHERE campaign_id = \(good) AND name = 'A'") == nil)
+            #expect(await client.refusal("UPDATE campaign_variants SET content = '{\"en\": {\"title\": \"Fixed\", \"body\": \"B\"}}' WHERE campaign_id = \(good) AND name = 'A'") == nil)
         }
     }
 

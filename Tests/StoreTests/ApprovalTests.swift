@@ -95,6 +95,14 @@ struct ApprovalTests {
                 try await client.exec("UPDATE campaigns SET send_at = send_at - interval '1 minute' WHERE id = \(id)")
                 #expect(try await store.approval(id)?.allowsSending == false)
 
+                // Withdrawn by hand: by its author, not by someone who is neither author nor approver.
+                #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(id))") == nil)
+                #expect(try await refusal(client, as: people.outsider, "SELECT herald_withdraw_approval(\(id))")?
+                    .contains("only its author or a member of herald_approver may") == true)
+                #expect(try await store.approval(id)?.allowsSending == true)
+                #expect(try await refusal(client, as: people.author, "SELECT herald_withdraw_approval(\(id), 'legal')") == nil)
+                #expect(try await store.approval(id)?.allowsSending == false)
+
                 var audit: [String] = []
                 let rows = try await client.query("SELECT action, by_role, coalesce(reason, '') FROM campaign_approvals WHERE campaign_id = \(id) ORDER BY id")
                 for try await (action, by, reason) in rows.decode((String, String, String).self) {
@@ -102,7 +110,8 @@ struct ApprovalTests {
                 }
                 #expect(Array(audit.prefix(3)) == ["approved approver looks right", "withdrawn author changed: content",
                                                    "approved approver "], "\(audit)")
-                #expect(audit.count == 4 && audit[3].hasPrefix("withdrawn ") && audit[3].hasSuffix(" changed: schedule"), "\(audit)")
+                #expect(audit.count == 6 && audit[3].hasPrefix("withdrawn ") && audit[3].hasSuffix(" changed: schedule"), "\(audit)")
+                #expect(audit.last == "withdrawn author legal", "\(audit)")
 
                 // Without the setting, approval is not needed.
                 try await client.exec("UPDATE settings SET require_approval = false")

@@ -9,15 +9,6 @@ import TestSupport
 /// row, and the send slots every worker takes from one row per campaign.
 @Suite("Pace")
 struct PaceTests {
-    func refusal(_ client: PostgresClient, _ sql: String) async -> String? {
-        do {
-            try await client.exec(sql)
-            return nil
-        } catch {
-            return StoreError.describe(error)
-        }
-    }
-
     func campaign(_ client: PostgresClient, devices: Int = 0) async throws -> Int64 {
         try await client.exec(Fixtures.catalogue)
         if devices > 0 { try await client.exec(Fixtures.audience(count: devices)) }
@@ -29,7 +20,7 @@ struct PaceTests {
         try await TestDatabase.with { client, _ in
             let id = try await campaign(client)
             func set(_ assignment: String) async -> String? {
-                await refusal(client, "UPDATE campaigns SET \(assignment) WHERE id = \(id)")
+                await client.refusal("UPDATE campaigns SET \(assignment) WHERE id = \(id)")
             }
             #expect(await set("rate_per_minute = 600") == nil)
             #expect(await set("rate_per_minute = 0")?.contains("campaign rate_per_minute must be from 1 to 1000000 a minute") == true)
