@@ -304,6 +304,20 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_campaign_local_send_at(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_campaign_local_send_at() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.send_at_local IS NOT NULL THEN
+        NEW.send_at := NEW.send_at_local AT TIME ZONE 'Etc/GMT-14';
+    END IF;
+    RETURN NEW;
+END $$;
+
+--
 -- Name: herald_campaign_status_audit(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1093,11 +1107,14 @@ CREATE TABLE public.campaigns (
     created_by text DEFAULT SESSION_USER NOT NULL,
     approved_by text,
     approved_at timestamp with time zone,
+    send_at_local timestamp without time zone,
+    local_missed text DEFAULT 'send'::text NOT NULL,
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
     CONSTRAINT "campaign custom must be a JSON object" CHECK ((jsonb_typeof(custom) = 'object'::text)),
     CONSTRAINT "campaign expires_at must be after send_at" CHECK (((expires_at IS NULL) OR (expires_at > send_at))),
     CONSTRAINT "campaign finish_within must be from 1 minute to 7 days" CHECK (((finish_within IS NULL) OR ((finish_within >= '00:01:00'::interval) AND (finish_within <= '7 days'::interval)))),
     CONSTRAINT "campaign kind must be poster, flash_sale or feedback" CHECK ((kind = ANY (ARRAY['poster'::text, 'flash_sale'::text, 'feedback'::text]))),
+    CONSTRAINT "campaign local_missed must be send or skip" CHECK ((local_missed = ANY (ARRAY['send'::text, 'skip'::text]))),
     CONSTRAINT "campaign media_type must be image, gif, audio or video" CHECK (((media_type IS NULL) OR (media_type = ANY (ARRAY['image'::text, 'gif'::text, 'audio'::text, 'video'::text])))),
     CONSTRAINT "campaign priority must be 10 (immediate) or 5 (low urgency)" CHECK ((priority = ANY (ARRAY[5, 10]))),
     CONSTRAINT "campaign rate_per_minute must be from 1 to 1000000 a minute" CHECK (((rate_per_minute IS NULL) OR ((rate_per_minute >= 1) AND (rate_per_minute <= 1000000)))),
@@ -2447,6 +2464,12 @@ CREATE TRIGGER campaign_variants_check BEFORE INSERT OR UPDATE ON public.campaig
 --
 
 CREATE TRIGGER campaign_variants_keep BEFORE DELETE ON public.campaign_variants FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_variant_keep();
+
+--
+-- Name: campaigns campaigns_a_local_send_at; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_a_local_send_at BEFORE INSERT OR UPDATE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_local_send_at();
 
 --
 -- Name: campaigns campaigns_approval_guard; Type: TRIGGER; Schema: public; Owner: -

@@ -105,7 +105,7 @@ public struct ReplyLoopPersonalizer: DeliveryPersonalizer {
         let token = tokens.token(delivery: target.deliveryID)
         guard let fields = prepared.builder.sensitiveJSON else { return .success((token, nil)) }
         guard let key = target.publicKey, let keyID = target.keyID else {
-            return .failure(CampaignProblem("device has no registered key for the sealed fields"))
+            return .failure(CampaignProblem(AudienceStore.noKey))
         }
         do {
             let device = try DeviceKey(base64: key)

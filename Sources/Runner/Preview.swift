@@ -174,7 +174,8 @@ public struct CampaignPreview: Sendable {
         }
         lines.append("")
         if let a = audience {
-            lines.append("audience now: \(a.inserted) devices: \(a.queued) would be queued (\(a.deferred) of them deferred by quiet hours), \(a.skipped) skipped (\(a.skippedNoKey) no key for the sealed fields, \(a.skippedCapped) frequency cap)")
+            let passed = a.skipped - a.skippedNoKey - a.skippedCapped
+            lines.append("audience now: \(a.inserted) devices: \(a.queued) would be queued (\(a.deferred) of them deferred by quiet hours or their local time), \(a.skipped) skipped (\(a.skippedNoKey) no key for the sealed fields, \(a.skippedCapped) frequency cap\(passed > 0 ? ", \(passed) whose local time had passed" : ""))")
             for v in variants {
                 let n = a.variants.first { $0.name == v.name }
                 lines.append("  variant \(v.name) (\(v.share)%): \(n?.devices ?? 0) devices, \(n?.queued ?? 0) would be queued")

@@ -68,6 +68,9 @@ public struct AudienceStore: Sendable {
     public let client: PostgresClient
     public let logger: Logger
 
+    /// Why a device is skipped for a campaign with sealed fields (the snapshot's and the run's words).
+    public static let noKey = "device has no registered key for the sealed fields"
+
     public init(client: PostgresClient, logger: Logger) {
         self.client = client
         self.logger = logger
@@ -266,22 +269,34 @@ public struct AudienceStore: Sendable {
                 SELECT $1, dv.id, u.id,
                        CASE WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
                             WHEN cp.user_id IS NOT NULL THEN 'skipped'
+                            WHEN lm.missed AND lc.local_missed = 'skip' THEN 'skipped'
                             ELSE 'queued' END,
-                       CASE WHEN $4 THEN herald_quiet_until(u.time_zone, now(), st.quiet_hours_start, st.quiet_hours_end)
-                            ELSE now() END,
-                       CASE WHEN $2 AND dv.public_key IS NULL THEN 'device has no registered key for the sealed fields'
-                            WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached' END,
+                       CASE WHEN $4 THEN herald_quiet_until(u.time_zone, lm.due, st.quiet_hours_start, st.quiet_hours_end)
+                            ELSE lm.due END,
+                       CASE WHEN $2 AND dv.public_key IS NULL THEN '\(Self.noKey)'
+                            WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached'
+                            WHEN lm.missed AND lc.local_missed = 'skip'
+                            THEN 'its local send time had passed when the campaign was written' END,
                        CASE WHEN cardinality($5::text[]) > 0
                             THEN ($5::text[])[width_bucket(herald_variant_bucket($1, dv.id), $6::int4[])] END
                 FROM devices dv
                 JOIN users u ON u.id = dv.user_id
                 CROSS JOIN settings st
+                -- A campaign at a local time (Sql/0022): each device is due
+                -- when its user's zone reaches it, at once when that had
+                -- passed when the campaign was written (or skipped).
+                CROSS JOIN (SELECT send_at_local, local_missed, created_at FROM campaigns WHERE id = $1) lc
+                CROSS JOIN LATERAL (
+                    SELECT greatest(now(), coalesce(lc.send_at_local AT TIME ZONE u.time_zone, now())) AS due,
+                           coalesce((lc.send_at_local AT TIME ZONE u.time_zone) < lc.created_at, false) AS missed
+                ) lm
                 LEFT JOIN capped cp ON cp.user_id = u.id
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND dv.id > $7 AND dv.id <= $8
                   AND (\(segment.sql))
                 \(skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "")
-                RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped, variant
+                RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped,
+                          last_error = '\(Self.noKey)' AS no_key, variant
             ), by_variant AS (
                 SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status = 'queued') AS queued
                 FROM ins WHERE variant IS NOT NULL GROUP BY variant
@@ -294,7 +309,7 @@ public struct AudienceStore: Sendable {
                    count(*) FILTER (WHERE status = 'queued')::bigint,
                    count(*) FILTER (WHERE status = 'skipped')::bigint,
                    count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
-                   count(*) FILTER (WHERE status = 'skipped' AND NOT capped)::bigint,
+                   count(*) FILTER (WHERE status = 'skipped' AND no_key)::bigint,
                    count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint,
                    coalesce((SELECT array_agg(variant ORDER BY variant COLLATE "C") FROM by_variant), '{}')::text[],
                    coalesce((SELECT array_agg(devices ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[],
