@@ -56,6 +56,12 @@ struct CampaignClaims: ClaimSource {
         return ClaimBatch(items: items, end: answer.end, status: answer.status, runGone: answer.runGone)
     }
 
+    /// A paced campaign holds only the next seconds of its slots: a pause
+    /// is honoured within them, and a killed worker loses no more.
+    var concurrencyLimit: Int? {
+        prepared.campaign.pace == nil ? nil : Self.claimSize(pace: prepared.campaign.pace, batchSize: options.batchSize)
+    }
+
     /// A paced campaign claims about two seconds of its pace at a time, so
     /// that workers share its rows and a killed one held few slots.
     static func claimSize(pace: CampaignPace?, batchSize: Int) -> Int {

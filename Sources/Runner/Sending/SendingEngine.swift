@@ -53,11 +53,15 @@ protocol ClaimSource: Sendable {
     var isExpired: Bool { get }
     /// Whether more items may still appear without a retry (an audience still being written).
     var moreComing: Bool { get }
+    /// At most this many of its items in flight, when fewer than the run's concurrency
+    /// (a paced campaign: only the next seconds of its send slots).
+    var concurrencyLimit: Int? { get }
 }
 
 extension ClaimSource {
     var isExpired: Bool { false }
     var moreComing: Bool { false }
+    var concurrencyLimit: Int? { nil }
 }
 
 /// How a source's sending ended in this run.
@@ -165,7 +169,9 @@ struct SendingEngine: Sendable {
         let transport = self.transport
         let options = self.options
         let leases = self.leases
-        var machine = SendingSession<Item>(settings: .init(options), breakers: breakers,
+        var settings = SendingSession<Item>.Settings(options)
+        if let limit = source.concurrencyLimit { settings.concurrency = max(1, min(settings.concurrency, limit)) }
+        var machine = SendingSession<Item>(settings: settings, breakers: breakers,
                                            epoch: leases?.epoch ?? 0, now: clock.now)
         let before = tally
         defer {
