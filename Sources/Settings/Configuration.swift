@@ -146,10 +146,6 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// The folder `HERALD_SQL_DIR` names, else the files embedded in the binary.
-    public static func sqlFiles(_ explicit: String?) throws -> SQLFiles {
-        try sqlFiles(explicit.map { Setting(key: .sqlDirectory, text: $0, origin: .environment) })
-    }
-
     static func sqlFiles(_ explicit: Setting?) throws -> SQLFiles {
         guard let explicit, !explicit.text.isEmpty else { return .embedded }
         let url = URL(fileURLWithPath: explicit.text)

@@ -40,7 +40,7 @@ struct CampaignClaims: ClaimSource {
 
     func claim(after cursor: Int64) async throws -> ClaimBatch<CampaignItem> {
         let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
-        let limit = Self.claimSize(pace: prepared.campaign.pace, batchSize: options.batchSize)
+        let limit = claimSize
         let answer = try await db("claim deliveries") {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor)
         }
@@ -58,17 +58,15 @@ struct CampaignClaims: ClaimSource {
 
     /// A paced campaign holds only the next seconds of its slots: a pause
     /// is honoured within them, and a killed worker loses no more.
-    var concurrencyLimit: Int? {
-        prepared.campaign.pace == nil ? nil : Self.claimSize(pace: prepared.campaign.pace, batchSize: options.batchSize)
-    }
+    var concurrencyLimit: Int? { prepared.campaign.pace == nil ? nil : claimSize }
 
     /// A paced campaign claims about two seconds of its pace at a time, so
     /// that workers share its rows and a killed one held few slots.
-    static func claimSize(pace: CampaignPace?, batchSize: Int) -> Int {
-        switch pace {
-        case nil: return batchSize
-        case .perMinute(let rate): return min(batchSize, max(1, rate / 30))
-        case .within: return min(batchSize, 50)
+    var claimSize: Int {
+        switch prepared.campaign.pace {
+        case nil: options.batchSize
+        case .perMinute(let rate): min(options.batchSize, max(1, rate / 30))
+        case .within: min(options.batchSize, 50)
         }
     }
 
