@@ -134,7 +134,11 @@ BEGIN
         IF NEW.category_id IS DISTINCT FROM OLD.category_id THEN v_changed := array_append(v_changed, 'category'); END IF;
         IF NEW.sensitive IS DISTINCT FROM OLD.sensitive OR NEW.custom IS DISTINCT FROM OLD.custom THEN
             v_changed := array_append(v_changed, 'fields'); END IF;
-        IF NEW.send_at IS DISTINCT FROM OLD.send_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at THEN
+        IF NEW.send_at IS DISTINCT FROM OLD.send_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at
+           OR NEW.repeat_unit IS DISTINCT FROM OLD.repeat_unit OR NEW.repeat_every IS DISTINCT FROM OLD.repeat_every
+           OR NEW.repeat_on IS DISTINCT FROM OLD.repeat_on OR NEW.repeat_day IS DISTINCT FROM OLD.repeat_day
+           OR NEW.repeat_until IS DISTINCT FROM OLD.repeat_until OR NEW.repeat_count IS DISTINCT FROM OLD.repeat_count
+           OR NEW.on_segment_entry IS DISTINCT FROM OLD.on_segment_entry OR NEW.resend_after IS DISTINCT FROM OLD.resend_after THEN
             v_changed := array_append(v_changed, 'schedule'); END IF;
         IF NEW.rate_per_minute IS DISTINCT FROM OLD.rate_per_minute OR NEW.finish_within IS DISTINCT FROM OLD.finish_within THEN
             v_changed := array_append(v_changed, 'pace'); END IF;
@@ -625,6 +629,60 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_occurrence(bigint, integer, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_occurrence(p_series bigint, p_number integer, p_at timestamp with time zone, p_open_until timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    s campaigns%ROWTYPE;
+    v_id bigint;
+    v_send_at timestamptz;
+    v_local timestamp;
+BEGIN
+    SELECT * INTO s FROM campaigns WHERE id = p_series;
+    IF NOT FOUND OR (s.repeat_unit IS NULL AND NOT s.on_segment_entry) THEN
+        RAISE EXCEPTION 'campaign % is neither recurring nor on segment entry', p_series;
+    END IF;
+    IF s.send_at_local IS NOT NULL THEN
+        v_local := p_at AT TIME ZONE 'UTC';
+        v_send_at := v_local AT TIME ZONE 'Etc/GMT-14';
+    ELSE
+        v_send_at := p_at;
+    END IF;
+    INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, media_url, media_type,
+                           category_id, custom, sensitive, send_at, send_at_local, local_missed, expires_at,
+                           priority, collapse_id, thread_id, interruption_level, relevance_score, sound,
+                           quiet_hours, frequency_capped, rate_per_minute, finish_within,
+                           series_id, occurrence, open_until)
+    VALUES (s.name || ' #' || p_number, s.kind, 'scheduled', s.segment_id, s.content, s.default_locale,
+            s.media_url, s.media_type, s.category_id, s.custom, s.sensitive, v_send_at, v_local,
+            s.local_missed,
+            CASE WHEN s.on_segment_entry THEN s.expires_at
+                 ELSE v_send_at + (s.expires_at - s.send_at) END,
+            s.priority, s.collapse_id, s.thread_id, s.interruption_level, s.relevance_score, s.sound,
+            s.quiet_hours, s.frequency_capped, s.rate_per_minute, s.finish_within,
+            p_series, p_number, CASE WHEN s.on_segment_entry THEN coalesce(p_open_until, 'infinity') END)
+    ON CONFLICT (series_id, occurrence) WHERE series_id IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO campaign_variants (campaign_id, name, share, content, media_url, media_type)
+    SELECT v_id, name, share, content, media_url, media_type FROM campaign_variants WHERE campaign_id = p_series;
+    -- Written by the series' author, approved as the series is.
+    PERFORM set_config('herald.approving', 'on', true);
+    UPDATE campaigns SET created_by = s.created_by, approved_by = s.approved_by, approved_at = s.approved_at
+    WHERE id = v_id;
+    PERFORM set_config('herald.approving', 'off', true);
+    UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now())
+    WHERE id = p_series AND status = 'scheduled';
+    RETURN v_id;
+END $$;
+
+--
 -- Name: herald_pace_reserve(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -727,6 +785,24 @@ $$;
 COMMENT ON FUNCTION public.herald_refusal_reasons(p_positions integer[], p_delivery_ids bigint[], p_actions text[], p_has_text boolean[], p_checked boolean[], OUT reasons text[], OUT categories text[]) IS 'why each refused reply of a batch was refused (unknown_delivery, action_not_allowed, text_not_allowed, text_refused), with its category';
 
 --
+-- Name: herald_reopen_entries(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_reopen_entries(p_series bigint) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_rows integer;
+BEGIN
+    UPDATE campaigns SET snapshot_at = now(), snapshot_through = 0
+    WHERE series_id = p_series AND status IN ('scheduled', 'running') AND open_until > now()
+      AND snapshot_at IS NOT NULL AND snapshot_through IS NULL;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    RETURN v_rows;
+END $$;
+
+--
 -- Name: herald_replies_delivery(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -812,6 +888,30 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.herald_reply_targets(ids bigint[]) IS 'the deliveries among ids that exist, with their campaign, device, user and category (the reply intake''s lookup)';
+
+--
+-- Name: herald_series_status(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_series_status() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.repeat_unit IS NULL AND NOT NEW.on_segment_entry THEN
+        RETURN NEW;
+    END IF;
+    IF NEW.status = 'paused' AND OLD.status IN ('scheduled', 'running') THEN
+        UPDATE campaigns SET status = 'paused' WHERE series_id = NEW.id AND status IN ('scheduled', 'running');
+    ELSIF OLD.status = 'paused' AND NEW.status IN ('scheduled', 'running') THEN
+        NEW.resumed_at := now();
+        UPDATE campaigns SET status = CASE WHEN started_at IS NULL THEN 'scheduled' ELSE 'running' END
+        WHERE series_id = NEW.id AND status = 'paused';
+    ELSIF NEW.status IN ('cancelled', 'archived') AND OLD.status NOT IN ('cancelled', 'archived', 'completed', 'failed') THEN
+        UPDATE campaigns SET status = 'cancelled' WHERE series_id = NEW.id AND status IN ('scheduled', 'running', 'paused');
+    END IF;
+    RETURN NEW;
+END $$;
 
 --
 -- Name: herald_store_checked_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text); Type: FUNCTION; Schema: public; Owner: -
@@ -1109,6 +1209,19 @@ CREATE TABLE public.campaigns (
     approved_at timestamp with time zone,
     send_at_local timestamp without time zone,
     local_missed text DEFAULT 'send'::text NOT NULL,
+    repeat_unit text,
+    repeat_every integer DEFAULT 1 NOT NULL,
+    repeat_on text[],
+    repeat_day integer,
+    repeat_until timestamp with time zone,
+    repeat_count integer,
+    on_segment_entry boolean DEFAULT false NOT NULL,
+    resend_after interval,
+    series_id bigint,
+    occurrence integer,
+    open_until timestamp with time zone,
+    resumed_at timestamp with time zone,
+    CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
     CONSTRAINT "campaign custom must be a JSON object" CHECK ((jsonb_typeof(custom) = 'object'::text)),
     CONSTRAINT "campaign expires_at must be after send_at" CHECK (((expires_at IS NULL) OR (expires_at > send_at))),
@@ -1116,9 +1229,19 @@ CREATE TABLE public.campaigns (
     CONSTRAINT "campaign kind must be poster, flash_sale or feedback" CHECK ((kind = ANY (ARRAY['poster'::text, 'flash_sale'::text, 'feedback'::text]))),
     CONSTRAINT "campaign local_missed must be send or skip" CHECK ((local_missed = ANY (ARRAY['send'::text, 'skip'::text]))),
     CONSTRAINT "campaign media_type must be image, gif, audio or video" CHECK (((media_type IS NULL) OR (media_type = ANY (ARRAY['image'::text, 'gif'::text, 'audio'::text, 'video'::text])))),
+    CONSTRAINT "campaign on_segment_entry is at send_at, not send_at_local" CHECK (((NOT on_segment_entry) OR (send_at_local IS NULL))),
+    CONSTRAINT "campaign open_until is for occurrences of on-entry campaigns" CHECK (((open_until IS NULL) OR (series_id IS NOT NULL))),
     CONSTRAINT "campaign priority must be 10 (immediate) or 5 (low urgency)" CHECK ((priority = ANY (ARRAY[5, 10]))),
     CONSTRAINT "campaign rate_per_minute must be from 1 to 1000000 a minute" CHECK (((rate_per_minute IS NULL) OR ((rate_per_minute >= 1) AND (rate_per_minute <= 1000000)))),
     CONSTRAINT "campaign relevance_score must be between 0 and 1" CHECK (((relevance_score IS NULL) OR ((relevance_score >= (0)::double precision) AND (relevance_score <= (1)::double precision)))),
+    CONSTRAINT "campaign repeat_count must be at least 1, with repeat_unit" CHECK (((repeat_count IS NULL) OR ((repeat_unit IS NOT NULL) AND (repeat_count >= 1)))),
+    CONSTRAINT "campaign repeat_day is for repeat_unit month, from 1 to 31" CHECK (((repeat_day IS NULL) OR ((repeat_unit = 'month'::text) AND ((repeat_day >= 1) AND (repeat_day <= 31))))),
+    CONSTRAINT "campaign repeat_every must be from 1 to 1000" CHECK (((repeat_every >= 1) AND (repeat_every <= 1000))),
+    CONSTRAINT "campaign repeat_on is for repeat_unit week: mon, tue … sun" CHECK (((repeat_on IS NULL) OR ((repeat_unit = 'week'::text) AND (cardinality(repeat_on) >= 1) AND (repeat_on <@ ARRAY['mon'::text, 'tue'::text, 'wed'::text, 'thu'::text, 'fri'::text, 'sat'::text, 'sun'::text])))),
+    CONSTRAINT "campaign repeat_unit must be minute, hour, day, week or month" CHECK (((repeat_unit IS NULL) OR (repeat_unit = ANY (ARRAY['minute'::text, 'hour'::text, 'day'::text, 'week'::text, 'month'::text])))),
+    CONSTRAINT "campaign repeat_until must be after send_at, with repeat_unit" CHECK (((repeat_until IS NULL) OR ((repeat_unit IS NOT NULL) AND (repeat_until > send_at)))),
+    CONSTRAINT "campaign repeats (repeat_unit) or is on_segment_entry, not both" CHECK (((repeat_unit IS NULL) OR (NOT on_segment_entry))),
+    CONSTRAINT "campaign resend_after needs on_segment_entry, at least 1 minute" CHECK (((resend_after IS NULL) OR (on_segment_entry AND (resend_after >= '00:01:00'::interval)))),
     CONSTRAINT "campaign sensitive must be a JSON object" CHECK (((sensitive IS NULL) OR (jsonb_typeof(sensitive) = 'object'::text))),
     CONSTRAINT "campaign sets rate_per_minute or finish_within, not both" CHECK (((rate_per_minute IS NULL) OR (finish_within IS NULL))),
     CONSTRAINT "campaign status must be draft, scheduled, running, paused, …" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))),
@@ -1130,6 +1253,24 @@ CREATE TABLE public.campaigns (
 --
 
 COMMENT ON COLUMN public.campaigns.snapshot_through IS 'the last device id the audience snapshot has written while it is under way; NULL once complete';
+
+--
+-- Name: COLUMN campaigns.series_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.series_id IS 'the recurring or on-entry campaign this row is an occurrence of';
+
+--
+-- Name: COLUMN campaigns.open_until; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.open_until IS 'an on-entry occurrence takes new entrants at each run until then';
+
+--
+-- Name: COLUMN campaigns.resumed_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.resumed_at IS 'a series: when it was last resumed (moments before are skipped)';
 
 --
 -- Name: replies; Type: TABLE; Schema: public; Owner: -
@@ -1387,6 +1528,74 @@ CREATE VIEW analyst.feedback_text AS
   WHERE ((r.text IS NOT NULL) AND (r.delivery_kind = 'campaign'::text));
 
 --
+-- Name: occurrences; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.occurrences AS
+ SELECT o.series_id,
+    s.name AS series,
+    o.occurrence,
+    o.id AS campaign_id,
+    o.status,
+    o.send_at,
+    o.send_at_local,
+    o.open_until,
+    o.started_at,
+    o.completed_at,
+    f.targeted,
+    f.sent,
+    f.skipped,
+    f.expired,
+    f.failed,
+    f.replies,
+    f.responding_devices,
+    f.response_rate_pct
+   FROM ((public.campaigns o
+     JOIN public.campaigns s ON ((s.id = o.series_id)))
+     JOIN analyst.campaign_funnel f ON ((f.campaign_id = o.id)));
+
+--
+-- Name: pace; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.pace AS
+ WITH sent AS (
+         SELECT d.campaign_id,
+            count(*) AS sent,
+            min(d.sent_at) AS first_sent,
+            max(d.sent_at) AS last_sent
+           FROM public.deliveries d
+          WHERE ((d.kind = 'campaign'::text) AND (d.status = 'sent'::text) AND (d.campaign_id IN ( SELECT campaigns.id
+                   FROM public.campaigns
+                  WHERE ((campaigns.rate_per_minute IS NOT NULL) OR (campaigns.finish_within IS NOT NULL)))))
+          GROUP BY d.campaign_id
+        ), busiest AS (
+         SELECT m.campaign_id,
+            max(m.n) AS busiest_minute
+           FROM ( SELECT d.campaign_id,
+                    count(*) AS n
+                   FROM public.deliveries d
+                  WHERE ((d.kind = 'campaign'::text) AND (d.status = 'sent'::text) AND (d.campaign_id IN ( SELECT sent.campaign_id
+                           FROM sent)))
+                  GROUP BY d.campaign_id, (date_trunc('minute'::text, d.sent_at))) m
+          GROUP BY m.campaign_id
+        )
+ SELECT c.id AS campaign_id,
+    c.name,
+    c.rate_per_minute,
+    c.finish_within,
+    COALESCE((c.rate_per_minute)::numeric, round(((f.targeted)::numeric / GREATEST((EXTRACT(epoch FROM c.finish_within) / (60)::numeric), (1)::numeric)), 1)) AS set_per_minute,
+    s.sent,
+    s.first_sent,
+    s.last_sent,
+    round((((s.sent - 1))::numeric / NULLIF((EXTRACT(epoch FROM (s.last_sent - s.first_sent)) / (60)::numeric), (0)::numeric)), 1) AS achieved_per_minute,
+    b.busiest_minute
+   FROM (((public.campaigns c
+     JOIN sent s ON ((s.campaign_id = c.id)))
+     JOIN analyst.campaign_funnel f ON ((f.campaign_id = c.id)))
+     LEFT JOIN busiest b ON ((b.campaign_id = c.id)));
+
+--
 -- Name: replies_over_time; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -1451,6 +1660,33 @@ CREATE VIEW analyst.runs AS
     runs.expired,
     runs.requeued
    FROM public.runs;
+
+--
+-- Name: series; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.series AS
+SELECT
+    NULL::bigint AS series_id,
+    NULL::text AS name,
+    NULL::text AS kind,
+    NULL::text AS status,
+    NULL::text AS series_kind,
+    NULL::text AS repeat_unit,
+    NULL::integer AS repeat_every,
+    NULL::text[] AS repeat_on,
+    NULL::integer AS repeat_day,
+    NULL::timestamp with time zone AS repeat_until,
+    NULL::integer AS repeat_count,
+    NULL::interval AS resend_after,
+    NULL::timestamp with time zone AS send_at,
+    NULL::timestamp without time zone AS send_at_local,
+    NULL::bigint AS occurrences,
+    NULL::timestamp with time zone AS last_occurrence_at,
+    NULL::bigint AS targeted,
+    NULL::bigint AS sent_total,
+    NULL::bigint AS replies,
+    NULL::numeric AS response_rate_pct;
 
 --
 -- Name: pruned_test_deliveries; Type: TABLE; Schema: public; Owner: -
@@ -2226,6 +2462,18 @@ CREATE INDEX campaign_status_changes_campaign ON public.campaign_status_changes 
 CREATE INDEX campaigns_due ON public.campaigns USING btree (send_at) WHERE (status = ANY (ARRAY['scheduled'::text, 'running'::text]));
 
 --
+-- Name: campaigns_occurrence_once; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX campaigns_occurrence_once ON public.campaigns USING btree (series_id, occurrence) WHERE (series_id IS NOT NULL);
+
+--
+-- Name: campaigns_series; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX campaigns_series ON public.campaigns USING btree (id) WHERE (((repeat_unit IS NOT NULL) OR on_segment_entry) AND (status = ANY (ARRAY['scheduled'::text, 'running'::text])));
+
+--
 -- Name: deliveries_campaign; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2442,6 +2690,39 @@ ALTER INDEX public.deliveries_refresh_open ATTACH PARTITION public.deliveries_re
 ALTER INDEX public.deliveries_id ATTACH PARTITION public.deliveries_refresh_id_idx1;
 
 --
+-- Name: series _RETURN; Type: RULE; Schema: analyst; Owner: -
+--
+
+CREATE OR REPLACE VIEW analyst.series AS
+ SELECT s.id AS series_id,
+    s.name,
+    s.kind,
+    s.status,
+        CASE
+            WHEN s.on_segment_entry THEN 'on segment entry'::text
+            ELSE 'recurring'::text
+        END AS series_kind,
+    s.repeat_unit,
+    s.repeat_every,
+    s.repeat_on,
+    s.repeat_day,
+    s.repeat_until,
+    s.repeat_count,
+    s.resend_after,
+    s.send_at,
+    s.send_at_local,
+    count(o.campaign_id) AS occurrences,
+    max(o.send_at) AS last_occurrence_at,
+    (COALESCE(sum(o.targeted), (0)::numeric))::bigint AS targeted,
+    (COALESCE(sum(o.sent), (0)::numeric))::bigint AS sent_total,
+    (COALESCE(sum(o.replies), (0)::numeric))::bigint AS replies,
+    round(((100.0 * COALESCE(sum(o.responding_devices), (0)::numeric)) / NULLIF(sum(o.sent), (0)::numeric)), 1) AS response_rate_pct
+   FROM (public.campaigns s
+     LEFT JOIN analyst.occurrences o ON ((o.series_id = s.id)))
+  WHERE ((s.repeat_unit IS NOT NULL) OR s.on_segment_entry)
+  GROUP BY s.id;
+
+--
 -- Name: actions actions_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2500,6 +2781,12 @@ CREATE TRIGGER campaigns_check BEFORE INSERT OR UPDATE OF kind, content, default
 --
 
 CREATE TRIGGER campaigns_keep_history BEFORE DELETE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_delete_check();
+
+--
+-- Name: campaigns campaigns_series_status; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_series_status BEFORE UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION public.herald_series_status();
 
 --
 -- Name: campaigns campaigns_status_audit; Type: TRIGGER; Schema: public; Owner: -
@@ -2584,6 +2871,13 @@ ALTER TABLE ONLY public.campaigns
 
 ALTER TABLE ONLY public.campaigns
     ADD CONSTRAINT campaigns_segment_id_fkey FOREIGN KEY (segment_id) REFERENCES public.segments(id);
+
+--
+-- Name: campaigns campaigns_series_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaigns
+    ADD CONSTRAINT campaigns_series_id_fkey FOREIGN KEY (series_id) REFERENCES public.campaigns(id);
 
 --
 -- Name: category_actions category_actions_action_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

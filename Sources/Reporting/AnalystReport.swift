@@ -85,7 +85,41 @@ public struct AnalystReport: Sendable {
             guard let i = index[id] else { continue }
             campaigns[i].variants = variants
         }
+        try await addSeries(to: &campaigns, index: index, campaign: campaign)
         return ReportData(generatedAt: now, campaigns: campaigns)
+    }
+
+    /// Series and their occurrences (`analyst.series`, `analyst.occurrences`)
+    /// and paced campaigns' pace (`analyst.pace`).
+    private func addSeries(to campaigns: inout [ReportData.Campaign], index: [Int64: Int], campaign: Int64?) async throws {
+        for try await (id, kind, unit, every) in try await client.query("""
+            SELECT series_id, series_kind, repeat_unit, repeat_every FROM analyst.series
+            WHERE \(campaign)::bigint IS NULL OR series_id = \(campaign)
+            """, logger: logger).decode((Int64, String, String?, Int32).self) {
+            guard let i = index[id] else { continue }
+            campaigns[i].series = unit.map { every == 1 ? "recurring every \($0)" : "recurring every \(every) \($0)s" } ?? "sent \(kind)"
+        }
+        for try await row in try await client.query("""
+            SELECT series_id, occurrence, campaign_id, status, send_at, targeted, sent, replies, response_rate_pct::float8
+            FROM analyst.occurrences
+            WHERE \(campaign)::bigint IS NULL OR series_id = \(campaign) OR campaign_id = \(campaign)
+            ORDER BY series_id, occurrence
+            """, logger: logger) {
+            let (series, n, id, status, at, targeted, sent, replies, rate) = try row.decode(
+                (Int64, Int32, Int64, String, Date, Int64, Int64, Int64, Double?).self)
+            if let i = index[series] {
+                campaigns[i].occurrences.append(.init(number: Int(n), campaignID: id, status: status, sendAt: at,
+                                                      targeted: targeted, sent: sent, replies: replies, responseRatePct: rate))
+            }
+            if let i = index[id] { campaigns[i].occurrenceOf = (series, Int(n)) }
+        }
+        for try await (id, set, achieved, busiest) in try await client.query("""
+            SELECT campaign_id, set_per_minute::float8, achieved_per_minute::float8, busiest_minute FROM analyst.pace
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            """, logger: logger).decode((Int64, Double?, Double?, Int64?).self) {
+            guard let i = index[id], let set else { continue }
+            campaigns[i].pace = .init(setPerMinute: set, achievedPerMinute: achieved, busiestMinute: busiest)
+        }
     }
 
     /// A campaign's variants side by side, baseline first.

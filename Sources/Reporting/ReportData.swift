@@ -100,6 +100,51 @@ public struct ReportData: Sendable {
         }
     }
 
+    /// One occurrence of a series, from `analyst.occurrences`.
+    public struct Occurrence: Sendable, Equatable {
+        public var number: Int
+        public var campaignID: Int64
+        public var status: String
+        public var sendAt: Date
+        public var targeted: Int64
+        public var sent: Int64
+        public var replies: Int64
+        public var responseRatePct: Double?
+
+        public init(number: Int, campaignID: Int64, status: String, sendAt: Date, targeted: Int64, sent: Int64,
+                    replies: Int64, responseRatePct: Double?) {
+            self.number = number
+            self.campaignID = campaignID
+            self.status = status
+            self.sendAt = sendAt
+            self.targeted = targeted
+            self.sent = sent
+            self.replies = replies
+            self.responseRatePct = responseRatePct
+        }
+    }
+
+    /// A paced campaign's pace, from `analyst.pace`.
+    public struct Pace: Sendable, Equatable {
+        public var setPerMinute: Double
+        public var achievedPerMinute: Double?
+        public var busiestMinute: Int64?
+
+        public init(setPerMinute: Double, achievedPerMinute: Double?, busiestMinute: Int64?) {
+            self.setPerMinute = setPerMinute
+            self.achievedPerMinute = achievedPerMinute
+            self.busiestMinute = busiestMinute
+        }
+
+        /// "set 1200/min, achieved 962/min (busiest minute 1001)".
+        public var text: String {
+            var t = String(format: "pace set %.0f a minute", setPerMinute)
+            if let a = achievedPerMinute { t += String(format: ", achieved %.0f a minute", a) }
+            if let b = busiestMinute { t += " (busiest minute \(b))" }
+            return t
+        }
+    }
+
     public struct Campaign: Sendable {
         public var id: Int64
         public var name: String
@@ -126,6 +171,14 @@ public struct ReportData: Sendable {
         public var feedbackTotal: Int64 = 0
         /// Its A/B variants side by side (empty when it has none).
         public var variants: [Variant] = []
+        /// A recurring or on-entry campaign (a series): how it is sent, and
+        /// its occurrences, oldest first (Sql/0023).
+        public var series: String?
+        public var occurrences: [Occurrence] = []
+        /// An occurrence: its series and number.
+        public var occurrenceOf: (series: Int64, number: Int)?
+        /// A paced campaign: its pace as set and as achieved.
+        public var pace: Pace?
 
         public init(id: Int64, name: String, kind: String, status: String) {
             self.id = id

@@ -30,7 +30,14 @@ public enum ReportPage {
         var facts = ["campaign \(c.id)"]
         if let sendAt = c.sendAt { facts.append("sends from \(timestamp(sendAt)) UTC") }
         if let rate = c.responseRatePct { facts.append(String(format: "%.1f%% of sent devices answered", rate)) }
+        if let (series, n) = c.occurrenceOf { facts.append("occurrence #\(n) of campaign \(series)") }
+        if let pace = c.pace { facts.append(pace.text) }
         s += "<p class=\"muted\">\(escape(facts.joined(separator: " · ")))</p>\n"
+        if let series = c.series {
+            s += occurrencesTable(series, c.occurrences)
+            s += "</section>\n"
+            return s
+        }
         if let reason = c.failureReason, !reason.isEmpty {
             s += "<p class=\"problem\">\(escape(reason))</p>\n"
         }
@@ -42,6 +49,19 @@ public enum ReportPage {
         s += "<figure><figcaption>Replies over time (UTC)</figcaption>\n\(timelineChart(c.timeline))</figure>\n"
         s += feedbackTable(c)
         s += "</section>\n"
+        return s
+    }
+
+    /// A series' occurrences, one row each (each has its own section below).
+    static func occurrencesTable(_ series: String, _ occurrences: [ReportData.Occurrence]) -> String {
+        var s = "<p>\(escape(series)): never sent itself; \(occurrences.count) occurrence\(occurrences.count == 1 ? "" : "s"), each a campaign of its own.</p>\n"
+        guard !occurrences.isEmpty else { return s }
+        s += "<table><thead><tr><th>#</th><th>Campaign</th><th>Sent from (UTC)</th><th>Status</th><th>Targeted</th><th>Sent</th><th>Replies</th><th>Answered</th></tr></thead><tbody>\n"
+        for o in occurrences {
+            let rate = o.responseRatePct.map { String(format: "%.1f%%", $0) } ?? "–"
+            s += "<tr><td>\(o.number)</td><td><a href=\"#campaign-\(o.campaignID)\">\(o.campaignID)</a></td><td>\(escape(timestamp(o.sendAt)))</td><td>\(escape(o.status))</td><td class=\"n\">\(o.targeted)</td><td class=\"n\">\(o.sent)</td><td class=\"n\">\(o.replies)</td><td class=\"n\">\(rate)</td></tr>\n"
+        }
+        s += "</tbody></table>\n"
         return s
     }
 

@@ -15,7 +15,16 @@ public enum TextReport {
         for c in data.campaigns {
             var line = "campaign \(c.id) \"\(c.name)\" [\(c.kind)] \(c.status)"
             if let reason = c.failureReason, !reason.isEmpty { line += " (\(reason))" }
+            if let (series, n) = c.occurrenceOf { line += " · occurrence #\(n) of campaign \(series)" }
             out.append(line)
+            if let series = c.series {
+                out.append("  \(series): \(c.occurrences.count) occurrence\(c.occurrences.count == 1 ? "" : "s")")
+                for o in c.occurrences {
+                    out.append("  #\(o.number) campaign \(o.campaignID) \(o.status): targeted \(o.targeted), sent \(o.sent), replies \(o.replies)")
+                }
+                continue
+            }
+            if let pace = c.pace { out.append("  \(pace.text)") }
             out.append(String(format: "  targeted %d  sent %d  invalid %d  failed %d  expired %d  skipped %d  pending %d  replies %d from %d devices (%.1f%% of sent)",
                               c.targeted, c.sent, c.invalid, c.failed, c.expired, c.skipped, c.pending, c.replies,
                               c.respondingDevices, c.responseRatePct ?? 0))

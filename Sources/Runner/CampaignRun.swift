@@ -99,6 +99,17 @@ public enum RunInterruption: Sendable, Hashable {
     case outage(String)
 }
 
+extension SeriesSummary {
+    /// The run report's line about recurring and on-entry campaigns, when it has news.
+    var line: String? {
+        guard !made.isEmpty || completed > 0 else { return nil }
+        var parts: [String] = []
+        if !made.isEmpty { parts.append("made occurrence\(made.count == 1 ? "" : "s") " + made.map { "campaign \($0)" }.joined(separator: ", ")) }
+        if completed > 0 { parts.append("\(completed) series ended") }
+        return "  series: " + parts.joined(separator: "; ")
+    }
+}
+
 /// Where a dry run writes its JSON lines.
 public protocol PayloadSink: Sendable {
     func write(_ line: [UInt8]) async throws
@@ -136,6 +147,8 @@ public struct RunSummary: Sendable {
     public var expired: Int
     public var recovered: Int
     public var configRefresh = ConfigRefreshSummary()
+    /// Occurrences of recurring and on-entry campaigns this run made.
+    public var series = SeriesSummary()
     /// Set when the run ended early with work left (exit status 75).
     public var interruption: RunInterruption?
 
@@ -205,6 +218,7 @@ public struct CampaignRun: Sendable {
         var expired = 0
         var recovered = 0
         var refresh = ConfigRefreshSummary()
+        var series = SeriesSummary()
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if !options.dryRun {
@@ -222,6 +236,11 @@ public struct CampaignRun: Sendable {
                     }
                     expired = try await db("expire campaigns") { try await campaigns.expireCampaigns() }
                     state.figures.expired += expired
+                    let seriesStore = stores.series
+                    series = try await db("advance recurring and on-entry campaigns") { try await seriesStore.advance() }
+                    if !series.made.isEmpty {
+                        logger.notice("occurrences made", metadata: ["campaigns": "\(series.made.map(String.init).joined(separator: ","))"])
+                    }
                     if recovered > 0 { logger.notice("requeued deliveries of stopped runs", metadata: ["deliveries": "\(recovered)"]) }
                 }
                 if !options.dryRun, let transport {
@@ -271,7 +290,7 @@ public struct CampaignRun: Sendable {
         }
         return RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
                           duration: clock.now - started, expired: expired, recovered: recovered,
-                          configRefresh: refresh, interruption: state.interruption)
+                          configRefresh: refresh, series: series, interruption: state.interruption)
     }
 
     /// Renews the run's leases every `renewEvery` until cancelled; each

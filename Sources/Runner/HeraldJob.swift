@@ -153,6 +153,6 @@ extension RunSummary {
         case .stopped?: total += "; STOPPED by a signal, \(f.requeued) deliveries back in the queue for the next run"
         case .outage(let why)?: total += "; STOPPED: \(why)"
         }
-        return ([total] + [configRefresh.line].compactMap { $0 } + lines).joined(separator: "\n")
+        return ([total] + [configRefresh.line, series.line].compactMap { $0 } + lines).joined(separator: "\n")
     }
 }

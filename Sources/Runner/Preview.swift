@@ -34,6 +34,9 @@ public struct CampaignPreview: Sendable {
     public var pace: CampaignPace?
     /// Whether it needs an approval and has one.
     public var approval: CampaignApproval?
+    /// A recurring or on-entry campaign's schedule and occurrences, or the
+    /// series an occurrence belongs to (Sql/0023).
+    public var series: String?
     /// The campaign's A/B variants in name order (the first is the baseline); empty when it has none.
     public var variants: [(name: String, share: Int)] = []
     /// Per variant, then per locale (one variant, nil, for a campaign without variants).
@@ -78,7 +81,13 @@ public struct CampaignPreview: Sendable {
         } else if c.sendAt > Date() {
             preview.notes.append("send_at \(iso(c.sendAt)) is in the future; the audience below is who would get it now")
         }
-        if status == "running" || status == "paused" {
+        if let (series, now) = try await stores.series.series(id) {
+            preview.series = seriesLine(series, now: now)
+            preview.notes.append("a series is never sent itself: each run makes its due occurrence, a campaign of its own; the audience below is who an occurrence made now would reach")
+        } else if let (series, occurrence) = due.series {
+            preview.series = "occurrence #\(occurrence) of campaign \(series)"
+        }
+        if preview.series == nil, status == "running" || status == "paused" {
             preview.notes.append("its audience was snapshotted when it started: the figures below count only devices not in its ledger yet")
         }
 
@@ -111,6 +120,28 @@ public struct CampaignPreview: Sendable {
             if !preview.problems.contains(problem.message) { preview.problems.append(problem.message) }
         }
         return preview
+    }
+
+    /// "every day at UTC; next 2026-12-02T09:00:00Z, …; 3 occurrences so far".
+    static func seriesLine(_ series: Series, now: Date) -> String {
+        let made = series.lastOccurrence == 0 ? "no occurrence yet" : "latest occurrence #\(series.lastOccurrence)"
+        switch series.schedule {
+        case .recurring(let recurrence, let local):
+            let shift = local ? Series.earliestZone : 0
+            var bounded = recurrence
+            bounded.until = recurrence.until.map { $0.addingTimeInterval(shift) }
+            var next: [String] = []
+            var after = now.addingTimeInterval(shift)
+            while next.count < 3, let m = bounded.next(after: after) {
+                next.append(local ? "#\(m.number) \(iso(m.at).dropLast()) local" : "#\(m.number) \(iso(m.at))")
+                after = m.at
+            }
+            return "recurring \(recurrence.description) (\(local ? "each user's local time" : "UTC")); "
+                + (next.isEmpty ? "no moment left" : "next: " + next.joined(separator: ", ")) + "; \(made)"
+        case .onEntry(let resendAfter):
+            let again = resendAfter.map { "again after \(CampaignPace.words($0))" } ?? "once"
+            return "sent on segment entry, to each user \(again); \(made)"
+        }
     }
 
     /// Each locale's payload for a sample device of that locale and
@@ -148,6 +179,7 @@ public struct CampaignPreview: Sendable {
                      + (expiresAt.map { ", expires_at \(Self.iso($0))" } ?? ""))
         lines.append("segment: \(segmentName ?? "(everyone)")")
         if let approval { lines.append("approval: \(approval.description)") }
+        if let series { lines.append("series: \(series)") }
         for note in notes { lines.append("note: \(note)") }
         if !variants.isEmpty {
             lines.append("variants (A/B; each device gets one, the first is the baseline): "
@@ -283,6 +315,8 @@ public struct CampaignPreview: Sendable {
         } else {
             w.raw("null")
         }
+        w.raw(",\"series\":")
+        if let series { w.string(series) } else { w.raw("null") }
         w.raw(",\"audience\":")
         if let a = audience {
             w.raw("{\"devices\":")

@@ -245,8 +245,13 @@ public struct AudienceStore: Sendable {
         binds.append(c.variantLowerBounds.map { Int32($0) })
         binds.append(devices.lowerBound)
         binds.append(devices.upperBound)
+        // On segment entry (Sql/0023): the series whose earlier rows leave a
+        // user out, and for how long (nil: for good).
+        binds.append(due.entry != nil)
+        binds.append(due.entry?.series)
+        binds.append(due.entry?.resendAfter)
         // The segment's condition is compiled for this statement: its binds
-        // follow the eight above, and it names devices `dv` and users `u`.
+        // follow the eleven above, and it names devices `dv` and users `u`.
         let segment: CompiledSegment
         do {
             segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
@@ -264,6 +269,15 @@ public struct AudienceStore: Sendable {
                   AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
                                                  WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
                 GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
+            ), had AS (
+                -- Sent on segment entry: the users the series has had (a row
+                -- not skipped) before this look at the segment, within
+                -- resend_after when it is set.
+                SELECT DISTINCT x.user_id FROM deliveries x
+                WHERE $9 AND x.kind = 'campaign' AND x.status <> 'skipped'
+                  AND x.campaign_id = ANY (ARRAY(SELECT o.id FROM campaigns o WHERE o.series_id = $10))
+                  AND x.created_at < (SELECT coalesce(snapshot_at, now()) FROM campaigns WHERE id = $1)
+                  AND ($11::float8 IS NULL OR x.created_at > now() - make_interval(secs => $11::float8))
             ), ins AS (
                 INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
                 SELECT $1, dv.id, u.id,
@@ -291,8 +305,11 @@ public struct AudienceStore: Sendable {
                            coalesce((lc.send_at_local AT TIME ZONE u.time_zone) < lc.created_at, false) AS missed
                 ) lm
                 LEFT JOIN capped cp ON cp.user_id = u.id
+                LEFT JOIN had ON had.user_id = u.id
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND dv.id > $7 AND dv.id <= $8
+                  -- On entry, a capped user is left for a later run rather than skipped.
+                  AND had.user_id IS NULL AND NOT ($9 AND cp.user_id IS NOT NULL)
                   AND (\(segment.sql))
                 \(skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "")
                 RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped,

@@ -47,6 +47,12 @@ public struct DueCampaign: Sendable {
     public var campaign: Campaign
     public var segmentName: String?
     public var segmentRule: JSONValue
+    /// The series it is an occurrence of (Sql/0023), and which.
+    public var series: (id: Int64, occurrence: Int)?
+    /// Sent on segment entry: whoever in the segment has not had the series
+    /// (`series`: its id, or this campaign's own for the series row), or not
+    /// within `resendAfter` seconds.
+    public var entry: (series: Int64, resendAfter: Double?)?
 }
 
 /// Campaigns' lifecycle: which are due, loading one to send, and moving its
@@ -66,6 +72,8 @@ public struct CampaignStore: Sendable {
             WITH ended AS (
                 UPDATE campaigns SET status = 'completed', completed_at = now()
                 WHERE status IN ('scheduled', 'running', 'paused') AND expires_at <= now()
+                  -- A recurring series' expiry is each occurrence's window.
+                  AND repeat_unit IS NULL
                 RETURNING id
             ), exp AS (
                 UPDATE deliveries SET status = 'expired', last_error = 'campaign expired before delivery', updated_at = now()
@@ -78,12 +86,14 @@ public struct CampaignStore: Sendable {
         return 0
     }
 
-    /// Ids of campaigns that are due now, oldest first.
+    /// Ids of campaigns that are due now, oldest first (a series is never
+    /// sent itself: its occurrences are).
     public func dueCampaignIDs() async throws -> [Int64] {
         let rows = try await client.query("""
             SELECT id FROM campaigns
             WHERE status IN ('scheduled', 'running') AND send_at <= now()
               AND (expires_at IS NULL OR expires_at > now())
+              AND repeat_unit IS NULL AND NOT on_segment_entry
               AND herald_approved(id)
             ORDER BY send_at, id
             """, logger: logger)
@@ -129,8 +139,12 @@ public struct CampaignStore: Sendable {
                    c.category_id, c.custom::text, c.sensitive::text, c.send_at, c.expires_at, c.priority,
                    c.collapse_id, c.thread_id, c.interruption_level, c.relevance_score, c.sound,
                    c.quiet_hours, c.frequency_capped, s.name, coalesce(s.rule, '{}'::jsonb)::text,
-                   c.rate_per_minute, extract(epoch FROM c.finish_within)::float8
+                   c.rate_per_minute, extract(epoch FROM c.finish_within)::float8,
+                   c.series_id, c.occurrence,
+                   CASE WHEN p.on_segment_entry THEN p.id WHEN c.on_segment_entry THEN c.id END,
+                   extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
+            LEFT JOIN campaigns p ON p.id = c.series_id
             WHERE c.id = \(id)
             """, logger: logger)
         var loaded: DueCampaign?
@@ -173,7 +187,14 @@ public struct CampaignStore: Sendable {
             } else if let seconds = try r[24].decode(Double?.self) {
                 paced.pace = .within(seconds)
             }
-            loaded = DueCampaign(campaign: paced, segmentName: try r[21].decode(String?.self), segmentRule: rule)
+            var due = DueCampaign(campaign: paced, segmentName: try r[21].decode(String?.self), segmentRule: rule)
+            if let series = try r[25].decode(Int64?.self), let n = try r[26].decode(Int32?.self) {
+                due.series = (series, Int(n))
+            }
+            if let entrySeries = try r[27].decode(Int64?.self) {
+                due.entry = (entrySeries, try r[28].decode(Double?.self))
+            }
+            loaded = due
         }
         guard var due = loaded else { throw StoreError.notFound("campaign \(id) does not exist") }
         due.campaign.variants = try await loadVariants(id)
@@ -230,12 +251,14 @@ public struct CampaignStore: Sendable {
             """, logger: logger)
     }
 
-    /// Marks the campaign completed when nothing of it is left to send.
+    /// Marks the campaign completed when nothing of it is left to send and
+    /// it takes no more entrants (an on-entry occurrence, until `open_until`).
     /// Returns true when it did.
     public func completeIfDone(_ campaign: Int64) async throws -> Bool {
         let rows = try await client.query("""
             UPDATE campaigns SET status = 'completed', completed_at = now()
             WHERE id = \(campaign) AND status = 'running' AND snapshot_through IS NULL
+              AND (open_until IS NULL OR open_until <= now())
               AND NOT EXISTS (SELECT 1 FROM deliveries
                               WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
             RETURNING id

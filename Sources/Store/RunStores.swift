@@ -7,12 +7,14 @@ public struct RunStores: Sendable {
     public let campaigns: CampaignStore
     public let audience: AudienceStore
     public let ledger: DeliveryLedger
+    public let series: SeriesStore
 
     public init(client: PostgresClient, logger: Logger) {
         runs = RunStore(client: client, logger: logger)
         campaigns = CampaignStore(client: client, logger: logger)
         audience = AudienceStore(client: client, logger: logger)
         ledger = DeliveryLedger(client: client, logger: logger)
+        series = SeriesStore(client: client, logger: logger)
     }
 
     public var client: PostgresClient { ledger.client }

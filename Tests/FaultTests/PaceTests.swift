@@ -52,6 +52,15 @@ extension FaultSuite {
                 let seconds = Double((times.last ?? 0) - (times.first ?? 0)) / 1000
                 print("fault suite [pace]: \(devices) notifications at \(perMinute)/min set, two workers and a kill: most in 10 s \(most) (allowed \(allowed)), \(String(format: "%.1f", seconds)) s first to last (\(String(format: "%.0f", Double(devices - 1) / seconds * 60))/min)")
                 #expect(most <= allowed + 1, "\(most) notifications in one 10-second window; the pace allows \(allowed)")
+                // The analyst view's figures, from the ledger's own times.
+                for try await (set, achieved, busiest) in try await client.query("""
+                    SELECT set_per_minute::float8, achieved_per_minute::float8, busiest_minute FROM analyst.pace
+                    WHERE campaign_id = \(campaign)
+                    """).decode((Double, Double?, Int64?).self) {
+                    print("fault suite [pace]: analyst.pace: set \(set)/min, achieved \(achieved.map { String(format: "%.0f", $0) } ?? "-")/min, busiest calendar minute \(busiest ?? 0)")
+                    #expect(set == Double(perMinute))
+                    #expect((achieved ?? 0) <= Double(perMinute) * 1.05)
+                }
                 // Spread evenly: the whole took at least what the pace needs.
                 #expect(seconds >= Double(devices - 1) * 60 / Double(perMinute) - 0.5)
             }
