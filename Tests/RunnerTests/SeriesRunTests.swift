@@ -232,6 +232,68 @@ struct SeriesRunTests {
         }
     }
 
+    @Test func anUnapprovedSeriesMakesNoOccurrenceAndItsApprovalCarries() async throws {
+        try await TestDatabase.with { client, _ in
+            let series = try await hourly(client, devices: 6)
+            try await client.exec("UPDATE settings SET require_approval = true")
+            try await withSimulator { sim in
+                let first = try await sendRun(client, apns: sim.clientConfiguration)
+                #expect(first.series.made.isEmpty && first.figures.sent == 0)
+                let approver = "herald_t_approver_\(UUID().uuidString.prefix(8).lowercased())"
+                try await client.exec("CREATE ROLE \(approver) LOGIN; GRANT herald_approver TO \(approver)")
+                defer { Task { try? await client.exec("DROP ROLE \(approver)") } }
+                try await client.withConnection { conn in
+                    _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(approver)"), logger: TestDatabase.logger)
+                    for try await _ in try await conn.query("SELECT herald_approve(\(series))", logger: TestDatabase.logger) {}
+                    _ = try await conn.query("RESET SESSION AUTHORIZATION", logger: TestDatabase.logger)
+                }
+                let second = try await sendRun(client, apns: sim.clientConfiguration)
+                #expect(second.series.made.count == 1 && second.figures.sent == 6)
+                #expect(try await client.scalar("""
+                    SELECT o.approved_by = s.approved_by AND o.created_by = s.created_by
+                    FROM campaigns o JOIN campaigns s ON s.id = o.series_id WHERE s.id = \(series)
+                    """, as: Bool.self) == true)
+                // A change to its schedule withdraws the series' approval: no next occurrence.
+                try await client.exec("UPDATE campaigns SET repeat_every = 2 WHERE id = \(series)")
+                #expect(try await client.scalar("""
+                    SELECT reason FROM campaign_approvals WHERE campaign_id = \(series) ORDER BY id DESC LIMIT 1
+                    """, as: String.self) == "changed: schedule")
+                try await pass(120, series: series, client)
+                let third = try await sendRun(client, apns: sim.clientConfiguration)
+                #expect(third.series.made.isEmpty && third.figures.sent == 0)
+            }
+        }
+    }
+
+    @Test func aLocalSeriesSendsEachOccurrenceAtEachUsersOwnTime() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 8))
+            try await client.exec("UPDATE users SET time_zone = 'Etc/GMT-14' WHERE id % 2 = 0")
+            try await client.exec(Fixtures.campaign(name: "Daily nine"))
+            // A daily local time that UTC+14 reached 30 minutes ago.
+            try await client.exec("""
+                UPDATE campaigns SET repeat_unit = 'day',
+                    send_at_local = date_trunc('minute', now() AT TIME ZONE 'Etc/GMT-14') - interval '30 minutes'
+                """)
+            let series = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Daily nine'", as: Int64.self))
+            try await withSimulator { sim in
+                let run = try await sendRun(client, apns: sim.clientConfiguration)
+                #expect(run.series.made.count == 1 && run.figures.sent == 4)
+            }
+            #expect(try await client.scalar("""
+                SELECT o.send_at_local = s.send_at_local AND o.send_at = s.send_at AND o.occurrence = 1
+                FROM campaigns o JOIN campaigns s ON s.id = o.series_id WHERE s.id = \(series)
+                """, as: Bool.self) == true)
+            // The UTC users' 4 wait for their own moment, 14 hours on.
+            #expect(try await client.scalar("""
+                SELECT count(*) FROM deliveries d JOIN campaigns o ON o.id = d.campaign_id
+                WHERE o.series_id = \(series) AND d.status = 'queued'
+                  AND d.not_before BETWEEN now() + interval '13 hours' AND now() + interval '14 hours'
+                """, as: Int64.self) == 4)
+        }
+    }
+
     @Test func aSeriesIsCheckedWhenWritten() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)
