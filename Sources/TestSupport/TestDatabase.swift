@@ -130,6 +130,25 @@ extension PostgresClient {
         }
     }
 
+    /// Approves `campaign` as another person: a new login role, a member of
+    /// `herald_approver`, for the session (dropped afterwards).
+    public func approveAsAnotherPerson(_ campaign: Int64) async throws {
+        let approver = "herald_t_approver_\(UUID().uuidString.prefix(8).lowercased())"
+        try await exec("CREATE ROLE \(approver) LOGIN; GRANT herald_approver TO \(approver)")
+        do {
+            try await withConnection { conn in
+                _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(approver)"), logger: TestDatabase.logger)
+                for try await _ in try await conn.query("SELECT herald_approve(\(campaign))", logger: TestDatabase.logger) {}
+                _ = try await conn.query("RESET SESSION AUTHORIZATION", logger: TestDatabase.logger)
+            }
+        } catch {
+            try? await exec("DROP ROLE \(approver)")
+            throw error
+        }
+        // Its approval stays in campaign_approvals by name; the role goes.
+        try await exec("DROP ROLE \(approver)")
+    }
+
     /// The first column of the first row of `sql`.
     public func scalar<T: PostgresDecodable & Sendable>(_ sql: String, as: T.Type = T.self) async throws -> T? {
         for try await v in try await query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger).decode(T.self) {

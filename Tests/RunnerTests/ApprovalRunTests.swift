@@ -26,14 +26,7 @@ struct ApprovalRunTests {
                 #expect(!preview.canGoOut && preview.text.contains("approval: awaiting approval"), "\(preview.text)")
 
                 // Another person, a member of herald_approver, approves it.
-                let approver = "herald_t_approver_\(UUID().uuidString.prefix(8).lowercased())"
-                try await client.exec("CREATE ROLE \(approver) LOGIN; GRANT herald_approver TO \(approver)")
-                defer { Task { try? await client.exec("DROP ROLE \(approver)") } }
-                try await client.withConnection { conn in
-                    _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(approver)"), logger: TestDatabase.logger)
-                    for try await _ in try await conn.query("SELECT herald_approve(\(id))", logger: TestDatabase.logger) {}
-                    _ = try await conn.query("RESET SESSION AUTHORIZATION", logger: TestDatabase.logger)
-                }
+                try await client.approveAsAnotherPerson(id)
                 let second = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(second.figures.sent == 40)
                 #expect(await sim.simulator.accepted.count == 40)

@@ -239,14 +239,7 @@ struct SeriesRunTests {
             try await withSimulator { sim in
                 let first = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(first.series.made.isEmpty && first.figures.sent == 0)
-                let approver = "herald_t_approver_\(UUID().uuidString.prefix(8).lowercased())"
-                try await client.exec("CREATE ROLE \(approver) LOGIN; GRANT herald_approver TO \(approver)")
-                defer { Task { try? await client.exec("DROP ROLE \(approver)") } }
-                try await client.withConnection { conn in
-                    _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(approver)"), logger: TestDatabase.logger)
-                    for try await _ in try await conn.query("SELECT herald_approve(\(series))", logger: TestDatabase.logger) {}
-                    _ = try await conn.query("RESET SESSION AUTHORIZATION", logger: TestDatabase.logger)
-                }
+                try await client.approveAsAnotherPerson(series)
                 let second = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(second.series.made.count == 1 && second.figures.sent == 6)
                 #expect(try await client.scalar("""
