@@ -1069,6 +1069,36 @@ END $$;
 COMMENT ON FUNCTION public.herald_store_checked_replies(p_reply_ids uuid[], p_delivery_ids bigint[], p_actions text[], p_has_text boolean[], p_texts text[], p_occurred double precision[], p_checked boolean[], p_source text, OUT stored integer, OUT refused integer[], OUT duplicates integer[]) IS 'looks up, checks and stores a batch of replies (the only way roles other than the owner store replies)';
 
 --
+-- Name: herald_store_receipts(bigint[], timestamp with time zone[], smallint[], smallint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_store_receipts(p_ids bigint[], p_arrived timestamp with time zone[], p_sealed smallint[], p_media smallint[], OUT stored integer, OUT unknown bigint[]) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    WITH t AS MATERIALIZED (
+        SELECT t.id, t.campaign_id, t.device_id FROM herald_reply_targets(p_ids) t
+    ), input AS (
+        SELECT DISTINCT ON (x.id) x.id, x.arrived,
+               CASE x.sealed WHEN 1 THEN true WHEN 0 THEN false END AS sealed,
+               CASE x.media WHEN 1 THEN true WHEN 0 THEN false END AS media
+        FROM unnest(p_ids, p_arrived, p_sealed, p_media) WITH ORDINALITY AS x(id, arrived, sealed, media, n)
+        ORDER BY x.id, x.n
+    ), ins AS (
+        INSERT INTO receipts (delivery_id, campaign_id, device_id, arrived_at, sealed_opened, media_attached)
+        SELECT i.id, t.campaign_id, t.device_id, i.arrived, i.sealed, i.media
+        FROM input i JOIN t ON t.id = i.id
+        ON CONFLICT (delivery_id) DO NOTHING
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM ins)::integer,
+           coalesce((SELECT array_agg(DISTINCT i.id) FROM input i WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.id = i.id)),
+                    '{}')
+    INTO stored, unknown;
+END $$;
+
+--
 -- Name: herald_two_sided_p(double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1468,6 +1498,75 @@ CREATE VIEW analyst.config_refreshes AS
    FROM public.deliveries d
   WHERE (d.kind = 'config_refresh'::text)
   GROUP BY d.prompted_by, d.config_etag, d.status;
+
+--
+-- Name: receipts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.receipts (
+    delivery_id bigint NOT NULL,
+    campaign_id bigint NOT NULL,
+    device_id bigint NOT NULL,
+    arrived_at timestamp with time zone NOT NULL,
+    sealed_opened boolean,
+    media_attached boolean,
+    received_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE receipts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.receipts IS 'a notification arrived on its device, as the service extension said (contract 8)';
+
+--
+-- Name: delivery_confirmation; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.delivery_confirmation AS
+ WITH confirmed AS (
+         SELECT r.campaign_id,
+            r.delivery_id
+           FROM (public.receipts r
+             JOIN public.deliveries d ON (((d.campaign_id = r.campaign_id) AND (d.id = r.delivery_id) AND (d.kind = 'campaign'::text))))
+        UNION
+         SELECT rp.campaign_id,
+            rp.delivery_id
+           FROM public.replies rp
+          WHERE (rp.delivery_kind = 'campaign'::text)
+        ), by_campaign AS (
+         SELECT confirmed.campaign_id,
+            count(*) AS delivered
+           FROM confirmed
+          GROUP BY confirmed.campaign_id
+        ), arrival AS (
+         SELECT r.campaign_id,
+            count(*) AS receipts,
+            percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (r.arrived_at - d.sent_at)))::double precision)) AS median_s,
+            percentile_cont((0.9)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (r.arrived_at - d.sent_at)))::double precision)) AS p90_s,
+            count(*) FILTER (WHERE r.sealed_opened) AS sealed_opened,
+            count(*) FILTER (WHERE (NOT r.sealed_opened)) AS sealed_failed,
+            count(*) FILTER (WHERE r.media_attached) AS media_attached,
+            count(*) FILTER (WHERE (NOT r.media_attached)) AS media_failed
+           FROM (public.receipts r
+             JOIN public.deliveries d ON (((d.campaign_id = r.campaign_id) AND (d.id = r.delivery_id) AND (d.kind = 'campaign'::text))))
+          GROUP BY r.campaign_id
+        )
+ SELECT f.campaign_id,
+    f.name,
+    f.sent,
+    COALESCE(b.delivered, (0)::bigint) AS delivered,
+    round(((100.0 * (COALESCE(b.delivered, (0)::bigint))::numeric) / (NULLIF(f.sent, 0))::numeric), 1) AS delivered_pct,
+    COALESCE(a.receipts, (0)::bigint) AS receipts,
+    round((a.median_s)::numeric, 1) AS arrival_median_s,
+    round((a.p90_s)::numeric, 1) AS arrival_p90_s,
+    COALESCE(a.sealed_opened, (0)::bigint) AS sealed_opened,
+    COALESCE(a.sealed_failed, (0)::bigint) AS sealed_failed,
+    COALESCE(a.media_attached, (0)::bigint) AS media_attached,
+    COALESCE(a.media_failed, (0)::bigint) AS media_failed
+   FROM ((analyst.campaign_funnel f
+     LEFT JOIN by_campaign b ON ((b.campaign_id = f.campaign_id)))
+     LEFT JOIN arrival a ON ((a.campaign_id = f.campaign_id)));
 
 --
 -- Name: delivery_problems; Type: VIEW; Schema: analyst; Owner: -
@@ -2388,6 +2487,13 @@ ALTER TABLE ONLY public.pruned_campaigns
     ADD CONSTRAINT pruned_campaigns_pkey PRIMARY KEY (campaign_id);
 
 --
+-- Name: receipts receipts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.receipts
+    ADD CONSTRAINT receipts_pkey PRIMARY KEY (delivery_id);
+
+--
 -- Name: replies replies_delivery_reply_id_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2610,6 +2716,12 @@ CREATE UNIQUE INDEX pruned_delivery_counts_once ON public.pruned_delivery_counts
 --
 
 CREATE INDEX pruned_test_deliveries_campaign ON public.pruned_test_deliveries USING btree (campaign_id);
+
+--
+-- Name: receipts_campaign; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX receipts_campaign ON public.receipts USING btree (campaign_id);
 
 --
 -- Name: replies_campaign; Type: INDEX; Schema: public; Owner: -

@@ -8,10 +8,16 @@ public enum IntakeMetrics {
     public static let repliesDuplicate = "herald_replies_duplicate_total"
     public static let rateLimitedName = "herald_rate_limited_total"
     public static let devicesRegistered = "herald_devices_registered_total"
+    public static let receiptsStored = "herald_receipts_stored_total"
+    public static let receiptsRefused = "herald_receipts_refused_total"
 
     static func replyStored() { Counter(label: repliesStored).increment() }
     static func replyDuplicate() { Counter(label: repliesDuplicate).increment() }
     /// `limit`: `address`, `delivery` or `device`.
     static func rateLimited(_ limit: String) { Counter(label: rateLimitedName, dimensions: [("limit", limit)]).increment() }
     static func deviceRegistered() { Counter(label: devicesRegistered).increment() }
+    static func receipts(stored: Int, refused: Int) {
+        if stored > 0 { Counter(label: receiptsStored).increment(by: stored) }
+        if refused > 0 { Counter(label: receiptsRefused).increment(by: refused) }
+    }
 }

@@ -46,18 +46,7 @@ public enum IntakeServer {
             limits: rates, addresses: ClientAddress(trustedProxies: limits.trustedProxies)))
 
         router.post("/v1/replies") { request, _ -> Response in
-            guard isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
-            var request = request
-            let bytes: ByteBuffer
-            do {
-                bytes = try await request.collectBody(upTo: ReplyRules.maxBodyBytes)
-            } catch is NIOTooManyBytesError {
-                throw IntakeError.bodyTooLarge
-            } catch {
-                // The client broke the framing (a body shorter than its
-                // Content-Length, a bad chunk): its fault, not ours.
-                throw IntakeError.incompleteBody
-            }
+            let bytes = try await jsonBody(request, upTo: ReplyRules.maxBodyBytes)
             let outcome = try await intake.submit(bytes.readableBytesView) { delivery throws(IntakeError) in
                 try rates.check(rates.perDelivery, key: "delivery:\(delivery)", what: "for this delivery")
             }
@@ -71,6 +60,12 @@ public enum IntakeServer {
             case .failure(let error):
                 throw IntakeError(error)
             }
+        }
+        let receipts = ReceiptEndpoint(store: ReceiptStore(client: intake.store.client, logger: intake.logger),
+                                       tokens: intake.tokens)
+        router.post("/v1/receipts") { request, _ -> Response in
+            let bytes = try await jsonBody(request, upTo: ReceiptRules.maxBodyBytes)
+            return json(try await receipts.submit(bytes.readableBytesView), status: .ok)
         }
         (app ?? AppEndpoints(client: intake.store.client, verifier: nil, logger: intake.logger)).add(to: router, rates: rates)
         router.get("/healthz") { _, _ -> Response in
@@ -88,6 +83,22 @@ public enum IntakeServer {
             }
         }
         return router
+    }
+
+    /// A JSON request's body, at most `limit` bytes: 415 for another
+    /// content type, 413 beyond the limit.
+    static func jsonBody(_ request: Request, upTo limit: Int) async throws -> ByteBuffer {
+        guard isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
+        var request = request
+        do {
+            return try await request.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw IntakeError.bodyTooLarge
+        } catch {
+            // The client broke the framing (a body shorter than its
+            // Content-Length, a bad chunk): its fault, not ours.
+            throw IntakeError.incompleteBody
+        }
     }
 
     /// `application/json`, alone or with `charset=utf-8` (any case).

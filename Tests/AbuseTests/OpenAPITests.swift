@@ -107,6 +107,15 @@ struct OpenAPITests {
             ("POST", "/v1/replies", RawHTTP.request(body: reply(1, "reserve", nil))),
             ("POST", "/v1/replies", RawHTTP.request(body: same)),
             ("POST", "/v1/replies", RawHTTP.request(body: same)),  // the fourth to delivery 1: 429
+            ("POST", "/v1/receipts", RawHTTP.request(path: "/v1/receipts", body: Array("""
+                {"receipts":[{"delivery":1,"token":"\(abuseTokens.token(delivery: 1))","arrived_at":"2026-11-20T10:00:03Z","sealed_opened":null,"media_attached":true},
+                             {"delivery":77,"token":"\(abuseTokens.token(delivery: 77))","arrived_at":"2026-11-20T10:00:03Z"},
+                             {"delivery":2,"token":"x","arrived_at":"2026-11-20T10:00:03Z"}]}
+                """.utf8))),
+            ("POST", "/v1/receipts", RawHTTP.request(path: "/v1/receipts", body: Array(#"{"receipts":[]}"#.utf8))),
+            ("POST", "/v1/receipts", RawHTTP.request(path: "/v1/receipts", body: Array(repeating: UInt8(ascii: " "), count: 20_000))),
+            ("POST", "/v1/receipts", RawHTTP.request(path: "/v1/receipts", headers: [("Content-Type", "text/plain")], body: Array("{}".utf8))),
+            ("GET", "/v1/receipts", RawHTTP.request(method: "GET", path: "/v1/receipts", headers: [])),
             ("GET", "/v1/replies", RawHTTP.request(method: "GET", path: "/v1/replies", headers: [])),
             ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [])),
             ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config?locale=fr-CA", headers: [])),
@@ -199,6 +208,8 @@ struct OpenAPITests {
                 for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json", "/metrics"] {
                     exchanges += Array(repeating: ("GET", path, RawHTTP.request(method: "GET", path: path, headers: [])), count: 12)
                 }
+                // A receipt past the allowance too.
+                exchanges.append(("POST", "/v1/receipts", RawHTTP.request(path: "/v1/receipts", body: Array(#"{"receipts":[]}"#.utf8))))
 
                 var seen: Set<String> = []
                 var problems: [String] = []

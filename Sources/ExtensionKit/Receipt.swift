@@ -1,0 +1,88 @@
+import Foundation
+
+/// One delivery receipt (DESIGN contract 8): the Notification Service
+/// Extension says a notification arrived, with its reply token as proof.
+public struct Receipt: Sendable, Hashable {
+    /// The delivery that arrived (``HeraldNotification/delivery``).
+    public var delivery: Int64
+    /// Its reply token (``HeraldNotification/replyToken``).
+    public var token: String
+    /// When the extension ran. Whole seconds travel; a fraction is dropped.
+    public var arrivedAt: Date
+    /// Whether the sealed fields opened; nil when the notification had none.
+    public var sealedOpened: Bool?
+    /// Whether the media downloaded and attached; nil when it had none.
+    public var mediaAttached: Bool?
+
+    public init(delivery: Int64, token: String, arrivedAt: Date, sealedOpened: Bool? = nil, mediaAttached: Bool? = nil) {
+        self.delivery = delivery
+        self.token = token
+        self.arrivedAt = Date(timeIntervalSince1970: arrivedAt.timeIntervalSince1970.rounded(.down))
+        self.sealedOpened = sealedOpened
+        self.mediaAttached = mediaAttached
+    }
+
+    /// At most this many receipts a request.
+    public static let maxPerRequest = 50
+
+    /// The request body: `{"receipts":[…]}`, written by hand (a few hundred
+    /// bytes; no encoder in the extension's 24 MB).
+    public static func body(_ receipts: [Receipt]) -> Data {
+        var out = #"{"receipts":["#
+        for (i, r) in receipts.enumerated() {
+            if i > 0 { out += "," }
+            out += #"{"delivery":\#(r.delivery),"token":\#(quoted(r.token)),"arrived_at":"\#(UTCTimestamp.format(r.arrivedAt))""#
+            if let opened = r.sealedOpened { out += #","sealed_opened":\#(opened)"# }
+            if let attached = r.mediaAttached { out += #","media_attached":\#(attached)"# }
+            out += "}"
+        }
+        out += "]}"
+        return Data(out.utf8)
+    }
+
+    /// A JSON string (a reply token is printable ASCII; anything else is escaped).
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Builds `POST /v1/receipts` requests (DESIGN contract 8).
+///
+/// In the Notification Service Extension, post the receipt as soon as the
+/// notification arrives, beside the media download, and call the content
+/// handler when both are done: iOS gives the extension about 30 seconds and
+/// 24 MB, and may end it once the handler is called, taking an unfinished
+/// request with it. A receipt is one request of a few hundred bytes; give it
+/// a short timeout (5 s) and do not retry beyond the extension's time: a lost
+/// receipt only makes the delivery count as unconfirmed.
+public struct ReceiptRequestBuilder: Sendable {
+    /// `<baseURL>/v1/receipts`.
+    public let endpoint: URL
+
+    public init(baseURL: URL) {
+        endpoint = baseURL.appending(path: "v1/receipts")
+    }
+
+    /// The receipt of `notification`, arrived at `arrivedAt`.
+    public func receipt(for notification: HeraldNotification, arrivedAt: Date = Date(), sealedOpened: Bool? = nil,
+                        mediaAttached: Bool? = nil) throws(ReplyRequestError) -> Receipt {
+        guard let token = notification.replyToken else { throw .noReplyToken }
+        return Receipt(delivery: notification.delivery, token: token, arrivedAt: arrivedAt,
+                       sealedOpened: sealedOpened, mediaAttached: mediaAttached)
+    }
+
+    /// One request for 1 to ``Receipt/maxPerRequest`` receipts.
+    public func request(_ receipts: [Receipt]) -> ReplyHTTPRequest {
+        ReplyHTTPRequest(url: endpoint, method: "POST", headers: [("Content-Type", "application/json")],
+                         body: Receipt.body(Array(receipts.prefix(Receipt.maxPerRequest))))
+    }
+}
