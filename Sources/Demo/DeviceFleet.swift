@@ -49,12 +49,21 @@ public struct DeviceFleet: Sendable {
         public var refused: [Int: Int] = [:]
         /// Notifications whose category the device had not registered (iOS would show no buttons).
         public var withoutButtons = 0
+        /// Notifications that reached their device (its service extension ran)…
+        public var arrived = 0
+        /// …and those whose device stayed off for the whole expiry, as some do:
+        /// no receipt, no reply (APNs said 200 all the same).
+        public var neverArrived = 0
+        /// Receipts posted (contract 8): stored, and answered as duplicates.
+        public var receiptsStored = 0
+        public var receiptsDuplicate = 0
 
         public var description: String {
             var s = "devices: \(notifications) notifications, \(sealedOpened) sealed envelopes opened"
             if sealedFailed > 0 { s += " (\(sealedFailed) failed to open)" }
             s += ", \(ignored) ignored by their users, \(posted) replies posted: \(stored) stored (202), \(duplicates) retries answered 200"
             s += "; \(withoutButtons) shown without their buttons"
+            s += "; \(arrived) arrived (\(receiptsStored) receipts stored, \(receiptsDuplicate) duplicates), \(neverArrived) never arrived (device off)"
             if !refused.isEmpty { s += ", refused: \(refused.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " "))" }
             return s
         }
@@ -66,14 +75,30 @@ public struct DeviceFleet: Sendable {
                        retryEvery: Int = 10) async throws -> Report {
         var report = Report()
         let builder = ReplyRequestBuilder(baseURL: intake)
+        let receiptBuilder = ReceiptRequestBuilder(baseURL: intake)
         var requests: [(ReplyHTTPRequest, repeats: Int)] = []
+        var receipts: [Receipt] = []
         for (i, notification) in accepted.enumerated() {
             report.notifications += 1
             guard let herald = try? HeraldNotification(json: Data(notification.payload)) else { continue }
+            if Self.isOff(notification.deviceToken) {
+                report.neverArrived += 1
+                continue
+            }
+            report.arrived += 1
+            var opened: Bool?
             if let envelope = herald.sealed {
-                guard let key = keys[notification.deviceToken],
-                      (try? EnvelopeOpener(privateKey: key).openFields(envelope, campaign: herald.campaign, delivery: herald.delivery)) != nil
-                else {
+                opened = keys[notification.deviceToken].map {
+                    (try? EnvelopeOpener(privateKey: $0).openFields(envelope, campaign: herald.campaign, delivery: herald.delivery)) != nil
+                } ?? false
+            }
+            if herald.replyToken != nil {
+                receipts.append(try receiptBuilder.receipt(
+                    for: herald, arrivedAt: Date(), sealedOpened: opened,
+                    mediaAttached: herald.media.map { _ in !Self.mediaFails(herald.delivery) }))
+            }
+            if let opened {
+                guard opened else {
                     report.sealedFailed += 1
                     continue
                 }
@@ -100,7 +125,25 @@ public struct DeviceFleet: Sendable {
             }
             for try await statuses in group { report.count(statuses) }
         }
+        // The receipts, as an app that queued them sends them: 25 a request.
+        for start in stride(from: 0, to: receipts.count, by: 25) {
+            let request = receiptBuilder.request(Array(receipts[start..<min(start + 25, receipts.count)]))
+            let answer = try await DemoHTTP.send(request)
+            let body = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
+            report.receiptsStored += body?["stored"] as? Int ?? 0
+            report.receiptsDuplicate += body?["duplicates"] as? Int ?? 0
+        }
         return report
+    }
+
+    /// Devices that stay off for a notification's whole expiry: about 7%, by token.
+    static func isOff(_ token: String) -> Bool {
+        Array(SHA256.hash(data: Data("herald demo off \(token)".utf8)))[0] < 18
+    }
+
+    /// A media download that fails (a flaky network): about 3%, by delivery.
+    static func mediaFails(_ delivery: Int64) -> Bool {
+        UInt64(bitPattern: delivery) &* 0x9E37_79B9_7F4A_7C15 % 100 < 3
     }
 
     static func post(_ request: ReplyHTTPRequest, times: Int) async throws -> [Int] {

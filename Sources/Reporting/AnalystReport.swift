@@ -86,6 +86,13 @@ public struct AnalystReport: Sendable {
             campaigns[i].variants = variants
         }
         try await addSeries(to: &campaigns, index: index, campaign: campaign)
+        for try await (id, delivered, median, p90) in try await client.query("""
+            SELECT campaign_id, delivered, arrival_median_s::float8, arrival_p90_s::float8 FROM analyst.delivery_confirmation
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            """, logger: logger).decode((Int64, Int64, Double?, Double?).self) {
+            guard let i = index[id] else { continue }
+            (campaigns[i].delivered, campaigns[i].arrivalMedian, campaigns[i].arrivalP90) = (delivered, median, p90)
+        }
         return ReportData(generatedAt: now, campaigns: campaigns)
     }
 

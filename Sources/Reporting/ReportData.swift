@@ -179,6 +179,11 @@ public struct ReportData: Sendable {
         public var occurrenceOf: (series: Int64, number: Int)?
         /// A paced campaign: its pace as set and as achieved.
         public var pace: Pace?
+        /// Confirmed on the device (a receipt or a reply, contract 8), and
+        /// the seconds from sent to arrival (median, 90th percentile).
+        public var delivered: Int64 = 0
+        public var arrivalMedian: Double?
+        public var arrivalP90: Double?
 
         public init(id: Int64, name: String, kind: String, status: String) {
             self.id = id

@@ -32,6 +32,9 @@ public enum ReportPage {
         if let rate = c.responseRatePct { facts.append(String(format: "%.1f%% of sent devices answered", rate)) }
         if let (series, n) = c.occurrenceOf { facts.append("occurrence #\(n) of campaign \(series)") }
         if let pace = c.pace { facts.append(pace.text) }
+        if let median = c.arrivalMedian, let p90 = c.arrivalP90 {
+            facts.append(String(format: "arrived %.1f s after sending (median), %.1f s (p90)", median, p90))
+        }
         s += "<p class=\"muted\">\(escape(facts.joined(separator: " · ")))</p>\n"
         if let series = c.series {
             s += occurrencesTable(series, c.occurrences)
@@ -68,7 +71,8 @@ public enum ReportPage {
     /// One bar a stage, scaled to the audience.
     static func funnelChart(_ c: ReportData.Campaign) -> String {
         var rows: [(String, Int64, String)] = [
-            ("Targeted", c.targeted, "bar-total"), ("Sent", c.sent, "bar-good"),
+            ("Targeted", c.targeted, "bar-total"), ("Sent (APNs accepted)", c.sent, "bar-good"),
+            ("Delivered (device confirmed)", c.delivered, "bar-good"),
             ("Answered (devices)", c.respondingDevices, "bar-good"),
         ]
         for (label, n) in [("Pending", c.pending), ("Skipped", c.skipped), ("Invalid", c.invalid),

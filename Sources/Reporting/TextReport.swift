@@ -28,6 +28,14 @@ public enum TextReport {
             out.append(String(format: "  targeted %d  sent %d  invalid %d  failed %d  expired %d  skipped %d  pending %d  replies %d from %d devices (%.1f%% of sent)",
                               c.targeted, c.sent, c.invalid, c.failed, c.expired, c.skipped, c.pending, c.replies,
                               c.respondingDevices, c.responseRatePct ?? 0))
+            if c.sent > 0 {
+                var line = String(format: "  delivered %d of %d sent (%.1f%%, confirmed by a receipt or a reply)",
+                                  c.delivered, c.sent, 100 * Double(c.delivered) / Double(c.sent))
+                if let median = c.arrivalMedian, let p90 = c.arrivalP90 {
+                    line += String(format: "; arrived %.1f s after sending (median), %.1f s (90th percentile)", median, p90)
+                }
+                out.append(line)
+            }
             let actions = c.actions.map { "\($0.title) \($0.replies) (" + String(format: "%.0f%%", $0.sharePct) + ")" }
             if !actions.isEmpty { out.append("  by action: " + actions.joined(separator: ", ")) }
             for v in c.variants {

@@ -29,10 +29,22 @@ struct WholeLoopTests {
             let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
             #expect(invalid == 3)
 
-            // The devices opened every sealed envelope and their replies were stored once.
-            let flashSent = try await client.scalar("SELECT sent FROM analyst.campaign_funnel WHERE kind = 'flash_sale'", as: Int64.self)
-            #expect(Int64(outcome.fleet.sealedOpened) == flashSent)
+            // The devices that got the flash sale opened every sealed envelope
+            // and said so in their receipts; the ones that stayed off sent none.
+            let flash = try await client.query("""
+                SELECT x.sent, x.delivered, x.sealed_opened, x.sealed_failed FROM analyst.delivery_confirmation x
+                JOIN campaigns c ON c.id = x.campaign_id WHERE c.kind = 'flash_sale'
+                """, logger: TestDatabase.logger)
+            for try await (sent, delivered, opened, failed) in flash.decode((Int64, Int64, Int64, Int64).self) {
+                #expect(opened == Int64(outcome.fleet.sealedOpened) && failed == 0 && delivered == opened && delivered < sent)
+            }
             #expect(outcome.fleet.sealedFailed == 0)
+            #expect(outcome.fleet.arrived > 0 && outcome.fleet.neverArrived > 0)
+            #expect(outcome.fleet.receiptsStored == outcome.fleet.arrived)
+            let gap = try await client.scalar("""
+                SELECT (sum(sent) - sum(delivered))::bigint FROM analyst.delivery_confirmation
+                """, as: Int64.self)
+            #expect(gap == Int64(outcome.fleet.neverArrived))
             #expect(outcome.fleet.refused.isEmpty)
             #expect(outcome.fleet.duplicates > 0)
 
