@@ -101,6 +101,16 @@ CREATE FUNCTION public.herald_approved(p_campaign bigint) RETURNS boolean
 $$;
 
 --
+-- Name: herald_bucket10k(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_bucket10k(t text) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    SELECT (((('x' || left(md5(t), 8))::bit(32)::bigint) * 10000) >> 32)::integer
+$$;
+
+--
 -- Name: herald_campaign_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -585,6 +595,21 @@ BEGIN
     DELETE FROM deliveries WHERE device_id IN (SELECT id FROM gone);
     RETURN NULL;
 END $$;
+
+--
+-- Name: herald_held_out(bigint, bigint, numeric, numeric, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_held_out(p_campaign bigint, p_user bigint, p_holdout_pct numeric, p_control_pct numeric, p_control_salt text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN p_control_pct > 0 AND herald_bucket10k('control:' || p_control_salt || ':' || p_user) < p_control_pct * 100
+            THEN 'global control group'
+        WHEN p_holdout_pct > 0 AND herald_bucket10k('holdout:' || p_campaign || ':' || p_user) < p_holdout_pct * 100
+            THEN 'held out to measure the campaign''s effect'
+    END
+$$;
 
 --
 -- Name: herald_is_locale(text); Type: FUNCTION; Schema: public; Owner: -
@@ -1251,11 +1276,17 @@ CREATE TABLE public.campaigns (
     occurrence integer,
     open_until timestamp with time zone,
     resumed_at timestamp with time zone,
+    holdout_pct numeric(3,1) DEFAULT 0 NOT NULL,
+    conversion_event text,
+    attribution_window interval DEFAULT '7 days'::interval NOT NULL,
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
+    CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
+    CONSTRAINT "campaign conversion_event: 1 to 100 characters, no spaces" CHECK (((conversion_event IS NULL) OR (conversion_event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text))),
     CONSTRAINT "campaign custom must be a JSON object" CHECK ((jsonb_typeof(custom) = 'object'::text)),
     CONSTRAINT "campaign expires_at must be after send_at" CHECK (((expires_at IS NULL) OR (expires_at > send_at))),
     CONSTRAINT "campaign finish_within must be from 1 minute to 7 days" CHECK (((finish_within IS NULL) OR ((finish_within >= '00:01:00'::interval) AND (finish_within <= '7 days'::interval)))),
+    CONSTRAINT "campaign holdout_pct must be from 0 to 50 (percent of users)" CHECK (((holdout_pct >= (0)::numeric) AND (holdout_pct <= (50)::numeric))),
     CONSTRAINT "campaign kind must be poster, flash_sale or feedback" CHECK ((kind = ANY (ARRAY['poster'::text, 'flash_sale'::text, 'feedback'::text]))),
     CONSTRAINT "campaign local_missed must be send or skip" CHECK ((local_missed = ANY (ARRAY['send'::text, 'skip'::text]))),
     CONSTRAINT "campaign media_type must be image, gif, audio or video" CHECK (((media_type IS NULL) OR (media_type = ANY (ARRAY['image'::text, 'gif'::text, 'audio'::text, 'video'::text])))),
@@ -1371,7 +1402,7 @@ CREATE TABLE public.deliveries (
     refresh_open boolean,
     CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
     CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
-    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text])))
+    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
 )
 PARTITION BY LIST (campaign_id);
 
@@ -1625,6 +1656,162 @@ CREATE VIEW analyst.feedback_text AS
      JOIN public.campaigns c ON ((c.id = r.campaign_id)))
      JOIN public.users u ON ((u.id = r.user_id)))
   WHERE ((r.text IS NOT NULL) AND (r.delivery_kind = 'campaign'::text));
+
+--
+-- Name: conversions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.conversions (
+    id bigint NOT NULL,
+    user_id bigint NOT NULL,
+    event text NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    amount numeric(14,2),
+    currency text,
+    idempotency_key text NOT NULL,
+    source text DEFAULT 'sql'::text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "conversion currency: ISO 4217 such as EUR, with an amount" CHECK ((((currency IS NULL) OR (currency ~ '^[A-Z]{3}$'::text)) AND ((currency IS NULL) OR (amount IS NOT NULL)))),
+    CONSTRAINT "conversion event: 1 to 100 characters, no spaces" CHECK ((event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
+    CONSTRAINT "conversion idempotency_key: 1 to 200 characters" CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200)))
+);
+
+--
+-- Name: lift; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.lift AS
+ WITH assigned AS (
+         SELECT d.campaign_id,
+            d.user_id,
+            bool_or((d.status <> 'held_out'::text)) AS treated,
+            min(d.variant) FILTER (WHERE (d.status <> 'held_out'::text)) AS variant,
+            min(d.created_at) AS assigned_at
+           FROM (public.deliveries d
+             JOIN public.campaigns c_1 ON (((c_1.id = d.campaign_id) AND (c_1.conversion_event IS NOT NULL))))
+          WHERE (d.kind = 'campaign'::text)
+          GROUP BY d.campaign_id, d.user_id
+        ), outcome AS (
+         SELECT a.campaign_id,
+            a.treated,
+            a.variant,
+            ((a.assigned_at + c_1.attribution_window) <= now()) AS window_closed,
+            (EXISTS ( SELECT 1
+                   FROM public.conversions v
+                  WHERE ((v.user_id = a.user_id) AND (v.event = c_1.conversion_event) AND (v.occurred_at >= a.assigned_at) AND (v.occurred_at < (a.assigned_at + c_1.attribution_window))))) AS converted,
+            ( SELECT sum(v.amount) AS sum
+                   FROM public.conversions v
+                  WHERE ((v.user_id = a.user_id) AND (v.event = c_1.conversion_event) AND (v.occurred_at >= a.assigned_at) AND (v.occurred_at < (a.assigned_at + c_1.attribution_window)))) AS revenue,
+            ( SELECT min(v.currency) AS min
+                   FROM public.conversions v
+                  WHERE ((v.user_id = a.user_id) AND (v.event = c_1.conversion_event) AND (v.currency IS NOT NULL))) AS currency
+           FROM (assigned a
+             JOIN public.campaigns c_1 ON ((c_1.id = a.campaign_id)))
+        ), groups AS (
+         SELECT DISTINCT outcome.campaign_id,
+            NULL::text AS variant
+           FROM outcome
+        UNION ALL
+         SELECT DISTINCT outcome.campaign_id,
+            outcome.variant
+           FROM outcome
+          WHERE (outcome.variant IS NOT NULL)
+        ), arms AS (
+         SELECT g.campaign_id,
+            g.variant,
+            count(*) FILTER (WHERE (o.treated AND ((g.variant IS NULL) OR (o.variant = g.variant)))) AS n1,
+            count(*) FILTER (WHERE (o.treated AND ((g.variant IS NULL) OR (o.variant = g.variant)) AND o.converted)) AS x1,
+            count(*) FILTER (WHERE (NOT o.treated)) AS n0,
+            count(*) FILTER (WHERE ((NOT o.treated) AND o.converted)) AS x0,
+            sum(o.revenue) FILTER (WHERE (o.treated AND ((g.variant IS NULL) OR (o.variant = g.variant)))) AS revenue1,
+            sum(o.revenue) FILTER (WHERE (NOT o.treated)) AS revenue0,
+                CASE
+                    WHEN (count(DISTINCT o.currency) = 1) THEN min(o.currency)
+                    ELSE NULL::text
+                END AS currency,
+            bool_and(o.window_closed) AS window_closed
+           FROM (groups g
+             JOIN outcome o ON ((o.campaign_id = g.campaign_id)))
+          GROUP BY g.campaign_id, g.variant
+        ), rates AS (
+         SELECT a.campaign_id,
+            a.variant,
+            a.n1,
+            a.x1,
+            a.n0,
+            a.x0,
+            a.revenue1,
+            a.revenue0,
+            a.currency,
+            a.window_closed,
+            ((a.x1)::double precision / (NULLIF(a.n1, 0))::double precision) AS p1,
+            ((a.x0)::double precision / (NULLIF(a.n0, 0))::double precision) AS p0,
+            (((a.x1 + a.x0))::double precision / (NULLIF((a.n1 + a.n0), 0))::double precision) AS pp
+           FROM arms a
+        ), stats AS (
+         SELECT r.campaign_id,
+            r.variant,
+            r.n1,
+            r.x1,
+            r.n0,
+            r.x0,
+            r.revenue1,
+            r.revenue0,
+            r.currency,
+            r.window_closed,
+            r.p1,
+            r.p0,
+            r.pp,
+            (r.p1 - r.p0) AS diff,
+            sqrt((((r.p1 * ((1)::double precision - r.p1)) / (r.n1)::double precision) + ((r.p0 * ((1)::double precision - r.p0)) / (r.n0)::double precision))) AS se,
+            sqrt(((r.pp * ((1)::double precision - r.pp)) * (((1.0 / (r.n1)::numeric) + (1.0 / (r.n0)::numeric)))::double precision)) AS se_pooled
+           FROM rates r
+          WHERE ((r.n1 > 0) AND (r.n0 > 0))
+        )
+ SELECT s.campaign_id,
+    c.name,
+    s.variant,
+    c.conversion_event,
+    c.attribution_window,
+    s.n1 AS treated,
+    s.x1 AS treated_converted,
+    round((((100)::double precision * s.p1))::numeric, 2) AS treated_rate_pct,
+    s.n0 AS held_out,
+    s.x0 AS held_out_converted,
+    round((((100)::double precision * s.p0))::numeric, 2) AS held_out_rate_pct,
+    round((((100)::double precision * s.diff))::numeric, 2) AS lift_pts,
+    round((((100)::double precision * (s.diff - ((1.96)::double precision * s.se))))::numeric, 2) AS lift_low_pts,
+    round((((100)::double precision * (s.diff + ((1.96)::double precision * s.se))))::numeric, 2) AS lift_high_pts,
+    round(((((100)::double precision * s.diff) / NULLIF(s.p0, (0)::double precision)))::numeric, 1) AS relative_lift_pct,
+        CASE
+            WHEN (s.se_pooled > (0)::double precision) THEN (s.diff / s.se_pooled)
+            ELSE NULL::double precision
+        END AS z,
+        CASE
+            WHEN (s.se_pooled > (0)::double precision) THEN public.herald_two_sided_p((s.diff / s.se_pooled))
+            ELSE NULL::double precision
+        END AS p_value,
+    round((((((100)::numeric * 2.8))::double precision * s.se_pooled))::numeric, 2) AS min_detectable_pts,
+    round((s.revenue1 / (s.n1)::numeric), 2) AS revenue_per_treated_user,
+    round((s.revenue0 / (s.n0)::numeric), 2) AS revenue_per_held_out_user,
+    s.currency,
+    s.window_closed,
+    (
+        CASE
+            WHEN ((s.se_pooled IS NULL) OR (s.se_pooled = (0)::double precision)) THEN 'no measurable effect yet: no conversions on either side'::text
+            WHEN (public.herald_two_sided_p((s.diff / s.se_pooled)) < (0.05)::double precision) THEN format('%s of %s points (95%% CI %s to %s) against the held out, p = %s'::text,
+            CASE
+                WHEN (s.diff > (0)::double precision) THEN 'a lift'::text
+                ELSE 'a drop'::text
+            END, round((((100)::double precision * abs(s.diff)))::numeric, 2), round((((100)::double precision * (s.diff - ((1.96)::double precision * s.se))))::numeric, 2), round((((100)::double precision * (s.diff + ((1.96)::double precision * s.se))))::numeric, 2), round((public.herald_two_sided_p((s.diff / s.se_pooled)))::numeric, 4))
+            ELSE format('no measurable effect yet: %s treated and %s held out can show a lift of %s points or more'::text, s.n1, s.n0, round((((((100)::numeric * 2.8))::double precision * s.se_pooled))::numeric, 2))
+        END ||
+        CASE
+            WHEN s.window_closed THEN ''::text
+            ELSE ' (attribution windows still open)'::text
+        END) AS verdict
+   FROM (stats s
+     JOIN public.campaigns c ON ((c.id = s.campaign_id)));
 
 --
 -- Name: occurrences; Type: VIEW; Schema: analyst; Owner: -
@@ -2092,6 +2279,23 @@ CREATE TABLE public.config_documents (
 );
 
 --
+-- Name: conversions_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.conversions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: conversions_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.conversions_id_seq OWNED BY public.conversions.id;
+
+--
 -- Name: deliveries_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -2134,7 +2338,7 @@ CREATE TABLE public.deliveries_default (
     refresh_open boolean,
     CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
     CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
-    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text])))
+    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
 )
 WITH (fillfactor='40');
 
@@ -2164,7 +2368,7 @@ CREATE TABLE public.deliveries_refresh (
     refresh_open boolean,
     CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
     CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
-    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text])))
+    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
 )
 WITH (fillfactor='40');
 
@@ -2308,6 +2512,9 @@ CREATE TABLE public.settings (
     quiet_hours_start time without time zone DEFAULT '22:00:00'::time without time zone NOT NULL,
     quiet_hours_end time without time zone DEFAULT '08:00:00'::time without time zone NOT NULL,
     require_approval boolean DEFAULT false NOT NULL,
+    control_group_pct numeric(3,1) DEFAULT 0 NOT NULL,
+    control_group_salt text DEFAULT 'control-1'::text NOT NULL,
+    CONSTRAINT "control_group_pct must be from 0 to 20 (percent of users)" CHECK (((control_group_pct >= (0)::numeric) AND (control_group_pct <= (20)::numeric))),
     CONSTRAINT settings_frequency_cap_check CHECK ((frequency_cap > 0)),
     CONSTRAINT settings_id_check CHECK (id)
 );
@@ -2358,6 +2565,12 @@ ALTER TABLE ONLY public.campaign_status_changes ALTER COLUMN id SET DEFAULT next
 --
 
 ALTER TABLE ONLY public.campaigns ALTER COLUMN id SET DEFAULT nextval('public.campaigns_id_seq'::regclass);
+
+--
+-- Name: conversions id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.conversions ALTER COLUMN id SET DEFAULT nextval('public.conversions_id_seq'::regclass);
 
 --
 -- Name: deliveries id; Type: DEFAULT; Schema: public; Owner: -
@@ -2464,6 +2677,20 @@ ALTER TABLE ONLY public.category_actions
 
 ALTER TABLE ONLY public.config_documents
     ADD CONSTRAINT config_documents_pkey PRIMARY KEY (etag);
+
+--
+-- Name: conversions conversions_once; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.conversions
+    ADD CONSTRAINT conversions_once UNIQUE (idempotency_key);
+
+--
+-- Name: conversions conversions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.conversions
+    ADD CONSTRAINT conversions_pkey PRIMARY KEY (id);
 
 --
 -- Name: devices devices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2578,6 +2805,12 @@ CREATE UNIQUE INDEX campaigns_occurrence_once ON public.campaigns USING btree (s
 --
 
 CREATE INDEX campaigns_series ON public.campaigns USING btree (id) WHERE (((repeat_unit IS NOT NULL) OR on_segment_entry) AND (status = ANY (ARRAY['scheduled'::text, 'running'::text])));
+
+--
+-- Name: conversions_user_event; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX conversions_user_event ON public.conversions USING btree (user_id, event, occurred_at);
 
 --
 -- Name: deliveries_campaign; Type: INDEX; Schema: public; Owner: -
@@ -3004,6 +3237,13 @@ ALTER TABLE ONLY public.category_actions
 
 ALTER TABLE ONLY public.category_actions
     ADD CONSTRAINT category_actions_category_id_fkey FOREIGN KEY (category_id) REFERENCES public.categories(id) ON DELETE CASCADE;
+
+--
+-- Name: conversions conversions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.conversions
+    ADD CONSTRAINT conversions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
 -- Name: deliveries deliveries_prompted_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

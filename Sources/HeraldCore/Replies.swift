@@ -11,7 +11,7 @@ public struct ReplyError: Error, Hashable, CustomStringConvertible {
     public let code: String
     public let message: String
 
-    private init(code: String, message: String) {
+    init(code: String, message: String) {
         self.code = code
         self.message = message
     }

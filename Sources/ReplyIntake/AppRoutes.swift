@@ -11,6 +11,7 @@ import Store
 public struct AppEndpoints: Sendable {
     public let devices: DeviceStore
     public let config: ConfigStore
+    public let conversions: ConversionStore
     /// nil: no app JWT key configured; registration answers 503.
     public let verifier: AppTokenVerifier?
     public let logger: Logger
@@ -18,6 +19,7 @@ public struct AppEndpoints: Sendable {
     public init(client: PostgresClient, verifier: AppTokenVerifier?, logger: Logger) {
         self.devices = DeviceStore(client: client, logger: logger)
         self.config = ConfigStore(client: client, logger: logger)
+        self.conversions = ConversionStore(client: client, logger: logger)
         self.verifier = verifier
         self.logger = logger
     }
@@ -40,6 +42,40 @@ public struct AppEndpoints: Sendable {
         }
         router.get("/v1/notification-config") { request, _ -> Response in
             try await notificationConfig(request)
+        }
+        router.post("/v1/conversions") { request, _ -> Response in
+            let (status, body) = try await conversion(request)
+            return Self.json(body, status: status)
+        }
+    }
+
+    /// `POST /v1/conversions`: 201 stored, 200 its idempotency key was
+    /// stored before. Authenticated as a registration is: the backend's
+    /// token names the user the conversion is of.
+    func conversion(_ request: Request) async throws -> (HTTPResponse.Status, [UInt8]) {
+        let claims = try await authenticate(request)
+        let bytes = try await IntakeServer.jsonBody(request, upTo: ConversionRules.maxBodyBytes)
+        let conversion: Conversion
+        do throws(ReplyError) {
+            conversion = try ConversionRules.decode(bytes.readableBytesView)
+        } catch {
+            throw IntakeError(error)
+        }
+        guard conversion.user == claims.sub.value else {
+            throw IntakeError.userMismatch("the token's sub is not the body's \"user\": a backend token reports its own user's conversions only")
+        }
+        let outcome: ConversionStore.Outcome
+        do {
+            outcome = try await conversions.store([conversion], source: "api").first ?? .duplicate
+        } catch where ReplyIntake.isRefusal(error) {
+            throw IntakeError.invalid("invalid_conversion", StoreError.describe(error))
+        }
+        switch outcome {
+        case .stored: return (.created, Array(#"{"status":"stored"}"#.utf8))
+        case .duplicate: return (.ok, Array(#"{"status":"duplicate"}"#.utf8))
+        case .unknownUser:
+            throw IntakeError(status: .notFound, code: "unknown_user",
+                              message: "no user with this external id is registered")
         }
     }
 

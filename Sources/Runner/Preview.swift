@@ -207,7 +207,7 @@ public struct CampaignPreview: Sendable {
         lines.append("")
         if let a = audience {
             let passed = a.skipped - a.skippedNoKey - a.skippedCapped
-            lines.append("audience now: \(a.inserted) devices: \(a.queued) would be queued (\(a.deferred) of them deferred by quiet hours or their local time), \(a.skipped) skipped (\(a.skippedNoKey) no key for the sealed fields, \(a.skippedCapped) frequency cap\(passed > 0 ? ", \(passed) whose local time had passed" : ""))")
+            lines.append("audience now: \(a.inserted) devices: \(a.queued) would be queued (\(a.deferred) of them deferred by quiet hours or their local time), \(a.skipped) skipped (\(a.skippedNoKey) no key for the sealed fields, \(a.skippedCapped) frequency cap\(passed > 0 ? ", \(passed) whose local time had passed" : ""))\(a.heldOut > 0 ? ", \(a.heldOut) held out (never sent, to measure lift)" : "")")
             for v in variants {
                 let n = a.variants.first { $0.name == v.name }
                 lines.append("  variant \(v.name) (\(v.share)%): \(n?.devices ?? 0) devices, \(n?.queued ?? 0) would be queued")
@@ -331,6 +331,8 @@ public struct CampaignPreview: Sendable {
             w.int(Int64(a.skippedNoKey))
             w.raw(",\"skipped_frequency_cap\":")
             w.int(Int64(a.skippedCapped))
+            w.raw(",\"held_out\":")
+            w.int(Int64(a.heldOut))
             w.raw("}")
         } else {
             w.raw("null")

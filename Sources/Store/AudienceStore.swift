@@ -12,6 +12,8 @@ public struct SnapshotResult: Sendable, Hashable {
     public var skippedNoKey: Int = 0
     /// Of `skipped`: users at their frequency cap.
     public var skippedCapped: Int = 0
+    /// Written as `held_out` (never sent): a holdout or the global control group.
+    public var heldOut: Int = 0
     /// Per variant (name order), when the campaign has variants: the
     /// devices assigned to it and how many of them are queued.
     public var variants: [VariantCount] = []
@@ -37,6 +39,7 @@ public struct SnapshotResult: Sendable, Hashable {
         deferred += slice.deferred
         skippedNoKey += slice.skippedNoKey
         skippedCapped += slice.skippedCapped
+        heldOut += slice.heldOut
         for count in slice.variants {
             if let i = variants.firstIndex(where: { $0.name == count.name }) {
                 variants[i].devices += count.devices
@@ -211,10 +214,11 @@ public struct AudienceStore: Sendable {
 
     private static func insertAudience(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> SnapshotResult {
         var result = SnapshotResult()
-        for try await (n, q, s, d, k, f, names, devices, queued) in try await conn.query(query, logger: logger)
-            .decode((Int64, Int64, Int64, Int64, Int64, Int64, [String], [Int64], [Int64]).self) {
+        for try await (n, q, s, d, k, f, h, names, devices, queued) in try await conn.query(query, logger: logger)
+            .decode((Int64, Int64, Int64, Int64, Int64, Int64, Int64, [String], [Int64], [Int64]).self) {
             result = SnapshotResult(inserted: Int(n), queued: Int(q), skipped: Int(s), deferred: Int(d),
                                     skippedNoKey: Int(k), skippedCapped: Int(f))
+            result.heldOut = Int(h)
             result.variants = zip(names, zip(devices, queued)).map {
                 SnapshotResult.VariantCount(name: $0.0, devices: Int($0.1.0), queued: Int($0.1.1))
             }
@@ -281,17 +285,19 @@ public struct AudienceStore: Sendable {
             ), ins AS (
                 INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
                 SELECT $1, dv.id, u.id,
-                       CASE WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
+                       CASE WHEN ho.why IS NOT NULL THEN 'held_out'
+                            WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
                             WHEN cp.user_id IS NOT NULL THEN 'skipped'
                             WHEN lm.missed AND lc.local_missed = 'skip' THEN 'skipped'
                             ELSE 'queued' END,
                        CASE WHEN $4 THEN herald_quiet_until(u.time_zone, lm.due, st.quiet_hours_start, st.quiet_hours_end)
                             ELSE lm.due END,
-                       CASE WHEN $2 AND dv.public_key IS NULL THEN '\(Self.noKey)'
+                       CASE WHEN ho.why IS NOT NULL THEN ho.why
+                            WHEN $2 AND dv.public_key IS NULL THEN '\(Self.noKey)'
                             WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached'
                             WHEN lm.missed AND lc.local_missed = 'skip'
                             THEN 'its local send time had passed when the campaign was written' END,
-                       CASE WHEN cardinality($5::text[]) > 0
+                       CASE WHEN cardinality($5::text[]) > 0 AND ho.why IS NULL
                             THEN ($5::text[])[width_bucket(herald_variant_bucket($1, dv.id), $6::int4[])] END
                 FROM devices dv
                 JOIN users u ON u.id = dv.user_id
@@ -299,11 +305,18 @@ public struct AudienceStore: Sendable {
                 -- A campaign at a local time (Sql/0022): each device is due
                 -- when its user's zone reaches it, at once when that had
                 -- passed when the campaign was written (or skipped).
-                CROSS JOIN (SELECT send_at_local, local_missed, created_at FROM campaigns WHERE id = $1) lc
+                CROSS JOIN (SELECT send_at_local, local_missed, created_at, holdout_pct, coalesce(series_id, id) AS hash_id
+                            FROM campaigns WHERE id = $1) lc
                 CROSS JOIN LATERAL (
                     SELECT greatest(now(), coalesce(lc.send_at_local AT TIME ZONE u.time_zone, now())) AS due,
                            coalesce((lc.send_at_local AT TIME ZONE u.time_zone) < lc.created_at, false) AS missed
                 ) lm
+                -- Held out (Sql/0025): the global control group, or the campaign's holdout.
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN lc.holdout_pct > 0 OR st.control_group_pct > 0
+                                THEN herald_held_out(lc.hash_id, u.id, lc.holdout_pct, st.control_group_pct, st.control_group_salt)
+                           END AS why
+                ) ho
                 LEFT JOIN capped cp ON cp.user_id = u.id
                 LEFT JOIN had ON had.user_id = u.id
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
@@ -328,6 +341,7 @@ public struct AudienceStore: Sendable {
                    count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
                    count(*) FILTER (WHERE status = 'skipped' AND no_key)::bigint,
                    count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint,
+                   count(*) FILTER (WHERE status = 'held_out')::bigint,
                    coalesce((SELECT array_agg(variant ORDER BY variant COLLATE "C") FROM by_variant), '{}')::text[],
                    coalesce((SELECT array_agg(devices ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[],
                    coalesce((SELECT array_agg(queued ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[]

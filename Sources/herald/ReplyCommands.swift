@@ -167,3 +167,34 @@ struct ReportCommand: AsyncParsableCommand {
         }
     }
 }
+
+struct IngestConversionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest-conversions",
+        abstract: "Store conversions collected elsewhere: one POST /v1/conversions body per line.",
+        discussion: "Each line is {\"user\", \"event\", \"occurred_at\", \"amount\"?, \"currency\"?, \"idempotency_key\"}; good lines are stored (an idempotency key seen before is not stored twice, so a re-run is safe), each bad line is reported by number and reason, and the exit status is then 1.")
+
+    @Argument(help: "The JSON-lines file.")
+    var file: String
+
+    @OptionGroup var settings: ConfigFileOption
+
+    func run() async throws {
+        let report: ConversionIngest.Report
+        do {
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
+            let path = file
+            report = try await withPostgres(config.database, logger: logger) { client in
+                try await ConversionIngest(store: ConversionStore(client: client, logger: logger)).ingest(file: path)
+            }
+        } catch {
+            throw readable(error)
+        }
+        for bad in report.bad.sorted(by: { $0.line < $1.line }) {
+            FileHandle.standardError.write(Data("\(file):\(bad.line): \(bad.code): \(bad.message)\n".utf8))
+        }
+        print("ingest-conversions: \(report.lines) lines, \(report.stored) stored, \(report.duplicates) already stored, \(report.bad.count) refused")
+        if !report.bad.isEmpty { throw ExitCode.failure }
+    }
+}
