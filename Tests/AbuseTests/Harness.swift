@@ -110,6 +110,15 @@ struct AppKeys: Sendable {
         return RawHTTP.request(method: "PUT", path: "/v1/devices/\(token)", headers: headers, body: body)
     }
 
+    /// The raw request of `POST /v1/conversions` for `user`.
+    static func conversion(user: String, bearer: String?, key: String, event: String = "purchase",
+                           contentType: String = "application/json", body: [UInt8]? = nil) -> [UInt8] {
+        var headers: [(String, String)] = [("Content-Type", contentType)]
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        let json = body ?? Array(#"{"user":"\#(user)","event":"\#(event)","occurred_at":"2026-11-20T10:00:00Z","amount":"9.90","currency":"EUR","idempotency_key":"\#(key)"}"#.utf8)
+        return RawHTTP.request(method: "POST", path: "/v1/conversions", headers: headers, body: json)
+    }
+
     static func delete(_ token: String, bearer: String?) -> [UInt8] {
         RawHTTP.request(method: "DELETE", path: "/v1/devices/\(token)", headers: bearer.map { [("Authorization", "Bearer \($0)")] } ?? [])
     }

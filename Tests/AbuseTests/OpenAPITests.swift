@@ -155,6 +155,20 @@ struct OpenAPITests {
             ("DELETE", devices, AppKeys.delete(d(11), bearer: alice)),
             ("DELETE", devices, AppKeys.delete("abc", bearer: alice)),
         ]
+        // Conversions, for alice (registered above) from her backend.
+        let conversions = "/v1/conversions"
+        exchanges += [
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "order-1")),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "order-1")),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "x", body: Array("{".utf8))),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: nil, key: "order-2")),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: bob, key: "order-3")),
+            ("POST", conversions, AppKeys.conversion(user: "nobody", bearer: try await keys.bearer("nobody"), key: "order-4")),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "x", body: Array(repeating: UInt8(ascii: " "), count: 5_000))),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "order-5", contentType: "text/plain")),
+            ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "order-6", event: "bad event")),
+            ("GET", conversions, RawHTTP.request(method: "GET", path: conversions, headers: [])),
+        ]
         // The fourth request about device 8 is over its limit, for PUT and DELETE.
         exchanges += Array(repeating: ("PUT", devices, AppKeys.put(d(8), bearer: alice, body: AppKeys.registration("alice"))), count: 4)
         exchanges.append(("DELETE", devices, AppKeys.delete(d(8), bearer: alice)))
@@ -208,7 +222,8 @@ struct OpenAPITests {
                 for path in ["/v1/notification-config", "/healthz", "/v1/openapi.json", "/metrics"] {
                     exchanges += Array(repeating: ("GET", path, RawHTTP.request(method: "GET", path: path, headers: [])), count: 12)
                 }
-                // A receipt past the allowance too.
+                // A receipt and a conversion past the allowance too.
+                exchanges.append(("POST", "/v1/conversions", AppKeys.conversion(user: "alice", bearer: alice, key: "late")))
                 exchanges.append(("POST", "/v1/receipts", RawHTTP.request(path: "/v1/receipts", body: Array(#"{"receipts":[]}"#.utf8))))
 
                 var seen: Set<String> = []
