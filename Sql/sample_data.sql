@@ -87,6 +87,13 @@ SELECT id, 'B', 50,
        'https://cdn.example.com/p/autumn-cosy.gif', 'gif'
 FROM campaigns WHERE name = 'Autumn poster';
 
+-- Did the poster sell anything? 20% of its users are held out (never sent
+-- it, by a stable hash of campaign and user), and purchases within two days
+-- of it are compared between those who were sent it and those held out
+-- (analyst.lift; the app's backend posts purchases to POST /v1/conversions).
+UPDATE campaigns SET holdout_pct = 20, conversion_event = 'purchase', attribution_window = '2 days'
+WHERE name = 'Autumn poster';
+
 -- A flash sale in 30 minutes: buttons, an end time, time-sensitive, and a
 -- coupon sealed to each device. Its audience's apps need the flash_sale.v1
 -- category first: devices whose reported config lacks it receive a config

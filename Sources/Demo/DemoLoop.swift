@@ -39,6 +39,8 @@ public struct DemoLoop: Sendable {
         public var runs: [RunSummary]
         public var apps: AppFleetReport
         public var fleet: DeviceFleet.Report
+        /// Purchases the shop's backend reported (POST /v1/conversions).
+        public var purchases = 0
         public var report: String
         public var acceptedLog: String
     }
@@ -111,9 +113,11 @@ public struct DemoLoop: Sendable {
                         guard let category = (try? HeraldNotification(json: Data(n.payload)))?.category else { continue }
                         if await apps.config(of: n.deviceToken)?.categories[category] == nil { fleet.withoutButtons += 1 }
                     }
+                    // The shop's backend reports what users bought since.
+                    let purchases = try await Purchases.post(client: client, intake: intakeURL, issuer: backend, logger: logger)
                     let report = try await AnalystReport(client: client, logger: logger).render()
-                    return Outcome(runs: [first, second], apps: await apps.report, fleet: fleet, report: report,
-                                   acceptedLog: acceptedLog)
+                    return Outcome(runs: [first, second], apps: await apps.report, fleet: fleet, purchases: purchases,
+                                   report: report, acceptedLog: acceptedLog)
                 }
             }
             await simulator.shutdown()

@@ -86,6 +86,20 @@ public struct AnalystReport: Sendable {
             campaigns[i].variants = variants
         }
         try await addSeries(to: &campaigns, index: index, campaign: campaign)
+        for try await row in try await client.query("""
+            SELECT campaign_id, variant, conversion_event, treated, treated_rate_pct::float8, held_out,
+                   held_out_rate_pct::float8, lift_pts::float8, lift_low_pts::float8, lift_high_pts::float8, p_value, verdict
+            FROM analyst.lift
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id, variant NULLS FIRST
+            """, logger: logger) {
+            let (id, variant, event, n1, r1, n0, r0, lift, low, high, p, verdict) = try row.decode(
+                (Int64, String?, String, Int64, Double, Int64, Double, Double, Double, Double, Double?, String).self)
+            guard let i = index[id] else { continue }
+            campaigns[i].lift.append(.init(variant: variant, event: event, treated: n1, treatedRatePct: r1, heldOut: n0,
+                                           heldOutRatePct: r0, liftPts: lift, lowPts: low, highPts: high, pValue: p,
+                                           verdict: verdict))
+        }
         for try await (id, delivered, median, p90) in try await client.query("""
             SELECT campaign_id, delivered, arrival_median_s::float8, arrival_p90_s::float8 FROM analyst.delivery_confirmation
             WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)

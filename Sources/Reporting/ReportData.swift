@@ -124,6 +124,44 @@ public struct ReportData: Sendable {
         }
     }
 
+    /// The campaign's effect on its conversion event, from `analyst.lift`.
+    public struct Lift: Sendable, Equatable {
+        public var variant: String?
+        public var event: String
+        public var treated: Int64
+        public var treatedRatePct: Double
+        public var heldOut: Int64
+        public var heldOutRatePct: Double
+        public var liftPts: Double
+        public var lowPts: Double
+        public var highPts: Double
+        public var pValue: Double?
+        public var verdict: String
+
+        public init(variant: String?, event: String, treated: Int64, treatedRatePct: Double, heldOut: Int64,
+                    heldOutRatePct: Double, liftPts: Double, lowPts: Double, highPts: Double, pValue: Double?,
+                    verdict: String) {
+            self.variant = variant
+            self.event = event
+            self.treated = treated
+            self.treatedRatePct = treatedRatePct
+            self.heldOut = heldOut
+            self.heldOutRatePct = heldOutRatePct
+            self.liftPts = liftPts
+            self.lowPts = lowPts
+            self.highPts = highPts
+            self.pValue = pValue
+            self.verdict = verdict
+        }
+
+        /// "purchase: 24.1% of 290 sent vs 7.0% of 71 held out: +17.1 points (95% CI 9.8 to 24.4)".
+        public var text: String {
+            String(format: "%@%@: %.1f%% of %lld treated vs %.1f%% of %lld held out: %+.2f points (95%% CI %.2f to %.2f)",
+                   variant.map { "variant \($0), " } ?? "", event, treatedRatePct, treated, heldOutRatePct, heldOut,
+                   liftPts, lowPts, highPts)
+        }
+    }
+
     /// A paced campaign's pace, from `analyst.pace`.
     public struct Pace: Sendable, Equatable {
         public var setPerMinute: Double
@@ -179,6 +217,9 @@ public struct ReportData: Sendable {
         public var occurrenceOf: (series: Int64, number: Int)?
         /// A paced campaign: its pace as set and as achieved.
         public var pace: Pace?
+        /// Against its holdout (analyst.lift): the campaign as a whole
+        /// (variant nil) first, then each variant.
+        public var lift: [Lift] = []
         /// Confirmed on the device (a receipt or a reply, contract 8), and
         /// the seconds from sent to arrival (median, 90th percentile).
         public var delivered: Int64 = 0

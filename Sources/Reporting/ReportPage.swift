@@ -48,11 +48,27 @@ public enum ReportPage {
         s += "<figure><figcaption>Delivery funnel</figcaption>\n\(funnelChart(c))</figure>\n"
         s += "<figure><figcaption>Replies by action</figcaption>\n\(actionChart(c.actions))</figure>\n"
         s += "</div>\n"
+        s += liftSection(c.lift)
         s += variantsSection(c.variants)
         s += "<figure><figcaption>Replies over time (UTC)</figcaption>\n\(timelineChart(c.timeline))</figure>\n"
         s += feedbackTable(c)
         s += "</section>\n"
         return s
+    }
+
+    /// Did it work? The campaign (and each variant) against its holdout.
+    static func liftSection(_ lift: [ReportData.Lift]) -> String {
+        guard let first = lift.first else { return "" }
+        var s = "<h3>Did it work? \(escape(first.event)) against the held out</h3>\n"
+        s += "<p class=\"muted\">Conversion rate of the users assigned to be sent it (whether or not it arrived) and of those held out, within the attribution window; the interval is 95%.</p>\n"
+        s += "<table><thead><tr><th></th><th>Treated</th><th>Held out</th><th>Lift (points)</th><th>95% interval</th><th>Verdict</th></tr></thead><tbody>\n"
+        for l in lift {
+            s += "<tr><td>\(escape(l.variant.map { "variant \($0)" } ?? "whole campaign"))</td>"
+            s += String(format: "<td class=\"n\">%.1f%% of %lld</td><td class=\"n\">%.1f%% of %lld</td><td class=\"n\">%+.2f</td><td class=\"n\">%.2f to %.2f</td>",
+                        l.treatedRatePct, l.treated, l.heldOutRatePct, l.heldOut, l.liftPts, l.lowPts, l.highPts)
+            s += "<td>\(escape(l.verdict))</td></tr>\n"
+        }
+        return s + "</tbody></table>\n"
     }
 
     /// A series' occurrences, one row each (each has its own section below).

@@ -36,6 +36,7 @@ public enum TextReport {
                 }
                 out.append(line)
             }
+            for l in c.lift { out.append("  lift, \(l.text): \(l.verdict)") }
             let actions = c.actions.map { "\($0.title) \($0.replies) (" + String(format: "%.0f%%", $0.sharePct) + ")" }
             if !actions.isEmpty { out.append("  by action: " + actions.joined(separator: ", ")) }
             for v in c.variants {

@@ -63,6 +63,7 @@ struct DemoCommand: AsyncParsableCommand {
             print(outcome.apps)
             print("\n== the devices (extension kit: open sealed fields, answer, POST /v1/replies)")
             print(outcome.fleet)
+            print("shop: \(outcome.purchases) purchases reported to POST /v1/conversions")
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")
             print(outcome.report)
             let reportPath = work.appendingPathComponent("demo-report.html").path

@@ -65,6 +65,24 @@ struct WholeLoopTests {
             let refreshes = try await client.scalar("SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self)
             #expect(Int64(accepted) == (sent ?? 0) + (refreshes ?? 0))
 
+            // The poster held out a fifth of its users (never sent: the simulator
+            // accepted exactly what the ledger sent, above); the shop's purchases
+            // give its lift, for the whole campaign and each variant.
+            #expect(outcome.purchases > 0)
+            #expect(try await client.scalar("""
+                SELECT count(*) FROM deliveries WHERE status = 'held_out' AND (sent_at IS NOT NULL OR attempts > 0)
+                """, as: Int64.self) == 0)
+            let lift = try await client.query("""
+                SELECT coalesce(variant, '-'), treated, held_out, verdict FROM analyst.lift ORDER BY variant NULLS FIRST
+                """, logger: TestDatabase.logger)
+            var rows: [String] = []
+            for try await (variant, treated, heldOut, verdict) in lift.decode((String, Int64, Int64, String).self) {
+                rows.append(variant)
+                #expect(heldOut > 30 && treated > heldOut && !verdict.isEmpty)
+            }
+            #expect(rows == ["-", "A", "B"])
+            #expect(outcome.report.contains("lift, purchase: "))
+
             // The devices registered themselves through the API, got the config
             // refresh before the flash sale (none at the sale itself), and every
             // notification found its category registered (its buttons shown).
