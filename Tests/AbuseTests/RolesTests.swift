@@ -1,4 +1,5 @@
 import Settings
+import ExtensionKit
 import Foundation
 import HeraldCore
 import Logging
@@ -50,6 +51,25 @@ func refused(_ client: PostgresClient, _ statements: [String]) async -> [String]
 
 @Suite("Least-privilege roles (Sql/0006_roles.sql)")
 struct RolesTests {
+    @Test func theIntakeStoresReceiptsAndConversions() async throws {
+        try await withIntakeDatabase { _, admin, database in
+            try await admin.exec("INSERT INTO users (external_id, time_zone) VALUES ('buyer', 'UTC')")
+            try await asMember(of: "herald_intake", database: database, admin: admin) { client, _ in
+                let receipts = ReceiptStore(client: client, logger: TestDatabase.logger)
+                let stored = try await receipts.store([Receipt(delivery: 1, token: "t", arrivedAt: Date(), mediaAttached: true),
+                                                       Receipt(delivery: 999, token: "t", arrivedAt: Date())])
+                #expect(stored.stored == 1 && stored.unknown == [999])
+                let conversions = ConversionStore(client: client, logger: TestDatabase.logger)
+                let c = Conversion(user: "buyer", event: "purchase", occurredAt: Date(), amount: "5.00", currency: "EUR",
+                                   idempotencyKey: "role-order")
+                #expect(try await conversions.store([c, c], source: "api") == [.stored, .duplicate])
+                #expect(try await conversions.store([c], source: "api") == [.duplicate])
+                // It still may not read what others wrote.
+                #expect(await refused(client, ["SELECT amount FROM conversions", "SELECT * FROM receipts"]).count == 2)
+            }
+        }
+    }
+
     @Test func theIntakeStoresRepliesButCannotChangeCampaignsOrReadDevices() async throws {
         try await withIntakeDatabase { _, admin, database in
             try await asMember(of: "herald_intake", database: database, admin: admin) { client, _ in
