@@ -116,11 +116,8 @@ struct IngestCommand: AsyncParsableCommand {
         } catch {
             throw readable(error)
         }
-        for (line, error) in report.bad.sorted(by: { $0.line < $1.line }) {
-            FileHandle.standardError.write(Data("\(file):\(line): \(error.code): \(error.message)\n".utf8))
-        }
-        print("ingest: \(report.lines) lines, \(report.stored) stored, \(report.duplicates) already stored, \(report.bad.count) refused")
-        if !report.bad.isEmpty { throw ExitCode.failure }
+        try finishIngest("ingest", file: file, lines: report.lines, stored: report.stored, duplicates: report.duplicates,
+                         bad: report.bad.map { ($0.line, $0.error.code, $0.error.message) })
     }
 }
 
@@ -191,10 +188,18 @@ struct IngestConversionsCommand: AsyncParsableCommand {
         } catch {
             throw readable(error)
         }
-        for bad in report.bad.sorted(by: { $0.line < $1.line }) {
-            FileHandle.standardError.write(Data("\(file):\(bad.line): \(bad.code): \(bad.message)\n".utf8))
-        }
-        print("ingest-conversions: \(report.lines) lines, \(report.stored) stored, \(report.duplicates) already stored, \(report.bad.count) refused")
-        if !report.bad.isEmpty { throw ExitCode.failure }
+        try finishIngest("ingest-conversions", file: file, lines: report.lines, stored: report.stored,
+                         duplicates: report.duplicates, bad: report.bad)
     }
+}
+
+/// The end of an ingest command: each bad line to standard error as
+/// `FILE:LINE: code: message`, the summary, and exit status 1 if any was bad.
+func finishIngest(_ command: String, file: String, lines: Int, stored: Int, duplicates: Int,
+                  bad: [(line: Int, code: String, message: String)]) throws {
+    for entry in bad.sorted(by: { $0.line < $1.line }) {
+        FileHandle.standardError.write(Data("\(file):\(entry.line): \(entry.code): \(entry.message)\n".utf8))
+    }
+    print("\(command): \(lines) lines, \(stored) stored, \(duplicates) already stored, \(bad.count) refused")
+    if !bad.isEmpty { throw ExitCode.failure }
 }

@@ -154,6 +154,8 @@ struct SendingEngine: Sendable {
 
     private enum Event<Item: ClaimedItem>: Sendable {
         case sent(Item, APNsResult)
+        /// No notification could be built for it (no key for the sealed fields…).
+        case skipped(Item, String)
         case tick
         case recorded((any Error)?)
         case claimed(Result<ClaimBatch<Item>, any Error>)
@@ -195,22 +197,25 @@ struct SendingEngine: Sendable {
                     let claim = Task { try await source.claim(after: after) }
                     group.addTask { .claimed(await claim.result) }
                 case .send(let item):
-                    switch source.notification(for: item) {
-                    case .failure(let problem):
-                        machine.skipped(item, reason: problem.message)
-                    case .success(let notification):
+                    // The notification is built (payload, reply token, sealed
+                    // fields) in the send's own task, on the cooperative pool:
+                    // as many at once as the send window holds, on every core,
+                    // while this loop goes on deciding (measured in
+                    // BENCHMARKS.md, "Sealing on every core").
+                    let engine = self
+                    group.addTask {
+                        let notification: APNsNotification
+                        switch source.notification(for: item) {
+                        case .failure(let problem): return .skipped(item, problem.message)
+                        case .success(let built): notification = built
+                        }
                         if let slot = item.sendAt, slot > clock.now {
                             // Paced: sent at its slot, unless the run stops or its lease lapses first.
-                            let engine = self
-                            group.addTask {
-                                guard await engine.pause(until: slot), leases?.check(at: clock.now).maySend ?? true else {
-                                    return .sent(item, Self.notSent)
-                                }
-                                return .sent(item, await transport.send(notification))
+                            guard await engine.pause(until: slot), leases?.check(at: clock.now).maySend ?? true else {
+                                return .sent(item, Self.notSent)
                             }
-                        } else {
-                            group.addTask { .sent(item, await transport.send(notification)) }
                         }
+                        return .sent(item, await transport.send(notification))
                     }
                 case .write(let batch):
                     let write = Task { try await source.record(batch) }
@@ -246,6 +251,8 @@ struct SendingEngine: Sendable {
                         ticking = false
                     case .sent(let item, let result):
                         machine.sent(item, result: result, at: clock.now)
+                    case .skipped(let item, let reason):
+                        machine.skipped(item, reason: reason)
                     case .recorded(let error):
                         machine.recorded()
                         if let error { throw error }
