@@ -56,12 +56,17 @@ protocol ClaimSource: Sendable {
     /// At most this many of its items in flight, when fewer than the run's concurrency
     /// (a paced campaign: only the next seconds of its send slots).
     var concurrencyLimit: Int? { get }
+    /// Whether building a notification costs enough (sealing: about 130 µs
+    /// of CPU) to be done on the cooperative pool's threads rather than on
+    /// the transport's event loop, where the session runs.
+    var buildsOffLoop: Bool { get }
 }
 
 extension ClaimSource {
     var isExpired: Bool { false }
     var moreComing: Bool { false }
     var concurrencyLimit: Int? { nil }
+    var buildsOffLoop: Bool { false }
 }
 
 /// How a source's sending ended in this run.
@@ -198,14 +203,19 @@ struct SendingEngine: Sendable {
                     group.addTask { .claimed(await claim.result) }
                 case .send(let item):
                     // The notification is built (payload, reply token, sealed
-                    // fields) in the send's own task, on the cooperative pool:
-                    // as many at once as the send window holds, on every core,
-                    // while this loop goes on deciding (measured in
+                    // fields) in the send's own task, as many at once as the
+                    // send window holds, while this loop goes on deciding; a
+                    // costly one (sealed) on the cooperative pool's threads,
+                    // every core, then back to the loop to send (measured in
                     // BENCHMARKS.md, "Sealing on every core").
                     let engine = self
+                    let offLoop = source.buildsOffLoop
                     group.addTask {
                         let notification: APNsNotification
-                        switch source.notification(for: item) {
+                        let built = offLoop
+                            ? await withTaskExecutorPreference(globalConcurrentExecutor) { source.notification(for: item) }
+                            : source.notification(for: item)
+                        switch built {
                         case .failure(let problem): return .skipped(item, problem.message)
                         case .success(let built): notification = built
                         }
