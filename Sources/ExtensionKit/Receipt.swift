@@ -7,7 +7,8 @@ public struct Receipt: Sendable, Hashable {
     public var delivery: Int64
     /// Its reply token (``HeraldNotification/replyToken``).
     public var token: String
-    /// When the extension ran. Whole seconds travel; a fraction is dropped.
+    /// When the extension ran, to the millisecond (a delivery's latency is
+    /// often under a second).
     public var arrivedAt: Date
     /// Whether the sealed fields opened; nil when the notification had none.
     public var sealedOpened: Bool?
@@ -17,9 +18,15 @@ public struct Receipt: Sendable, Hashable {
     public init(delivery: Int64, token: String, arrivedAt: Date, sealedOpened: Bool? = nil, mediaAttached: Bool? = nil) {
         self.delivery = delivery
         self.token = token
-        self.arrivedAt = Date(timeIntervalSince1970: arrivedAt.timeIntervalSince1970.rounded(.down))
+        self.arrivedAt = Date(timeIntervalSince1970: (arrivedAt.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
         self.sealedOpened = sealedOpened
         self.mediaAttached = mediaAttached
+    }
+
+    /// `arrived_at` as the server reads it: RFC 3339, the fraction kept to
+    /// the millisecond. nil: not one.
+    public static func timestamp(_ text: String) -> Date? {
+        UTCTimestamp.parse(text, keepingMilliseconds: true)
     }
 
     /// At most this many receipts a request.
@@ -31,7 +38,7 @@ public struct Receipt: Sendable, Hashable {
         var out = #"{"receipts":["#
         for (i, r) in receipts.enumerated() {
             if i > 0 { out += "," }
-            out += #"{"delivery":\#(r.delivery),"token":\#(quoted(r.token)),"arrived_at":"\#(UTCTimestamp.format(r.arrivedAt))""#
+            out += #"{"delivery":\#(r.delivery),"token":\#(quoted(r.token)),"arrived_at":"\#(UTCTimestamp.format(r.arrivedAt, milliseconds: true))""#
             if let opened = r.sealedOpened { out += #","sealed_opened":\#(opened)"# }
             if let attached = r.mediaAttached { out += #","media_attached":\#(attached)"# }
             out += "}"

@@ -3,10 +3,21 @@ import Foundation
 /// RFC 3339 timestamps without Foundation's formatters, so the output is the
 /// same on every platform and locale.
 ///
-/// Writing always gives `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds). Reading
-/// accepts `Z` or a `±HH:MM` offset and an optional fraction, which is dropped.
+/// Writing gives `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds), or with
+/// `milliseconds` `YYYY-MM-DDTHH:MM:SS.mmmZ`. Reading accepts `Z` or a
+/// `±HH:MM` offset and an optional fraction, which is dropped, or with
+/// `keepingMilliseconds` kept to the millisecond.
 enum UTCTimestamp {
     private static let secondsPerDay: Int64 = 86_400
+
+    static func format(_ date: Date, milliseconds: Bool = false) -> String {
+        let whole = format(date)
+        guard milliseconds else { return whole }
+        let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) - Int64(date.timeIntervalSince1970.rounded(.down)) * 1000
+        var fraction = "."
+        append(ms, width: 3, to: &fraction)
+        return String(whole.dropLast()) + fraction + "Z"
+    }
 
     static func format(_ date: Date) -> String {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
@@ -29,7 +40,7 @@ enum UTCTimestamp {
         return text
     }
 
-    static func parse(_ text: String) -> Date? {
+    static func parse(_ text: String, keepingMilliseconds: Bool = false) -> Date? {
         let bytes = Array(text.utf8)
         var index = 0
 
@@ -60,13 +71,16 @@ enum UTCTimestamp {
               hour < 24, minute < 60, second < 60
         else { return nil }
 
+        var milliseconds: Int64 = 0
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
             let start = index
             while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                if index - start < 3 { milliseconds = milliseconds * 10 + Int64(bytes[index] - UInt8(ascii: "0")) }
                 index += 1
             }
             guard index > start else { return nil }
+            for _ in min(index - start, 3)..<3 { milliseconds *= 10 }
         }
 
         var offset: Int64 = 0
@@ -86,7 +100,8 @@ enum UTCTimestamp {
 
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = days * secondsPerDay + hour * 3600 + minute * 60 + second - offset
-        return Date(timeIntervalSince1970: TimeInterval(seconds))
+        guard keepingMilliseconds else { return Date(timeIntervalSince1970: TimeInterval(seconds)) }
+        return Date(timeIntervalSince1970: TimeInterval(seconds * 1000 + milliseconds) / 1000)
     }
 
     // MARK: - Calendar arithmetic (proleptic Gregorian, H. Hinnant's algorithms)

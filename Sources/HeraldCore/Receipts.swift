@@ -46,8 +46,8 @@ public enum ReceiptRules {
             throw .malformed("receipts[\(i)].token must be printable ASCII of at most \(ReplyRules.maxTokenBytes) characters")
         }
         guard case .string(let arrived)? = m["arrived_at"], arrived.utf8.count <= 64,
-              let arrivedAt = ReplyBody.timestamp(arrived) else {
-            throw .malformed("receipts[\(i)].arrived_at must be an RFC 3339 timestamp such as 2026-11-20T10:00:00Z")
+              let arrivedAt = Receipt.timestamp(arrived) else {
+            throw .malformed("receipts[\(i)].arrived_at must be an RFC 3339 timestamp such as 2026-11-20T10:00:00.250Z")
         }
         func flag(_ key: String) throws(ReplyError) -> Bool? {
             switch m[key] {
