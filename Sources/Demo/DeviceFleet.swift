@@ -127,7 +127,7 @@ public struct DeviceFleet: Sendable {
         }
         // The receipts, as an app that queued them sends them: 25 a request.
         for start in stride(from: 0, to: receipts.count, by: 25) {
-            let request = receiptBuilder.request(Array(receipts[start..<min(start + 25, receipts.count)]))
+            let request = try receiptBuilder.request(Array(receipts[start..<min(start + 25, receipts.count)]))
             let answer = try await DemoHTTP.send(request)
             let body = (try? JSONSerialization.jsonObject(with: Data(answer.body))) as? [String: Any]
             report.receiptsStored += body?["stored"] as? Int ?? 0

@@ -32,33 +32,34 @@ public struct Receipt: Sendable, Hashable {
     /// At most this many receipts a request.
     public static let maxPerRequest = 50
 
-    /// The request body: `{"receipts":[…]}`, written by hand (a few hundred
-    /// bytes; no encoder in the extension's 24 MB).
-    public static func body(_ receipts: [Receipt]) -> Data {
-        var out = #"{"receipts":["#
-        for (i, r) in receipts.enumerated() {
-            if i > 0 { out += "," }
-            out += #"{"delivery":\#(r.delivery),"token":\#(quoted(r.token)),"arrived_at":"\#(UTCTimestamp.format(r.arrivedAt, milliseconds: true))""#
-            if let opened = r.sealedOpened { out += #","sealed_opened":\#(opened)"# }
-            if let attached = r.mediaAttached { out += #","media_attached":\#(attached)"# }
-            out += "}"
+    /// The request body, `{"receipts":[…]}`, encoded as a reply body is
+    /// (sorted keys; `arrived_at` in UTC with milliseconds).
+    public static func body(_ receipts: [Receipt]) throws(ReplyRequestError) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return try encoder.encode(["receipts": receipts])
+        } catch {
+            throw .encodingFailed
         }
-        out += "]}"
-        return Data(out.utf8)
+    }
+}
+
+extension Receipt: Encodable {
+    enum CodingKeys: String, CodingKey {
+        case delivery, token
+        case arrivedAt = "arrived_at"
+        case sealedOpened = "sealed_opened"
+        case mediaAttached = "media_attached"
     }
 
-    /// A JSON string (a reply token is printable ASCII; anything else is escaped).
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(delivery, forKey: .delivery)
+        try container.encode(token, forKey: .token)
+        try container.encode(UTCTimestamp.format(arrivedAt, milliseconds: true), forKey: .arrivedAt)
+        try container.encodeIfPresent(sealedOpened, forKey: .sealedOpened)
+        try container.encodeIfPresent(mediaAttached, forKey: .mediaAttached)
     }
 }
 
@@ -68,8 +69,8 @@ public struct Receipt: Sendable, Hashable {
 /// notification arrives, beside the media download, and call the content
 /// handler when both are done: iOS gives the extension about 30 seconds and
 /// 24 MB, and may end it once the handler is called, taking an unfinished
-/// request with it. A receipt is one request of a few hundred bytes; give it
-/// a short timeout (5 s) and do not retry beyond the extension's time: a lost
+/// request with it. A receipt is one request of about 150 bytes; give it a
+/// short timeout (5 s) and do not retry beyond the extension's time: a lost
 /// receipt only makes the delivery count as unconfirmed.
 public struct ReceiptRequestBuilder: Sendable {
     /// `<baseURL>/v1/receipts`.
@@ -87,9 +88,9 @@ public struct ReceiptRequestBuilder: Sendable {
                        sealedOpened: sealedOpened, mediaAttached: mediaAttached)
     }
 
-    /// One request for 1 to ``Receipt/maxPerRequest`` receipts.
-    public func request(_ receipts: [Receipt]) -> ReplyHTTPRequest {
+    /// One request for 1 to ``Receipt/maxPerRequest`` receipts (the first that many).
+    public func request(_ receipts: [Receipt]) throws(ReplyRequestError) -> ReplyHTTPRequest {
         ReplyHTTPRequest(url: endpoint, method: "POST", headers: [("Content-Type", "application/json")],
-                         body: Receipt.body(Array(receipts.prefix(Receipt.maxPerRequest))))
+                         body: try Receipt.body(Array(receipts.prefix(Receipt.maxPerRequest))))
     }
 }

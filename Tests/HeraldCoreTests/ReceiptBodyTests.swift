@@ -9,8 +9,8 @@ struct ReceiptBodyTests {
         let at = Date(timeIntervalSince1970: 1_795_000_003.2507)
         let receipts = [Receipt(delivery: 7, token: "tok\"en", arrivedAt: at, sealedOpened: true),
                         Receipt(delivery: 8, token: "t", arrivedAt: at, mediaAttached: false)]
-        let body = Receipt.body(receipts)
-        #expect(String(decoding: body, as: UTF8.self) == #"{"receipts":[{"delivery":7,"token":"tok\"en","arrived_at":"2026-11-18T11:06:43.250Z","sealed_opened":true},{"delivery":8,"token":"t","arrived_at":"2026-11-18T11:06:43.250Z","media_attached":false}]}"#)
+        let body = try Receipt.body(receipts)
+        #expect(String(decoding: body, as: UTF8.self) == #"{"receipts":[{"arrived_at":"2026-11-18T11:06:43.250Z","delivery":7,"sealed_opened":true,"token":"tok\"en"},{"arrived_at":"2026-11-18T11:06:43.250Z","delivery":8,"media_attached":false,"token":"t"}]}"#)
         let read = try ReceiptRules.decode(body)
         #expect(read == receipts)
         #expect(read[0].arrivedAt.timeIntervalSince1970 == 1_795_000_003.25)

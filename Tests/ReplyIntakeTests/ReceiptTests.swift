@@ -33,7 +33,7 @@ struct ReceiptTests {
         try await withIntake { intake, db in
             let app = Application(router: IntakeServer.router(intake: intake))
             try await app.test(.live) { client in
-                let request = Self.kit.request([
+                let request = try Self.kit.request([
                     Self.receipt(1, sealed: nil, media: true),
                     Self.receipt(2, token: "forged-token-of-22chars"),
                     Self.receipt(3, at: Date().addingTimeInterval(3600)),
@@ -47,7 +47,7 @@ struct ReceiptTests {
                 let refused = (answer["refused"] as? [[String: Any]] ?? []).map { "\($0["index"] ?? "?"):\($0["error"] ?? "?")" }
                 #expect(refused == ["1:bad_token", "2:bad_time", "3:unknown_delivery"])
                 // A retry stores nothing twice; the first arrival is kept.
-                let again = try await post(client, Self.kit.request([Self.receipt(1, sealed: true), Self.receipt(3)]).body)
+                let again = try await post(client, try Self.kit.request([Self.receipt(1, sealed: true), Self.receipt(3)]).body)
                 #expect(again.0 == 200 && again.1["stored"] as? Int == 0 && again.1["duplicates"] as? Int == 2)
                 #expect(try await db.scalar("""
                     SELECT count(*) = 2 AND bool_and(media_attached IS NOT DISTINCT FROM (CASE delivery_id WHEN 1 THEN true END))
@@ -61,7 +61,7 @@ struct ReceiptTests {
                     let (code, error) = try await post(client, Data(body.utf8))
                     #expect(code == 400 && error["error"] as? String == "malformed_json", "\(body): \(code) \(error)")
                 }
-                let many = Self.kit.request((0..<60).map { _ in Self.receipt(1) })
+                let many = try Self.kit.request((0..<60).map { _ in Self.receipt(1) })
                 #expect(try await post(client, many.body).1["duplicates"] as? Int == 50, "the kit sends at most 50")
             }
         }
