@@ -101,6 +101,17 @@ CREATE FUNCTION public.herald_approved(p_campaign bigint) RETURNS boolean
 $$;
 
 --
+-- Name: herald_are_public_keys(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_are_public_keys(keys text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT coalesce(bool_and(k IS NOT NULL AND k LIKE '-----BEGIN PUBLIC KEY-----%' AND k LIKE '%-----END PUBLIC KEY-----%'), true)
+    FROM unnest(keys) k
+$$;
+
+--
 -- Name: herald_bucket10k(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -441,6 +452,34 @@ BEGIN
                   HINT = 'Remove an action from the category before adding another.';
     END IF;
     RETURN NULL;
+END $$;
+
+--
+-- Name: herald_check_campaign_apps(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_check_campaign_apps() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    missing text;
+BEGIN
+    -- An occurrence of a series (herald_occurrence) goes to the series' apps.
+    IF TG_OP = 'INSERT' AND NEW.series_id IS NOT NULL AND NEW.apps IS NULL THEN
+        SELECT apps INTO NEW.apps FROM campaigns WHERE id = NEW.series_id;
+    END IF;
+    IF NEW.apps IS NOT NULL THEN
+        IF cardinality(NEW.apps) = 0 THEN
+            RAISE EXCEPTION 'campaign apps must name at least one app, or be NULL for every app'
+                USING ERRCODE = 'check_violation';
+        END IF;
+        SELECT string_agg(x, ', ') INTO missing FROM unnest(NEW.apps) x WHERE NOT EXISTS (SELECT 1 FROM apps WHERE name = x);
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'campaign apps names no app %: see SELECT name FROM apps', missing
+                USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    RETURN NEW;
 END $$;
 
 --
@@ -1279,6 +1318,7 @@ CREATE TABLE public.campaigns (
     holdout_pct numeric(3,1) DEFAULT 0 NOT NULL,
     conversion_event text,
     attribution_window interval DEFAULT '7 days'::interval NOT NULL,
+    apps text[],
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
@@ -1377,6 +1417,29 @@ CREATE VIEW analyst.action_breakdown AS
   GROUP BY r.campaign_id, c.name, r.action, a.title;
 
 --
+-- Name: apps; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apps (
+    name text NOT NULL,
+    display_name text NOT NULL,
+    topic text,
+    registration_keys text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "app display_name must be 1 to 100 characters" CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 100))),
+    CONSTRAINT "app name must be a-z then up to 31 of a-z, 0-9, - and _" CHECK ((name ~ '^[a-z][a-z0-9_-]{0,31}$'::text)),
+    CONSTRAINT "app registration_keys must be PEM public keys" CHECK (public.herald_are_public_keys(registration_keys)),
+    CONSTRAINT "app topic may be left out only by the app default" CHECK (((topic IS NOT NULL) OR (name = 'default'::text))),
+    CONSTRAINT "app topic must be a bundle id such as com.example.shop" CHECK (((topic IS NULL) OR (topic ~ '^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$'::text)))
+);
+
+--
+-- Name: TABLE apps; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.apps IS 'the apps Herald pushes to: topic, credentials (app_credentials), registration keys';
+
+--
 -- Name: deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1405,6 +1468,96 @@ CREATE TABLE public.deliveries (
     CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
 )
 PARTITION BY LIST (campaign_id);
+
+--
+-- Name: devices; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.devices (
+    id bigint NOT NULL,
+    user_id bigint NOT NULL,
+    token text NOT NULL,
+    environment text DEFAULT 'production'::text NOT NULL,
+    public_key text,
+    key_id text,
+    app_version text,
+    last_seen_at timestamp with time zone,
+    invalidated_at timestamp with time zone,
+    invalid_reason text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    locale text,
+    config_etag text,
+    config_reported_at timestamp with time zone,
+    registered_at timestamp with time zone,
+    app text DEFAULT 'default'::text NOT NULL,
+    CONSTRAINT "device config_etag must be 1 to 128 bytes" CHECK (((config_etag IS NULL) OR ((octet_length(config_etag) >= 1) AND (octet_length(config_etag) <= 128)))),
+    CONSTRAINT "device environment must be production or sandbox" CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text]))),
+    CONSTRAINT "device key_id must be 1 to 64 bytes" CHECK (((key_id IS NULL) OR ((octet_length(key_id) >= 1) AND (octet_length(key_id) <= 64)))),
+    CONSTRAINT "device locale must be a BCP 47 tag such as en, fr or zh-Hans" CHECK (((locale IS NULL) OR public.herald_is_locale(locale))),
+    CONSTRAINT "device public_key and key_id go together" CHECK (((public_key IS NULL) = (key_id IS NULL))),
+    CONSTRAINT "device public_key must be base64 of a 32-byte X25519 key" CHECK (((public_key IS NULL) OR (public_key ~ '^[A-Za-z0-9+/]{43}=$'::text))),
+    CONSTRAINT "device token must be lowercase hex, 64 to 200 characters" CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
+);
+
+--
+-- Name: receipts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.receipts (
+    delivery_id bigint NOT NULL,
+    campaign_id bigint NOT NULL,
+    device_id bigint NOT NULL,
+    arrived_at timestamp with time zone NOT NULL,
+    sealed_opened boolean,
+    media_attached boolean,
+    received_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE receipts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.receipts IS 'a notification arrived on its device, as the service extension said (contract 8)';
+
+--
+-- Name: apps; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.apps AS
+ SELECT a.name AS app,
+    a.display_name,
+    COALESCE(a.topic, '(APNS_TOPIC)'::text) AS topic,
+    ( SELECT count(*) AS count
+           FROM public.devices dv
+          WHERE (dv.app = a.name)) AS devices,
+    ( SELECT count(*) AS count
+           FROM public.devices dv
+          WHERE ((dv.app = a.name) AND (dv.invalidated_at IS NULL))) AS active_devices,
+    ( SELECT count(*) AS count
+           FROM public.devices dv
+          WHERE ((dv.app = a.name) AND (dv.public_key IS NOT NULL))) AS keyed_devices,
+    s.sent,
+    s.failed,
+    s.delivered,
+    s.replied
+   FROM (public.apps a
+     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (d.status = 'sent'::text)) AS sent,
+            count(*) FILTER (WHERE (d.status = 'failed'::text)) AS failed,
+            count(*) FILTER (WHERE ((d.status = 'sent'::text) AND ((r.delivery_id IS NOT NULL) OR rp.replied))) AS delivered,
+            count(*) FILTER (WHERE rp.replied) AS replied
+           FROM (((public.deliveries d
+             JOIN public.devices dv ON ((dv.id = d.device_id)))
+             LEFT JOIN public.receipts r ON ((r.delivery_id = d.id)))
+             CROSS JOIN LATERAL ( SELECT (EXISTS ( SELECT 1
+                           FROM public.replies x
+                          WHERE (x.delivery_id = d.id))) AS replied) rp)
+          WHERE ((d.kind = 'campaign'::text) AND (dv.app = a.name))) s ON (true));
+
+--
+-- Name: VIEW apps; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.apps IS 'each app: its devices, and its campaign deliveries sent, failed, delivered (a receipt or a reply) and replied to';
 
 --
 -- Name: pruned_delivery_counts; Type: TABLE; Schema: public; Owner: -
@@ -1529,26 +1682,6 @@ CREATE VIEW analyst.config_refreshes AS
    FROM public.deliveries d
   WHERE (d.kind = 'config_refresh'::text)
   GROUP BY d.prompted_by, d.config_etag, d.status;
-
---
--- Name: receipts; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.receipts (
-    delivery_id bigint NOT NULL,
-    campaign_id bigint NOT NULL,
-    device_id bigint NOT NULL,
-    arrived_at timestamp with time zone NOT NULL,
-    sealed_opened boolean,
-    media_attached boolean,
-    received_at timestamp with time zone DEFAULT now() NOT NULL
-);
-
---
--- Name: TABLE receipts; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.receipts IS 'a notification arrived on its device, as the service extension said (contract 8)';
 
 --
 -- Name: delivery_confirmation; Type: VIEW; Schema: analyst; Owner: -
@@ -2169,6 +2302,50 @@ CREATE VIEW analyst.variant_comparison AS
    FROM cmp;
 
 --
+-- Name: app_credentials; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.app_credentials (
+    app text NOT NULL,
+    name text NOT NULL,
+    environment text DEFAULT 'any'::text NOT NULL,
+    kind text NOT NULL,
+    key_path text,
+    key_id text,
+    team_id text,
+    certificate_path text,
+    password_file text,
+    private_key_path text,
+    added_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    retired_at timestamp with time zone,
+    CONSTRAINT "certificate credential needs certificate_path, no key" CHECK (((kind <> 'certificate'::text) OR ((certificate_path IS NOT NULL) AND (key_path IS NULL) AND (key_id IS NULL) AND (team_id IS NULL)))),
+    CONSTRAINT "credential environment must be production, sandbox or any" CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text, 'any'::text]))),
+    CONSTRAINT "credential kind must be token or certificate" CHECK ((kind = ANY (ARRAY['token'::text, 'certificate'::text]))),
+    CONSTRAINT "credential name must be 1 to 64 of a-z, A-Z, 0-9, ., - and _" CHECK ((name ~ '^[A-Za-z0-9._-]{1,64}$'::text)),
+    CONSTRAINT "credential paths must be absolute" CHECK (((COALESCE(key_path, '/'::text) ~~ '/%'::text) AND (COALESCE(certificate_path, '/'::text) ~~ '/%'::text) AND (COALESCE(password_file, '/'::text) ~~ '/%'::text) AND (COALESCE(private_key_path, '/'::text) ~~ '/%'::text))),
+    CONSTRAINT "token credential needs key_path, key_id, team_id only" CHECK (((kind <> 'token'::text) OR ((key_path IS NOT NULL) AND (key_id ~ '^[A-Z0-9]{1,32}$'::text) AND (team_id ~ '^[A-Z0-9]{1,32}$'::text) AND (certificate_path IS NULL) AND (password_file IS NULL) AND (private_key_path IS NULL))))
+);
+
+--
+-- Name: TABLE app_credentials; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.app_credentials IS 'APNs credentials of each app (files, never key material); the newest not retired is used';
+
+--
+-- Name: app_current_credentials; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.app_current_credentials AS
+ SELECT DISTINCT ON (a.name, e.environment) a.name AS app,
+    e.environment,
+    c.name AS credential
+   FROM ((public.apps a
+     CROSS JOIN ( VALUES ('production'::text), ('sandbox'::text)) e(environment))
+     JOIN public.app_credentials c ON (((c.app = a.name) AND ((c.environment = e.environment) OR (c.environment = 'any'::text)) AND (c.retired_at IS NULL))))
+  ORDER BY a.name, e.environment, c.added_at DESC, c.name;
+
+--
 -- Name: campaign_approvals; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2382,35 +2559,6 @@ CREATE TABLE public.delivery_id_ranges (
 );
 
 --
--- Name: devices; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.devices (
-    id bigint NOT NULL,
-    user_id bigint NOT NULL,
-    token text NOT NULL,
-    environment text DEFAULT 'production'::text NOT NULL,
-    public_key text,
-    key_id text,
-    app_version text,
-    last_seen_at timestamp with time zone,
-    invalidated_at timestamp with time zone,
-    invalid_reason text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    locale text,
-    config_etag text,
-    config_reported_at timestamp with time zone,
-    registered_at timestamp with time zone,
-    CONSTRAINT "device config_etag must be 1 to 128 bytes" CHECK (((config_etag IS NULL) OR ((octet_length(config_etag) >= 1) AND (octet_length(config_etag) <= 128)))),
-    CONSTRAINT "device environment must be production or sandbox" CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text]))),
-    CONSTRAINT "device key_id must be 1 to 64 bytes" CHECK (((key_id IS NULL) OR ((octet_length(key_id) >= 1) AND (octet_length(key_id) <= 64)))),
-    CONSTRAINT "device locale must be a BCP 47 tag such as en, fr or zh-Hans" CHECK (((locale IS NULL) OR public.herald_is_locale(locale))),
-    CONSTRAINT "device public_key and key_id go together" CHECK (((public_key IS NULL) = (key_id IS NULL))),
-    CONSTRAINT "device public_key must be base64 of a 32-byte X25519 key" CHECK (((public_key IS NULL) OR (public_key ~ '^[A-Za-z0-9+/]{43}=$'::text))),
-    CONSTRAINT "device token must be lowercase hex, 64 to 200 characters" CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
-);
-
---
 -- Name: devices_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -2614,6 +2762,27 @@ ALTER TABLE ONLY public.users ALTER COLUMN id SET DEFAULT nextval('public.users_
 
 ALTER TABLE ONLY public.actions
     ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
+
+--
+-- Name: app_credentials app_credentials_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.app_credentials
+    ADD CONSTRAINT app_credentials_pkey PRIMARY KEY (app, name);
+
+--
+-- Name: apps apps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apps
+    ADD CONSTRAINT apps_pkey PRIMARY KEY (name);
+
+--
+-- Name: apps apps_topic_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apps
+    ADD CONSTRAINT apps_topic_key UNIQUE (topic);
 
 --
 -- Name: campaign_approvals campaign_approvals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2933,6 +3102,12 @@ CREATE INDEX delivery_id_ranges_campaign ON public.delivery_id_ranges USING btre
 CREATE INDEX delivery_id_ranges_ids ON public.delivery_id_ranges USING gist (ids);
 
 --
+-- Name: devices_app; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devices_app ON public.devices USING btree (app) WHERE (app <> 'default'::text);
+
+--
 -- Name: devices_user; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3104,6 +3279,12 @@ CREATE TRIGGER campaigns_a_local_send_at BEFORE INSERT OR UPDATE ON public.campa
 CREATE TRIGGER campaigns_approval_guard BEFORE INSERT OR UPDATE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_approval_guard();
 
 --
+-- Name: campaigns campaigns_apps_exist; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_apps_exist BEFORE INSERT OR UPDATE OF apps ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_check_campaign_apps();
+
+--
 -- Name: campaigns campaigns_archive; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3174,6 +3355,13 @@ CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON pub
 --
 
 CREATE TRIGGER users_deleted_replies AFTER DELETE ON public.users REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_user_deleted();
+
+--
+-- Name: app_credentials app_credentials_app_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.app_credentials
+    ADD CONSTRAINT app_credentials_app_fkey FOREIGN KEY (app) REFERENCES public.apps(name) ON UPDATE CASCADE ON DELETE CASCADE;
 
 --
 -- Name: campaign_approvals campaign_approvals_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -3251,6 +3439,13 @@ ALTER TABLE ONLY public.conversions
 
 ALTER TABLE public.deliveries
     ADD CONSTRAINT deliveries_prompted_by_fkey FOREIGN KEY (prompted_by) REFERENCES public.campaigns(id) ON DELETE SET NULL;
+
+--
+-- Name: devices devices_app_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.devices
+    ADD CONSTRAINT devices_app_fkey FOREIGN KEY (app) REFERENCES public.apps(name) ON UPDATE CASCADE;
 
 --
 -- Name: devices devices_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

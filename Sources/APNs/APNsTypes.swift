@@ -32,6 +32,8 @@ public struct APNsNotification: Sendable {
     public var topic: String?
     /// The JSON payload, at most 4096 bytes.
     public var payload: [UInt8]
+    /// The name of the credential to send with (nil: the default credential).
+    public var credential: String?
 
     public init(
         deviceToken: String,
@@ -42,7 +44,8 @@ public struct APNsNotification: Sendable {
         collapseID: String? = nil,
         apnsID: UUID = UUID(),
         topic: String? = nil,
-        payload: [UInt8]
+        payload: [UInt8],
+        credential: String? = nil
     ) {
         self.deviceToken = deviceToken
         self.environment = environment
@@ -53,6 +56,7 @@ public struct APNsNotification: Sendable {
         self.apnsID = apnsID
         self.topic = topic
         self.payload = payload
+        self.credential = credential
     }
 
     /// APNs refuses payloads larger than this (alert pushes).

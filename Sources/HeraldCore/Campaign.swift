@@ -336,9 +336,12 @@ public struct DeliveryTarget: Sendable, Hashable {
     public var apnsID: UUID
     /// The campaign variant recorded on the delivery (nil: the campaign has none).
     public var variant: String?
+    /// The app the device belongs to (`apps.name`): its topic and credential.
+    public var app: String
 
     public init(deliveryID: Int64, deviceToken: String, environment: String, locale: String,
-                publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID(), variant: String? = nil) {
+                publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID(), variant: String? = nil,
+                app: String = "default") {
         self.deliveryID = deliveryID
         self.deviceToken = deviceToken
         self.environment = environment
@@ -347,5 +350,6 @@ public struct DeliveryTarget: Sendable, Hashable {
         self.keyID = keyID
         self.apnsID = apnsID
         self.variant = variant
+        self.app = app
     }
 }

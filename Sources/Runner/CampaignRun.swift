@@ -16,8 +16,10 @@ import Darwin
 
 /// How a batch run behaves.
 public struct RunOptions: Sendable {
-    /// The app's bundle id (`apns-topic`).
+    /// The bundle id (`apns-topic`) of the app `default` (APNS_TOPIC).
     public var topic: String
+    /// Each app's topic and credential; by default one app on `topic`.
+    public var apps: AppRoutes
     /// Build and print the payloads instead of sending them.
     public var dryRun: Bool
     /// Deliveries claimed from the ledger at a time.
@@ -66,6 +68,7 @@ public struct RunOptions: Sendable {
                 databaseBudget: Duration = .seconds(120), stopGrace: Duration = .seconds(20),
                 retryWait: Duration = .seconds(60), stop: StopSignal = StopSignal()) {
         self.topic = topic
+        self.apps = .single(topic: topic)
         self.dryRun = dryRun
         self.batchSize = batchSize
         self.concurrency = concurrency
@@ -151,6 +154,9 @@ public struct RunSummary: Sendable {
     public var series = SeriesSummary()
     /// Set when the run ended early with work left (exit status 75).
     public var interruption: RunInterruption?
+    /// Apps whose APNs credential was refused in this run, each with why
+    /// (their campaigns failed with it; exit status 1: a person is needed).
+    public var refusedApps: [String: String] = [:]
 
     public var rate: Double {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -288,9 +294,14 @@ public struct CampaignRun: Sendable {
         } else {
             _ = try? await db("finish the run") { try await runs.finishRun(runID, figures: figures, end: end, error: note) }
         }
-        return RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
-                          duration: clock.now - started, expired: expired, recovered: recovered,
-                          configRefresh: refresh, series: series, interruption: state.interruption)
+        var summary = RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
+                                 duration: clock.now - started, expired: expired, recovered: recovered,
+                                 configRefresh: refresh, series: series, interruption: state.interruption)
+        for (app, refusal) in state.breakers.refusedApps {
+            summary.refusedApps[app] = "\(options.apps.describe(app: app, environment: refusal.environment)): APNs answered \(refusal.answer)"
+            logger.error("APNs refused an app's credential", metadata: ["app": "\(app)", "answer": "\(refusal.answer)"])
+        }
+        return summary
     }
 
     /// Renews the run's leases every `renewEvery` until cancelled; each
@@ -414,7 +425,7 @@ public struct CampaignRun: Sendable {
         if let snap = summary.snapshot { logSnapshot(snap, logger: logger) }
     }
 
-    private func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {
+    func fail(_ summary: inout CampaignSummary, reason: String, logger: Logger) async throws {
         summary.failure = reason
         logger.error("campaign failed", metadata: ["reason": "\(reason)"])
         let campaigns = stores.campaigns

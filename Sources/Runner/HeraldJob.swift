@@ -121,8 +121,13 @@ public struct ReplyLoopPersonalizer: DeliveryPersonalizer {
 extension RunSummary {
     /// The run's figures for a person: one line per campaign, then the totals.
     /// The process's exit status: 0 done (or nothing due), 75 stopped
-    /// early with work left for the next run (EX_TEMPFAIL).
-    public var exitStatus: Int32 { interruption == nil ? 0 : JobLifecycle.tempFail }
+    /// early with work left for the next run (EX_TEMPFAIL), 1 when APNs
+    /// refused an app's credential (a person must fix it; the other apps'
+    /// campaigns went out).
+    public var exitStatus: Int32 {
+        if interruption != nil { return JobLifecycle.tempFail }
+        return refusedApps.isEmpty ? 0 : 1
+    }
 
     public var report: String {
         var lines: [String] = []
@@ -153,6 +158,7 @@ extension RunSummary {
         case .stopped?: total += "; STOPPED by a signal, \(f.requeued) deliveries back in the queue for the next run"
         case .outage(let why)?: total += "; STOPPED: \(why)"
         }
-        return ([total] + [configRefresh.line, series.line].compactMap { $0 } + lines).joined(separator: "\n")
+        let refused = refusedApps.keys.sorted().map { "CREDENTIAL REFUSED: \(refusedApps[$0]!)" }
+        return ([total] + refused + [configRefresh.line, series.line].compactMap { $0 } + lines).joined(separator: "\n")
     }
 }

@@ -34,6 +34,8 @@ extension CampaignRun {
             if try await db("complete the campaign", { try await campaigns.completeIfDone(id) }) {
                 summary.completed = true
                 logger.info("campaign completed")
+            } else if let reason = try await refusedAppsReason(campaign: id, refused: state.breakers.refusedApps) {
+                try await fail(&summary, reason: reason, logger: logger)
             }
         case .paused:
             logger.notice("campaign paused; its queued deliveries wait")
@@ -47,6 +49,26 @@ extension CampaignRun {
             logger.error("run stopped by an outage", metadata: ["reason": "\(why)"])
             state.interruption = .outage(why)
         }
+    }
+}
+
+extension CampaignRun {
+    /// Why the campaign fails when deliveries of apps whose credential APNs
+    /// refused in this run are left queued (nil: none is). They stay queued:
+    /// once a person fixed the credential, setting the campaign's status
+    /// back to `running` sends them.
+    func refusedAppsReason(campaign: Int64, refused: [String: AppRefusal]) async throws -> String? {
+        guard !refused.isEmpty else { return nil }
+        let ledger = stores.ledger
+        let queued = try await db("count deliveries left queued") { try await ledger.queuedByApp(campaign: campaign) }
+        let stuck = refused.keys.filter { (queued[$0] ?? 0) > 0 }.sorted()
+        guard !stuck.isEmpty else { return nil }
+        let parts = stuck.map { app in
+            let r = refused[app]!
+            return "\(options.apps.describe(app: app, environment: r.environment)): APNs refused it (\(r.answer)); \(queued[app]!) deliveries wait"
+        }
+        return parts.joined(separator: "; ")
+            + ". Fix the credential (docs/operators.md, \"Apps and credentials\"), then UPDATE campaigns SET status = 'running' WHERE id = \(campaign);"
     }
 }
 

@@ -98,6 +98,9 @@ public struct TestSend: Sendable {
         var breakers = APNsBreakers(threshold: options.breakerThreshold)
         var tally = SendTally()
         let finish = try await engine.send(source, breakers: &breakers, tally: &tally)
+        if let (app, refusal) = breakers.refusedApps.first {
+            throw RunAborted.providerRefused("\(refusal.answer), \(options.apps.describe(app: app, environment: refusal.environment))")
+        }
         let unsent: String = switch finish {
         case .outage(let why): "not sent: \(why)"
         case .stopped: "not sent: stopped by a signal"
@@ -201,7 +204,7 @@ final class TestSendClaims: ClaimSource, Sendable {
     }
 
     func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
-        let built = CampaignClaims.notification(prepared: prepared, target: item.target, topic: options.topic,
+        let built = CampaignClaims.notification(prepared: prepared, target: item.target, apps: options.apps,
                                                 personalizer: personalizer)
         if case .success(let n) = built {
             state.withLockedValue { $0.payloadBytes[item.target.deliveryID] = n.payload.count }

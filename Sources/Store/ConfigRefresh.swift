@@ -25,6 +25,8 @@ public struct ClaimedRefresh: Sendable, Hashable {
     public var expiration: Int?
     /// Attempts recorded before this claim (the retry backoff grows with them).
     public var attempts: Int = 0
+    /// The device's app (its topic and credential).
+    public var app: String = AppRecord.defaultName
 }
 
 /// The ledger statements of config refresh pushes: planned per campaign with
@@ -150,18 +152,19 @@ public struct ConfigRefreshStore: Sendable {
                     updated_at = now()
                 FROM picked, devices dv
                 WHERE d.campaign_id IS NULL AND d.id = picked.id AND dv.id = d.device_id
-                RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by, d.attempts
+                RETURNING d.id, d.device_id, dv.token, dv.environment, d.config_etag, d.apns_id, d.status, d.prompted_by, d.attempts, dv.app
             )
-            SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id, upd.attempts,
+            SELECT upd.id, upd.device_id, upd.token, upd.environment, upd.config_etag, upd.apns_id, upd.attempts, upd.app,
                    extract(epoch FROM coalesce(c.expires_at, c.send_at + interval '1 day'))::bigint
             FROM upd LEFT JOIN campaigns c ON c.id = upd.prompted_by
             WHERE upd.status = 'in_flight' ORDER BY upd.id
             """, logger: logger)
         var out: [ClaimedRefresh] = []
-        for try await (id, device, token, env, etag, apnsID, attempts, expiration) in rows.decode(
-            (Int64, Int64, String, String, String, UUID, Int32, Int64?).self) {
+        for try await (id, device, token, env, etag, apnsID, attempts, app, expiration) in rows.decode(
+            (Int64, Int64, String, String, String, UUID, Int32, String, Int64?).self) {
             out.append(ClaimedRefresh(deliveryID: id, deviceID: device, deviceToken: token, environment: env, etag: etag,
-                                      apnsID: apnsID, expiration: expiration.map { Int($0) }, attempts: Int(attempts)))
+                                      apnsID: apnsID, expiration: expiration.map { Int($0) }, attempts: Int(attempts),
+                                      app: app))
         }
         return out
     }

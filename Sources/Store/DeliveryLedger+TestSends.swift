@@ -45,16 +45,16 @@ extension DeliveryLedger {
                 INSERT INTO delivery_id_ranges (campaign_id, ids)
                 SELECT \(campaign), int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
             )
-            SELECT ins.id, ins.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, ins.apns_id
+            SELECT ins.id, ins.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, ins.apns_id, dv.app
             FROM ins JOIN devices dv ON dv.id = ins.device_id JOIN users u ON u.id = dv.user_id
             ORDER BY ins.id
             """, logger: logger)
         var out: [ClaimedDelivery] = []
-        for try await (id, deviceID, tok, env, locale, key, kid, apnsID) in rows.decode(
-            (Int64, Int64, String, String, String, String?, String?, UUID).self) {
+        for try await (id, deviceID, tok, env, locale, key, kid, apnsID, app) in rows.decode(
+            (Int64, Int64, String, String, String, String?, String?, UUID, String).self) {
             out.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: tok, environment: env, locale: locale,
-                                       publicKey: key, keyID: kid, apnsID: apnsID, variant: variant),
+                                       publicKey: key, keyID: kid, apnsID: apnsID, variant: variant, app: app),
                 deviceID: deviceID))
         }
         return out

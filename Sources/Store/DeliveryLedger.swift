@@ -91,7 +91,7 @@ public struct DeliveryLedger: Sendable {
     /// Queued deliveries after `afterID`, read only (the dry run).
     public func peekQueued(campaign: Int64, afterID: Int64, limit: Int) async throws -> [ClaimedDelivery] {
         let rows = try await client.query("""
-            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id, d.variant
+            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id, d.variant, dv.app
             FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
             WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
             ORDER BY d.id LIMIT \(limit)
@@ -159,24 +159,25 @@ public struct DeliveryLedger: Sendable {
                     updated_at = now()
                 FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
                 WHERE d.id = picked.id AND d.campaign_id = \(campaign)
-                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app
             )
-            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts
+            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app
             FROM (SELECT max(id) AS last, count(*)::bigint AS n,
                          EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
             LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
             ORDER BY c.id
             """, logger: logger)
         var window = ClaimWindow(deliveries: [], end: after, full: false)
-        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant, attempts) in rows.decode(
-            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?, Int32?).self) {
+        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant, attempts, app) in rows.decode(
+            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?, Int32?, String?).self) {
             window.end = last ?? after
             window.full = n >= limit
             window.runLive = runLive
             guard let id, let deviceID, let token, let env, let locale else { continue }
             window.deliveries.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
-                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant),
+                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant,
+                                       app: app ?? AppRecord.defaultName),
                 deviceID: deviceID, attempts: Int(attempts ?? 0)))
         }
         return window
@@ -268,13 +269,26 @@ public struct DeliveryLedger: Sendable {
         return nil
     }
 
+    /// The campaign's queued deliveries by their device's app.
+    public func queuedByApp(campaign: Int64) async throws -> [String: Int] {
+        var out: [String: Int] = [:]
+        for try await (app, n) in try await client.query("""
+            SELECT dv.app, count(*)::bigint FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+            WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.status = 'queued'
+            GROUP BY dv.app
+            """, logger: logger).decode((String, Int64).self) {
+            out[app] = Int(n)
+        }
+        return out
+    }
+
     private static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {
         var out: [ClaimedDelivery] = []
-        for try await (id, deviceID, token, env, locale, key, kid, apnsID, variant) in rows.decode(
-            (Int64, Int64, String, String, String, String?, String?, UUID?, String?).self) {
+        for try await (id, deviceID, token, env, locale, key, kid, apnsID, variant, app) in rows.decode(
+            (Int64, Int64, String, String, String, String?, String?, UUID?, String?, String).self) {
             out.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
-                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant),
+                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant, app: app),
                 deviceID: deviceID))
         }
         return out

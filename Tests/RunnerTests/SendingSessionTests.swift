@@ -13,6 +13,7 @@ struct SendingSessionTests {
         var deliveryID: Int64
         var deviceID: Int64 { deliveryID + 1000 }
         var environment = "production"
+        var app = "default"
         var priorAttempts = 0
     }
 
@@ -192,19 +193,42 @@ struct SendingSessionTests {
         #expect(Self.name(probe.next(Self.at(2001))) == "send 5", "the probe's answer closes the breaker")
     }
 
-    @Test("APNs refusing the provider ends the session; the notification stays queued")
-    func providerRefused() {
+    @Test("APNs refusing an app's credential holds back that app's items, untried; the other apps' go on")
+    func appRefused() {
+        var s = Self.session(concurrency: 1, repeatBound: 10)
+        _ = s.next(Self.at(0))
+        let shop = [Row(deliveryID: 1, app: "shop"), Row(deliveryID: 2), Row(deliveryID: 3, app: "shop"), Row(deliveryID: 4)]
+        s.claimAnswered(ClaimBatch(items: shop, end: 4))
+        #expect(Self.name(s.next(Self.at(1))) == "claim after 4")
+        #expect(Self.name(s.next(Self.at(1))) == "send 1")
+        s.sent(Row(deliveryID: 1, app: "shop"),
+               result: APNsResult(outcome: .failed(status: 403, reason: .invalidProviderToken), attempts: 1, retried: 0),
+               at: Self.start)
+        #expect(s.breakers.refusedApps["shop"] == AppRefusal(environment: "production", answer: "403 InvalidProviderToken"))
+        #expect(Self.name(s.next(Self.at(2))) == "send 2", "the other app's item goes out")
+        s.sent(Row(deliveryID: 2), result: Self.ok, at: Self.start)
+        #expect(Self.name(s.next(Self.at(3))) == "write 1:queued,2:sent")
+        // Item 3 is shop's: given back untried, past the run's retry wait; 4 is sent.
+        #expect(Self.name(s.next(Self.at(3))) == "send 4")
+        #expect(s.tally.sent == 1 && s.tally.requeued == 2 && s.tally.failed == 0)
+    }
+
+    @Test("a refused app's outcomes wait beyond the run's retry wait, so the run ends its campaigns")
+    func refusedDelay() {
         var s = Self.session()
         _ = s.next(Self.at(0))
-        s.claimAnswered(ClaimBatch(items: Self.rows(1...1), end: 1))
+        s.claimAnswered(ClaimBatch(items: [Row(deliveryID: 1, app: "shop")], end: 1))
         _ = s.next(Self.at(1))
         _ = s.next(Self.at(1))
-        s.sent(Row(deliveryID: 1), result: APNsResult(outcome: .failed(status: 403, reason: .invalidProviderToken), attempts: 1, retried: 0),
+        s.sent(Row(deliveryID: 1, app: "shop"),
+               result: APNsResult(outcome: .failed(status: 403, reason: .badCertificate), attempts: 1, retried: 0),
                at: Self.start)
         s.claimAnswered(ClaimBatch(items: [], end: 1))
-        #expect(Self.name(s.next(Self.at(2))) == "write 1:queued")
+        guard case .write(let batch) = s.next(Self.at(2)) else { Issue.record("a write"); return }
+        #expect(batch.map(\.status) == [.queued])
+        #expect(batch[0].delay == Self.settings.refusedDelay && batch[0].error == "403 BadCertificate")
         s.recorded()
-        #expect(Self.name(s.next(Self.at(3))) == "end fatal(\"403 InvalidProviderToken\")")
+        #expect(Self.name(s.next(Self.at(3))) == "end drained")
     }
 
     @Test("an item that cannot be built is skipped, never sent, and frees its slot")

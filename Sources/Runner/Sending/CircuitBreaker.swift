@@ -41,9 +41,15 @@ struct CircuitBreaker {
     }
 }
 
+/// What a run learned of APNs, carried from session to session: a circuit
+/// breaker per host, and the apps whose credential APNs refused.
 struct APNsBreakers {
     var threshold: Int
     var byHost: [String: CircuitBreaker] = [:]
+    /// Apps whose credential APNs refused in this run (a revoked key, an
+    /// expired certificate…): their items are given back untried, and the
+    /// run fails their campaigns with the reason.
+    var refusedApps: [String: AppRefusal] = [:]
 
     init(threshold: Int) { self.threshold = threshold }
 
@@ -51,4 +57,11 @@ struct APNsBreakers {
         get { byHost[host] ?? CircuitBreaker(threshold: threshold) }
         set { byHost[host] = newValue }
     }
+}
+
+/// APNs refused an app's credential: in which environment, and its answer.
+struct AppRefusal: Sendable, Hashable {
+    var environment: String
+    /// e.g. `403 InvalidProviderToken`.
+    var answer: String
 }

@@ -6,6 +6,7 @@ import Store
 extension ClaimedDelivery: ClaimedItem {
     var deliveryID: Int64 { target.deliveryID }
     var environment: String { target.environment }
+    var app: String { target.app }
     var priorAttempts: Int { attempts }
 }
 
@@ -22,6 +23,7 @@ struct CampaignItem: ClaimedItem {
     var deliveryID: Int64 { delivery.deliveryID }
     var deviceID: Int64 { delivery.deviceID }
     var environment: String { delivery.environment }
+    var app: String { delivery.target.app }
     var priorAttempts: Int { delivery.attempts }
 }
 
@@ -74,20 +76,21 @@ struct CampaignClaims: ClaimSource {
     }
 
     func notification(for item: CampaignItem) -> Result<APNsNotification, CampaignProblem> {
-        Self.notification(prepared: prepared, target: item.delivery.target, topic: options.topic, personalizer: personalizer)
+        Self.notification(prepared: prepared, target: item.delivery.target, apps: options.apps, personalizer: personalizer)
     }
 
     /// A campaign's notification for one device: its payload (with the reply
     /// token and sealed fields) and headers, as a run and a test send build it.
-    static func notification(prepared: PreparedCampaign, target: DeliveryTarget, topic: String,
+    static func notification(prepared: PreparedCampaign, target: DeliveryTarget, apps: AppRoutes,
                              personalizer: any DeliveryPersonalizer) -> Result<APNsNotification, CampaignProblem> {
         personalizer.extras(for: prepared, target: target).map { extras in
             let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
-            let headers = prepared.builder.headers(for: target, topic: topic)
+            let headers = prepared.builder.headers(for: target, topic: apps.topic(app: target.app))
             return APNsNotification(
                 deviceToken: target.deviceToken, environment: target.environment == "sandbox" ? .sandbox : .production,
                 pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
-                collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload)
+                collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload,
+                credential: apps.credential(app: target.app, environment: target.environment))
         }
     }
 
@@ -137,8 +140,9 @@ struct RefreshClaims: ClaimSource {
         .success(APNsNotification(
             deviceToken: item.deviceToken, environment: item.environment == "sandbox" ? .sandbox : .production,
             pushType: "background", priority: 5, expiration: item.expiration,
-            collapseID: Self.collapseID, apnsID: item.apnsID, topic: options.topic,
-            payload: Self.payload(etag: item.etag)))
+            collapseID: Self.collapseID, apnsID: item.apnsID, topic: options.apps.topic(app: item.app),
+            payload: Self.payload(etag: item.etag),
+            credential: options.apps.credential(app: item.app, environment: item.environment)))
     }
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {

@@ -22,7 +22,8 @@ enum DeliveryPolicy {
         var outcome: DeliveryOutcome
         /// No HTTP answer was had: the host's circuit breaker counts it.
         var transportFailure = false
-        /// APNs refused the provider itself: the run must stop (exit 1).
+        /// APNs refused the provider itself (the app's credential): that
+        /// app's items wait for a person, its campaigns fail (exit 1).
         var fatal: String?
     }
 
@@ -59,7 +60,7 @@ enum DeliveryPolicy {
             case .sent, .deviceInvalid, .refused:
                 return Decision(outcome: outcome(.failed, text))
             case .providerRefused:
-                // Left queued as it was: the run stops, a person fixes the credentials.
+                // Left queued: a person fixes the app's credential, its campaigns resume.
                 return Decision(outcome: outcome(.queued, text), fatal: text)
             case .stoppedHere:
                 return Decision(outcome: outcome(.queued, "stopped before APNs answered"))

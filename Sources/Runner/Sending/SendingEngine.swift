@@ -25,7 +25,7 @@ extension APNsClient: PushTransport {
     public var preferredExecutor: (any TaskExecutor)? { taskExecutor }
 }
 
-/// A run stops at once when APNs refuses the provider itself (a wrong key,
+/// A test send stops when APNs refuses the provider itself (a wrong key,
 /// team or topic): every later request would be refused the same way. A
 /// person must fix the configuration (exit status 1).
 public struct RunAborted: Error, CustomStringConvertible {
@@ -96,7 +96,6 @@ struct SendingEngine: Sendable {
                 try await session(source, breakers: &breakers, tally: &tally, progressed: progressed)
             }
             switch end {
-            case .fatal(let text): throw RunAborted.providerRefused(text)
             case .declaredGone:
                 return .outage("another run declared this run gone (it seemed to have stopped); the next run continues")
             case .paused: return .paused
@@ -282,6 +281,7 @@ extension SendingSession.Settings {
     init(_ options: RunOptions) {
         self.init(concurrency: options.concurrency, repeatBound: options.repeatBound,
                   writeAt: max(1, options.recordEvery / 2), recordInterval: options.recordInterval,
-                  stopGrace: options.stopGrace)
+                  stopGrace: options.stopGrace,
+                  refusedDelay: Double(options.retryWait.components.seconds) + 1)
     }
 }

@@ -9,6 +9,8 @@ protocol ClaimedItem: Sendable {
     var deviceID: Int64 { get }
     /// `sandbox` or `production`: which APNs host it goes to.
     var environment: String { get }
+    /// The device's app (`apps.name`): its topic and credential.
+    var app: String { get }
     /// Attempts recorded before this claim, for the retry backoff.
     var priorAttempts: Int { get }
     /// Its send slot when its campaign is paced (nil: at once).
@@ -87,6 +89,10 @@ struct SendingSession<Item: ClaimedItem> {
         var recordInterval: Duration
         /// How long a stopping session lets what is in flight finish.
         var stopGrace: Duration
+        /// How long the items of an app whose credential APNs refused are
+        /// given back for: beyond what the run waits for, so that it ends
+        /// its campaigns rather than claim them again.
+        var refusedDelay: Double = 61
     }
 
     /// Why a session ended.
@@ -100,8 +106,6 @@ struct SendingSession<Item: ClaimedItem> {
         case breakerOpen(String)
         /// The leases could not be renewed in time: no send may start.
         case fenced
-        /// APNs refused the provider itself.
-        case fatal(String)
         /// Another run declared this one gone: what it held is another's now.
         case declaredGone
     }
@@ -153,7 +157,6 @@ struct SendingSession<Item: ClaimedItem> {
     private var answer: ClaimBatch<Item>?
     /// Where the next claim reads on.
     private var cursor: Int64 = 0
-    private var fatal: String?
     /// Set once the session ends: it then drains.
     private(set) var ending: End?
     /// How long claims given back wait (the breaker's reopening).
@@ -184,8 +187,16 @@ struct SendingSession<Item: ClaimedItem> {
         let decision = DeliveryPolicy.decide(result, deliveryID: item.deliveryID, deviceID: item.deviceID,
                                              priorAttempts: item.priorAttempts)
         breakers[item.host].record(transportFailure: decision.transportFailure, error: decision.outcome.error, at: now)
-        if fatal == nil { fatal = decision.fatal }
-        collect(decision.outcome)
+        var outcome = decision.outcome
+        if let refusal = decision.fatal {
+            // APNs refused the app's credential: that app's items wait for a
+            // person (its campaigns fail with the reason); the others go on.
+            if breakers.refusedApps[item.app] == nil {
+                breakers.refusedApps[item.app] = AppRefusal(environment: item.environment, answer: refusal)
+            }
+            outcome.delay = settings.refusedDelay
+        }
+        collect(outcome)
     }
 
     /// An item the driver could not build a notification for (no key for
@@ -213,7 +224,6 @@ struct SendingSession<Item: ClaimedItem> {
         if let write = writeIfDue(c.now, force: false) { return write }
         if let ending { return drain(ending, c) }
         while true {
-            if let fatal { return finish(.fatal(fatal), c) }
             if c.stopRequestedAt != nil { return finish(.stopped, c) }
             if !c.maySend || c.epoch != epoch { return finish(.fenced, c) }
             if inFlight >= settings.concurrency || inFlight + pending.count + writing >= settings.repeatBound {
@@ -246,6 +256,13 @@ struct SendingSession<Item: ClaimedItem> {
                 return .claim(after: cursor)
             }
             let item = claimed[next]
+            if let refusal = breakers.refusedApps[item.app] {
+                // Its app's credential was refused earlier in this run: given back untried.
+                next += 1
+                collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
+                                        error: refusal.answer, attempts: 0, delay: settings.refusedDelay))
+                continue
+            }
             let host = item.host
             switch breakers[host].gate(at: c.now, probeInFlight: false) {
             case .closed, .probe:

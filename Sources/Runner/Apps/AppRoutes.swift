@@ -1,0 +1,67 @@
+import APNs
+import Store
+
+/// Which topic and APNs credential each app's devices are sent with (Sql/0027):
+/// the one place a device's app turns into its `apns-topic` and the client's
+/// credential name. The app `default` without credentials of its own uses the
+/// deployment's APNS_* settings (the client's default credential), so a
+/// deployment of one app needs no row.
+public struct AppRoutes: Sendable {
+    public struct Route: Sendable, Hashable {
+        public var topic: String
+        /// The client's credential name per environment (`production`,
+        /// `sandbox`); nil: the client's default credential.
+        public var credentials: [String: String]
+        /// A credential name the client does not have, for an environment the
+        /// app has none for: the client refuses it (UnknownCredential), and
+        /// the run fails that app's campaigns with the reason.
+        public var fallback: String?
+    }
+
+    public var routes: [String: Route]
+    /// The topic of an app the run does not know (one added after it began).
+    public let defaultTopic: String
+
+    /// One app, `default`, on the client's default credential.
+    public static func single(topic: String) -> AppRoutes {
+        AppRoutes(routes: [AppRecord.defaultName: Route(topic: topic, credentials: [:], fallback: nil)], defaultTopic: topic)
+    }
+
+    public init(routes: [String: Route], defaultTopic: String) {
+        self.routes = routes
+        self.defaultTopic = defaultTopic
+    }
+
+    /// The routes of `apps` as the database holds them; `defaultTopic` is APNS_TOPIC.
+    public init(apps: [AppRecord], defaultTopic: String) {
+        var routes: [String: Route] = [:]
+        for app in apps {
+            var credentials: [String: String] = [:]
+            for (environment, name) in app.current {
+                credentials[environment] = AppCredentialRecord(app: app.name, name: name, kind: .token).qualifiedName
+            }
+            let isDefault = app.name == AppRecord.defaultName
+            routes[app.name] = Route(topic: app.topic ?? defaultTopic, credentials: credentials,
+                                     fallback: isDefault && credentials.isEmpty ? nil : "\(app.name)/(none)")
+        }
+        self.init(routes: routes, defaultTopic: defaultTopic)
+    }
+
+    public func topic(app: String) -> String { routes[app]?.topic ?? defaultTopic }
+
+    /// The credential to send a device of `app` in `environment` with (nil:
+    /// the client's default).
+    public func credential(app: String, environment: String) -> String? {
+        guard let route = routes[app] else { return "\(app)/(none)" }
+        return route.credentials[environment] ?? route.fallback
+    }
+
+    /// For a message: `app shop (credential shop/2026-key)`.
+    public func describe(app: String, environment: String) -> String {
+        switch credential(app: app, environment: environment) {
+        case nil: "app \(app) (credential: the APNS_* settings)"
+        case let name? where name.hasSuffix("/(none)"): "app \(app) (no APNs credential for \(environment))"
+        case let name?: "app \(app) (credential \(name))"
+        }
+    }
+}
