@@ -82,9 +82,29 @@ public struct ReplyTokens: Sendable {
     public static let tokenLength = 22
 
     private let keyed: HMAC<SHA256>
+    /// The secret tokens were made with before the current one, accepted
+    /// until `previousUntil` (a rotation's grace period: notifications sent
+    /// before it still carry tokens of the old secret).
+    private let previous: HMAC<SHA256>?
+    public let previousUntil: Date?
 
     public init(secret: ReplySecret) {
         keyed = HMAC<SHA256>(key: secret.key)
+        previous = nil
+        previousUntil = nil
+    }
+
+    /// Tokens are made with `secret`; those made with `previous` still verify
+    /// until `until`.
+    public init(secret: ReplySecret, previous: ReplySecret?, until: Date?) {
+        keyed = HMAC<SHA256>(key: secret.key)
+        if let previous, let until {
+            self.previous = HMAC<SHA256>(key: previous.key)
+            previousUntil = until
+        } else {
+            self.previous = nil
+            previousUntil = nil
+        }
     }
 
     /// The token that goes out with delivery `delivery` as `herald.r`.
@@ -96,10 +116,17 @@ public struct ReplyTokens: Sendable {
     /// time wherever the first difference is; a token of the wrong length or
     /// alphabet is simply not valid. The expected token is written to the
     /// stack, not made a String (measured: `herald ingest` spent a sixth of
-    /// its CPU here when it was).
-    public func verify(_ token: String, delivery: Int64) -> Bool {
+    /// its CPU here when it was). A token of the previous secret verifies
+    /// before `previousUntil` (at `now`, the clock's time when nil).
+    public func verify(_ token: String, delivery: Int64, now: Date? = nil) -> Bool {
         guard token.utf8.count == Self.tokenLength else { return false }
-        return withMAC(delivery: delivery) { mac in
+        if Self.matches(token, keyed: keyed, delivery: delivery) { return true }
+        guard let previous, let previousUntil, now ?? Date() < previousUntil else { return false }
+        return Self.matches(token, keyed: previous, delivery: delivery)
+    }
+
+    private static func matches(_ token: String, keyed: HMAC<SHA256>, delivery: Int64) -> Bool {
+        withMAC(keyed, delivery: delivery) { mac in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.tokenLength) { expected in
                 let length = Base64URL.encode(mac, into: expected)
                 var token = token
@@ -116,6 +143,10 @@ public struct ReplyTokens: Sendable {
 
     /// Calls `body` with the first `macByteCount` bytes of the MAC of `delivery`.
     private func withMAC<R>(delivery: Int64, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        Self.withMAC(keyed, delivery: delivery, body)
+    }
+
+    private static func withMAC<R>(_ keyed: HMAC<SHA256>, delivery: Int64, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         var hmac = keyed
         Self.withMessage(delivery: delivery) { hmac.update(data: $0) }
         let mac = hmac.finalize()

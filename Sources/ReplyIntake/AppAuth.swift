@@ -3,16 +3,17 @@ import JWTKit
 
 /// The claims of the token the app's backend issues for a device
 /// registration (DESIGN, contract 6): `sub` is the app's user id, `aud` is
-/// `herald`, and the token lives at most an hour.
+/// `herald` (the app `default`) or `herald:<app>`, and the token lives at
+/// most an hour.
 public struct AppRegistrationClaims: JWTPayload, Equatable {
     public var sub: SubjectClaim
     public var aud: AudienceClaim
     public var iat: IssuedAtClaim
     public var exp: ExpirationClaim
 
-    public init(user: String, issuedAt: Date = Date(), lifetime: TimeInterval = 15 * 60) {
+    public init(user: String, issuedAt: Date = Date(), lifetime: TimeInterval = 15 * 60, app: String? = nil) {
         sub = SubjectClaim(value: user)
-        aud = AudienceClaim(value: [AppTokenVerifier.audience])
+        aud = AudienceClaim(value: [AppTokenVerifier.audience(app: app)])
         let whole = Date(timeIntervalSince1970: issuedAt.timeIntervalSince1970.rounded(.down))
         iat = IssuedAtClaim(value: whole)
         exp = ExpirationClaim(value: whole.addingTimeInterval(lifetime))
@@ -28,9 +29,12 @@ public struct AppTokenError: Error, Hashable, Sendable, CustomStringConvertible 
     public var description: String { message }
 }
 
-/// Verifies app registration tokens with the public key configured by
-/// `HERALD_APP_JWT_PUBLIC_KEY` / `HERALD_APP_JWT_PUBLIC_KEY_FILE` (PEM; an
-/// ES256 P-256 key or an EdDSA Ed25519 key).
+/// Verifies app registration tokens with an app's public keys (PEM; ES256
+/// P-256 or EdDSA Ed25519): the key configured by
+/// `HERALD_APP_JWT_PUBLIC_KEY` / `HERALD_APP_JWT_PUBLIC_KEY_FILE` for the
+/// app `default`, and the `registration_keys` of each app (Sql/0027). An app
+/// holds several keys while its backend's key is replaced: a token verifies
+/// with any of them.
 public struct AppTokenVerifier: Sendable {
     public static let audience = "herald"
     /// `exp` may be at most this long after `iat`.
@@ -40,24 +44,48 @@ public struct AppTokenVerifier: Sendable {
 
     public enum Algorithm: String, Sendable { case es256 = "ES256", eddsa = "EdDSA" }
 
-    private let keys: JWTKeyCollection
+    /// One collection per key: a token carries no `kid`, so each key is tried.
+    private let keys: [JWTKeyCollection]
+    /// The algorithm of the first key (for messages).
     public let algorithm: Algorithm
+    /// The `aud` a token must carry: `herald` for the app `default`, `herald:<app>` for the others.
+    public let expectedAudience: String
     private let clock: @Sendable () -> Date
 
     /// Reads a PEM public key: P-256 (ES256) or Ed25519 (EdDSA).
     public init(publicKeyPEM pem: String, clock: @escaping @Sendable () -> Date = Date.init) async throws(AppTokenError) {
-        let keys = JWTKeyCollection()
-        if let key = try? ES256PublicKey(pem: pem) {
-            await keys.add(ecdsa: key)
-            algorithm = .es256
-        } else if let key = try? EdDSA.PublicKey(pem: pem) {
-            await keys.add(eddsa: key)
-            algorithm = .eddsa
-        } else {
-            throw AppTokenError(message: "the app JWT public key is not a PEM P-256 (ES256) or Ed25519 (EdDSA) public key")
+        try await self.init(publicKeyPEMs: [pem], app: nil, clock: clock)
+    }
+
+    /// The verifier of an app's keys (`app` nil or `default`: audience `herald`).
+    public init(publicKeyPEMs pems: [String], app: String?,
+                clock: @escaping @Sendable () -> Date = Date.init) async throws(AppTokenError) {
+        var keys: [JWTKeyCollection] = []
+        var algorithms: [Algorithm] = []
+        for pem in pems {
+            let collection = JWTKeyCollection()
+            if let key = try? ES256PublicKey(pem: pem) {
+                await collection.add(ecdsa: key)
+                algorithms.append(.es256)
+            } else if let key = try? EdDSA.PublicKey(pem: pem) {
+                await collection.add(eddsa: key)
+                algorithms.append(.eddsa)
+            } else {
+                throw AppTokenError(message: "the app JWT public key is not a PEM P-256 (ES256) or Ed25519 (EdDSA) public key")
+            }
+            keys.append(collection)
         }
+        guard let first = algorithms.first else { throw AppTokenError(message: "no app JWT public key is given") }
         self.keys = keys
+        self.algorithm = first
+        self.expectedAudience = Self.audience(app: app)
         self.clock = clock
+    }
+
+    /// The `aud` a backend puts in its tokens for `app`.
+    public static func audience(app: String?) -> String {
+        guard let app, app != "default" else { return audience }
+        return "\(audience):\(app)"
     }
 
     /// The verifier of the configured key (`ServeSettings.appJWTPublicKeyPEM`),
@@ -72,28 +100,42 @@ public struct AppTokenVerifier: Sendable {
         }
     }
 
-    /// Checks `Authorization: Bearer <JWT>`: signature, `aud`, `iat`, `exp`
-    /// (with the clock skew) and a lifetime of at most an hour.
-    public func verify(authorization: String?) async -> Result<AppRegistrationClaims, AppTokenError> {
+    /// The bearer token of `Authorization: Bearer <JWT>`.
+    static func bearer(_ authorization: String?) -> Result<String, AppTokenError> {
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
             return .failure(AppTokenError(message: "an Authorization: Bearer <JWT> header issued by the app's backend is required"))
         }
-        let token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        let claims: AppRegistrationClaims
-        do {
-            claims = try await keys.verify(token, as: AppRegistrationClaims.self)
-        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-            return .failure(AppTokenError(message: "the token's signature does not verify with the configured key"))
-        } catch let error as JWTError where error.errorType == .malformedToken {
-            return .failure(AppTokenError(message: "the bearer token is not a JWT"))
-        } catch is DecodingError {
-            return .failure(AppTokenError(message: "the token needs the claims sub, aud, iat and exp"))
-        } catch {
-            return .failure(AppTokenError(message: "the token does not verify with the configured \(algorithm.rawValue) key"))
+        return .success(String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Checks `Authorization: Bearer <JWT>`: signature (with any of the app's
+    /// keys), `aud`, `iat`, `exp` (with the clock skew) and a lifetime of at
+    /// most an hour.
+    public func verify(authorization: String?) async -> Result<AppRegistrationClaims, AppTokenError> {
+        let token: String
+        switch Self.bearer(authorization) {
+        case .success(let t): token = t
+        case .failure(let e): return .failure(e)
         }
+        var claims: AppRegistrationClaims?
+        var failure = AppTokenError(message: "the token does not verify with the configured \(algorithm.rawValue) key")
+        for collection in keys where claims == nil {
+            do {
+                claims = try await collection.verify(token, as: AppRegistrationClaims.self)
+            } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
+                failure = AppTokenError(message: "the token's signature does not verify with the configured key")
+            } catch let error as JWTError where error.errorType == .malformedToken {
+                return .failure(AppTokenError(message: "the bearer token is not a JWT"))
+            } catch is DecodingError {
+                return .failure(AppTokenError(message: "the token needs the claims sub, aud, iat and exp"))
+            } catch {
+                continue
+            }
+        }
+        guard let claims else { return .failure(failure) }
         let now = clock()
-        guard claims.aud.value.contains(Self.audience) else {
-            return .failure(AppTokenError(message: "the token's aud must be \"\(Self.audience)\""))
+        guard claims.aud.value.contains(expectedAudience) else {
+            return .failure(AppTokenError(message: "the token's aud must be \"\(expectedAudience)\""))
         }
         guard claims.exp.value.timeIntervalSince(now) > -Self.clockSkew else {
             return .failure(AppTokenError(message: "the token has expired"))
@@ -157,7 +199,9 @@ public struct AppTokenIssuer: Sendable {
         try await keys.sign(claims)
     }
 
-    public func token(user: String, issuedAt: Date = Date(), lifetime: TimeInterval = 15 * 60) async throws -> String {
-        try await token(AppRegistrationClaims(user: user, issuedAt: issuedAt, lifetime: lifetime))
+    /// A token for `user` of `app` (nil: the app `default`, `aud` = `herald`).
+    public func token(user: String, issuedAt: Date = Date(), lifetime: TimeInterval = 15 * 60,
+                      app: String? = nil) async throws -> String {
+        try await token(AppRegistrationClaims(user: user, issuedAt: issuedAt, lifetime: lifetime, app: app))
     }
 }

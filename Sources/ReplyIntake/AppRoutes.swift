@@ -12,16 +12,21 @@ public struct AppEndpoints: Sendable {
     public let devices: DeviceStore
     public let config: ConfigStore
     public let conversions: ConversionStore
-    /// nil: no app JWT key configured; registration answers 503.
-    public let verifier: AppTokenVerifier?
+    /// Each app's registration keys; an app without any: registration answers 503.
+    public let keys: AppKeys
     public let logger: Logger
 
-    public init(client: PostgresClient, verifier: AppTokenVerifier?, logger: Logger) {
+    public init(client: PostgresClient, keys: AppKeys, logger: Logger) {
         self.devices = DeviceStore(client: client, logger: logger)
         self.config = ConfigStore(client: client, logger: logger)
         self.conversions = ConversionStore(client: client, logger: logger)
-        self.verifier = verifier
+        self.keys = keys
         self.logger = logger
+    }
+
+    /// The app `default` alone, with `verifier` (nil: registration answers 503).
+    public init(client: PostgresClient, verifier: AppTokenVerifier?, logger: Logger) {
+        self.init(client: client, keys: AppKeys(default: verifier), logger: logger)
     }
 
     /// Adds `PUT`/`DELETE /v1/devices/{token}` and `GET /v1/notification-config`;
@@ -53,7 +58,7 @@ public struct AppEndpoints: Sendable {
     /// stored before. Authenticated as a registration is: the backend's
     /// token names the user the conversion is of.
     func conversion(_ request: Request) async throws -> (HTTPResponse.Status, [UInt8]) {
-        let claims = try await authenticate(request)
+        let claims = try await authenticate(request).claims
         let bytes = try await IntakeServer.jsonBody(request, upTo: ConversionRules.maxBodyBytes)
         let conversion: Conversion
         do throws(ReplyError) {
@@ -84,10 +89,12 @@ public struct AppEndpoints: Sendable {
                  body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    private func authenticate(_ request: Request) async throws(IntakeError) -> AppRegistrationClaims {
-        guard let verifier else { throw .registrationDisabled }
-        switch await verifier.verify(authorization: request.headers[.authorization]) {
-        case .success(let claims): return claims
+    /// The app the bearer token is for, and its claims, verified with that app's keys.
+    private func authenticate(_ request: Request) async throws(IntakeError) -> (app: String, claims: AppRegistrationClaims) {
+        if keys.apps.isEmpty { throw .registrationDisabled }
+        switch await keys.verify(authorization: request.headers[.authorization]) {
+        case .success((let app, let claims?)): return (app, claims)
+        case .success: throw .registrationDisabled
         case .failure(let error): throw .unauthorized(error.message)
         }
     }
@@ -96,7 +103,7 @@ public struct AppEndpoints: Sendable {
     /// first, then the content type (415), the body's size (413), its JSON (400)
     /// and its values (422).
     func register(_ request: Request, token rawToken: String) async throws -> (HTTPResponse.Status, [UInt8]) {
-        let claims = try await authenticate(request)
+        let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
         guard IntakeServer.isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
         var request = request
@@ -108,7 +115,8 @@ public struct AppEndpoints: Sendable {
         } catch {
             throw IntakeError.incompleteBody
         }
-        let registration = try DeviceRegistrationRules.decode(bytes.readableBytesView, token: token)
+        var registration = try DeviceRegistrationRules.decode(bytes.readableBytesView, token: token)
+        registration.app = app
         guard registration.user == claims.sub.value else {
             throw IntakeError.userMismatch("the token's sub is not the body's \"user\": a backend token registers devices of its own user only")
         }
@@ -128,6 +136,10 @@ public struct AppEndpoints: Sendable {
             throw IntakeError(
                 status: .conflict, code: "token_invalidated",
                 message: "APNs declared this device token invalid at \(Self.iso(since)), after this registration's token was issued; register again with a token issued now")
+        case .otherApp(let other):
+            throw IntakeError(
+                status: .conflict, code: "token_of_another_app",
+                message: "this device token is registered by app \"\(other)\"; a backend registers its own app's devices (the token's aud names the app)")
         case .stored(_, let created, let movedFrom):
             IntakeMetrics.deviceRegistered()
             if movedFrom != nil {
@@ -145,11 +157,11 @@ public struct AppEndpoints: Sendable {
 
     /// `DELETE /v1/devices/{token}`: 204 (also when already unregistered).
     func unregister(_ request: Request, token rawToken: String) async throws {
-        let claims = try await authenticate(request)
+        let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
         let outcome: DeviceStore.Unregistered
         do {
-            outcome = try await devices.unregister(token: token, user: claims.sub.value)
+            outcome = try await devices.unregister(token: token, user: claims.sub.value, app: app)
         } catch {
             logger.error("device unregistration failed", metadata: ["error": "\(StoreError.describe(error))"])
             throw IntakeError.notStored("the request")

@@ -15,16 +15,23 @@ public struct ReplyIntake: Sendable {
     }
 
     public let store: ReplyStore
-    public let tokens: ReplyTokens
+    /// The secrets tokens are checked with (replaced by `herald serve`'s reload).
+    public let keys: ReplyKeys
     public let logger: Logger
     let batcher: ReplyBatcher
 
+    public var tokens: ReplyTokens { keys.tokens }
+
     /// `batching`: how concurrent `submit` calls are stored together.
-    public init(store: ReplyStore, tokens: ReplyTokens, logger: Logger, batching: ReplyBatching = .init()) {
+    public init(store: ReplyStore, keys: ReplyKeys, logger: Logger, batching: ReplyBatching = .init()) {
         self.store = store
-        self.tokens = tokens
+        self.keys = keys
         self.logger = logger
         self.batcher = ReplyBatcher(store: store, logger: logger, batching: batching)
+    }
+
+    public init(store: ReplyStore, tokens: ReplyTokens, logger: Logger, batching: ReplyBatching = .init()) {
+        self.init(store: store, keys: ReplyKeys(tokens), logger: logger, batching: batching)
     }
 
     /// One reply from the network. Refusals are values; a database fault

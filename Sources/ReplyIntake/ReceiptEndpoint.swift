@@ -7,7 +7,7 @@ import Store
 /// stores the good ones once per delivery, and says which were refused.
 struct ReceiptEndpoint: Sendable {
     let store: ReceiptStore
-    let tokens: ReplyTokens
+    let keys: ReplyKeys
 
     /// The answer's JSON body; a malformed body throws (400, 413).
     func submit(_ bytes: some DataProtocol, now: Date = Date()) async throws -> [UInt8] {
@@ -17,6 +17,7 @@ struct ReceiptEndpoint: Sendable {
         } catch {
             throw IntakeError(error)
         }
+        let tokens = keys.tokens
         var refused: [(index: Int, error: String)] = []
         var checked: [(index: Int, receipt: Receipt)] = []
         for (i, r) in receipts.enumerated() {

@@ -62,12 +62,12 @@ public enum IntakeServer {
             }
         }
         let receipts = ReceiptEndpoint(store: ReceiptStore(client: intake.store.client, logger: intake.logger),
-                                       tokens: intake.tokens)
+                                       keys: intake.keys)
         router.post("/v1/receipts") { request, _ -> Response in
             let bytes = try await jsonBody(request, upTo: ReceiptRules.maxBodyBytes)
             return json(try await receipts.submit(bytes.readableBytesView), status: .ok)
         }
-        (app ?? AppEndpoints(client: intake.store.client, verifier: nil, logger: intake.logger)).add(to: router, rates: rates)
+        (app ?? AppEndpoints(client: intake.store.client, keys: AppKeys(), logger: intake.logger)).add(to: router, rates: rates)
         router.get("/healthz") { _, _ -> Response in
             json(Array(#"{"status":"ok"}"#.utf8), status: .ok)
         }

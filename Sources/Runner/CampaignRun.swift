@@ -275,9 +275,12 @@ public struct CampaignRun: Sendable {
         }
         state.figures.campaigns = summaries.count
         let figures = state.figures
-        let end: RunStore.RunEnd = state.interruption == nil ? .succeeded : .stopped
+        let refused = state.breakers.refusedApps.keys.sorted().map { app in
+            "\(options.apps.describe(app: app, environment: state.breakers.refusedApps[app]!.environment)): APNs answered \(state.breakers.refusedApps[app]!.answer)"
+        }
+        let end: RunStore.RunEnd = state.interruption != nil ? .stopped : refused.isEmpty ? .succeeded : .failed
         let note: String? = switch state.interruption {
-        case nil: nil
+        case nil: refused.isEmpty ? nil : "credentials refused: " + refused.joined(separator: "; ")
         case .stopped?: "stopped by a signal; the next run continues"
         case .outage(let why)?: why + "; the next run continues"
         }
@@ -297,9 +300,9 @@ public struct CampaignRun: Sendable {
         var summary = RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
                                  duration: clock.now - started, expired: expired, recovered: recovered,
                                  configRefresh: refresh, series: series, interruption: state.interruption)
-        for (app, refusal) in state.breakers.refusedApps {
-            summary.refusedApps[app] = "\(options.apps.describe(app: app, environment: refusal.environment)): APNs answered \(refusal.answer)"
-            logger.error("APNs refused an app's credential", metadata: ["app": "\(app)", "answer": "\(refusal.answer)"])
+        for (app, text) in zip(state.breakers.refusedApps.keys.sorted(), refused) {
+            summary.refusedApps[app] = text
+            logger.error("APNs refused an app's credential", metadata: ["app": "\(app)", "reason": "\(text)"])
         }
         return summary
     }

@@ -46,6 +46,9 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     /// The key of the reply tokens (`HERALD_REPLY_SECRET`, base64, or a file
     /// holding it named by `HERALD_REPLY_SECRET_FILE`). Never printed.
     public var replySecret: ReplySecret?
+    /// The reply secret being replaced, and until when tokens it made are
+    /// accepted (`HERALD_REPLY_SECRET_PREVIOUS[_FILE]`, `…_PREVIOUS_UNTIL`).
+    public var previousReplySecret: (secret: ReplySecret, until: Date)?
     /// `LOG_LEVEL` (nil: not set, `info`) and `HERALD_LOG_FORMAT` (`json`,
     /// `text`, `auto`; nil: not set, `auto`).
     public var logLevel: Logger.Level?
@@ -106,7 +109,8 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
             }
             metricsTextfile = path.text
         }
-        replySecret = try Self.replySecret(source)
+        replySecret = try Self.replySecret(source, inline: .replySecret, file: .replySecretFile)
+        previousReplySecret = try Self.previousReplySecret(source)
         serve = try ServeSettings(source: source)
         logLevel = try source.choice(.logLevel).flatMap(Logger.Level.init(rawValue:))
         logFormat = try source.choice(.logFormat)
@@ -118,13 +122,39 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         try APNsEnvironmentVariables.configuration(source, defaultTopic: topic)
     }
 
-    static func replySecret(_ source: ConfigurationSource) throws -> ReplySecret? {
+    /// The reply tokens of the configured secrets (nil: no secret is set).
+    public var replyTokens: ReplyTokens? {
+        replySecret.map { ReplyTokens(secret: $0, previous: previousReplySecret?.secret, until: previousReplySecret?.until) }
+    }
+
+    static func previousReplySecret(_ source: ConfigurationSource) throws -> (secret: ReplySecret, until: Date)? {
+        let until = source.text(.replySecretPreviousUntil)
+        guard let secret = try replySecret(source, inline: .replySecretPrevious, file: .replySecretPreviousFile) else {
+            if let until { throw until.invalid("is set without a previous secret (HERALD_REPLY_SECRET_PREVIOUS)") }
+            return nil
+        }
+        guard let until else {
+            throw ConfigurationError("HERALD_REPLY_SECRET_PREVIOUS is set without HERALD_REPLY_SECRET_PREVIOUS_UNTIL: say until when its tokens are accepted",
+                                     key: .replySecretPreviousUntil)
+        }
+        let formatter = ISO8601DateFormatter()
+        guard let date = formatter.date(from: until.text) else {
+            throw until.invalid("must be a UTC time such as 2026-12-01T00:00:00Z")
+        }
+        guard date.timeIntervalSinceNow <= 30 * 86_400 else {
+            throw until.invalid("is more than 30 days ahead: a secret being replaced should not outlive the notifications it signed")
+        }
+        return (secret, date)
+    }
+
+    static func replySecret(_ source: ConfigurationSource, inline inlineKey: ConfigurationKey,
+                            file fileKey: ConfigurationKey) throws -> ReplySecret? {
         let text: String
         let setting: Setting
-        if let inline = source.text(.replySecret) {
+        if let inline = source.text(inlineKey) {
             setting = inline
             text = inline.text
-        } else if let file = source.text(.replySecretFile) {
+        } else if let file = source.text(fileKey) {
             guard let data = FileManager.default.contents(atPath: file.text) else {
                 throw ConfigurationError("\(file.label): cannot read \(file.text)")
             }
@@ -136,7 +166,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         do {
             return try ReplySecret(base64: text)
         } catch {
-            let source = setting.key == .replySecretFile ? "\(setting.label) (\(setting.text))" : setting.label
+            let source = setting.key == fileKey ? "\(setting.label) (\(setting.text))" : setting.label
             throw ConfigurationError("\(source): \(error.description)")
         }
     }

@@ -82,6 +82,13 @@ extension ConfigurationKey {
         "base64 of at least 32 random bytes (`herald keys reply-secret`); the key of the reply tokens")
     static let replySecretFile = Self("HERALD_REPLY_SECRET_FILE", "reply", "secret_file",
         "a file holding the reply secret, instead of `HERALD_REPLY_SECRET`")
+    static let replySecretPrevious = Self("HERALD_REPLY_SECRET_PREVIOUS", "reply", "previous_secret", secret: true,
+        "the reply secret before the current one, while it is replaced: tokens it made still verify until `HERALD_REPLY_SECRET_PREVIOUS_UNTIL` (docs/operators.md, \"Rotating keys\")")
+    static let replySecretPreviousFile = Self("HERALD_REPLY_SECRET_PREVIOUS_FILE", "reply", "previous_secret_file",
+        "a file holding the previous reply secret, instead of `HERALD_REPLY_SECRET_PREVIOUS`")
+    static let replySecretPreviousUntil = Self("HERALD_REPLY_SECRET_PREVIOUS_UNTIL", "reply", "previous_until",
+        default: "(required with a previous secret)",
+        "the end of the grace period, in UTC (`2026-12-01T00:00:00Z`): replies and receipts under the previous secret are accepted until then; at most 30 days ahead")
 
     // APNs.
     static let apnsKeyPath = Self("APNS_KEY_PATH", "apns", "key_path", default: "(required by `run`, `send-test`)",
@@ -177,7 +184,7 @@ extension ConfigurationKey {
     public static let all: [ConfigurationKey] = [
         config,
         databaseURL, databasePasswordFile, databaseConnections, databaseOutage, sqlDirectory,
-        replySecret, replySecretFile,
+        replySecret, replySecretFile, replySecretPrevious, replySecretPreviousFile, replySecretPreviousUntil,
         apnsKeyPath, apnsKeyID, apnsTeamID, apnsTopic, apnsURL, apnsCAPath,
         apnsMaxConnections, apnsStreams, apnsTimeout, apnsMaxAttempts,
         batchSize, concurrency, recordEvery, recordInterval, snapshotSlice, lease, outageBudget, stopGrace, retryWait,
@@ -193,6 +200,7 @@ extension ConfigurationKey {
     /// the environment overrides the file as a whole setting.
     static let alternatives: [[ConfigurationKey]] = [
         [replySecret, replySecretFile],
+        [replySecretPrevious, replySecretPreviousFile],
         [appJWTPublicKey, appJWTPublicKeyFile],
     ]
 

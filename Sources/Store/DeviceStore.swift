@@ -21,6 +21,8 @@ public struct DeviceRegistration: Sendable, Hashable {
     /// false: the user opted out of campaigns; true: opted back in; nil: unchanged.
     public var marketing: Bool?
     public var configETag: String?
+    /// The app whose backend registers it (`apps.name`; from the token's `aud`).
+    public var app: String = AppRecord.defaultName
 
     public init(token: String, environment: String, user: String, locale: String? = nil, timeZone: String? = nil,
                 appVersion: String? = nil, publicKey: String? = nil, keyID: String? = nil,
@@ -58,6 +60,9 @@ public struct DeviceStore: Sendable {
         /// The token was declared invalid at `since`, after this registration
         /// was issued: nothing changed.
         case invalidatedAfter(since: Date)
+        /// The token belongs to a device of another app: nothing changed
+        /// (one app's backend cannot take another app's devices).
+        case otherApp(String)
     }
 
     /// Stores a registration issued (by the app's backend) at `issuedAt`, in
@@ -68,14 +73,15 @@ public struct DeviceStore: Sendable {
         let issued = issuedAt.timeIntervalSince1970
         return try await client.withTransaction(logger: logger) { conn in
             // The device as it is, locked against a concurrent registration.
-            var existing: (id: Int64, owner: String, invalidatedAt: Date?)?
-            for try await (id, owner, invalidated) in try await conn.query("""
-                SELECT dv.id, u.external_id, dv.invalidated_at
+            var existing: (id: Int64, owner: String, invalidatedAt: Date?, app: String)?
+            for try await (id, owner, invalidated, app) in try await conn.query("""
+                SELECT dv.id, u.external_id, dv.invalidated_at, dv.app
                 FROM devices dv JOIN users u ON u.id = dv.user_id
                 WHERE dv.token = \(r.token) FOR UPDATE OF dv
-                """, logger: logger).decode((Int64, String, Date?).self) {
-                existing = (id, owner, invalidated)
+                """, logger: logger).decode((Int64, String, Date?, String).self) {
+                existing = (id, owner, invalidated, app)
             }
+            if let existing, existing.app != r.app { return .otherApp(existing.app) }
             // Apple's rule: a token invalid since T is valid again only when
             // registered after T (to the second: JWT times have no fraction).
             if let since = existing?.invalidatedAt, issuedAt.timeIntervalSince1970 < since.timeIntervalSince1970.rounded(.down) {
@@ -106,9 +112,9 @@ public struct DeviceStore: Sendable {
             var insert = PostgresQuery(unsafeSQL: "")
             insert.sql = """
                 INSERT INTO devices (user_id, token, environment, public_key, key_id, app_version, locale,
-                                     config_etag, config_reported_at, last_seen_at, registered_at)
+                                     config_etag, config_reported_at, last_seen_at, registered_at, app)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::text IS NOT NULL THEN now() END, now(),
-                        least(to_timestamp($9), now()))
+                        least(to_timestamp($9), now()), $10)
                 ON CONFLICT (token) DO UPDATE SET
                     user_id = EXCLUDED.user_id,
                     environment = EXCLUDED.environment,
@@ -132,6 +138,7 @@ public struct DeviceStore: Sendable {
             insert.binds.append(r.locale)
             insert.binds.append(r.configETag)
             insert.binds.append(issued)
+            insert.binds.append(r.app)
             // New when no row had the token when it was looked up (two first
             // registrations of one token at the same moment may both say so;
             // the row is the same either way). Not read from xmax: that needs
@@ -156,11 +163,11 @@ public struct DeviceStore: Sendable {
 
     /// Logout: the device is no longer targeted (its ledger and replies stay)
     /// until it registers again.
-    public func unregister(token: String, user: String) async throws -> Unregistered {
+    public func unregister(token: String, user: String, app: String = AppRecord.defaultName) async throws -> Unregistered {
         let rows = try await client.query("""
             WITH dv AS (
                 SELECT dv.id, u.external_id FROM devices dv JOIN users u ON u.id = dv.user_id
-                WHERE dv.token = \(token)
+                WHERE dv.token = \(token) AND dv.app = \(app)
             ), upd AS (
                 UPDATE devices SET invalidated_at = coalesce(devices.invalidated_at, now()),
                                    invalid_reason = coalesce(devices.invalid_reason, 'unregistered by the app')

@@ -38,17 +38,28 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             let config = try settings.load()
             let logger = makeLogger("herald", config)
-            let tokens = ReplyTokens(secret: try requireReplySecret(config))
+            _ = try requireReplySecret(config)
             let client = config.database.makeClient(logger: logger)
-            let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)
             let settings = config.serve
             let host = self.host ?? settings.host
             let port = self.port ?? settings.port
             let limits = IntakeLimits(settings)
-            let verifier = try await AppTokenVerifier.configured(publicKeyPEM: settings.appJWTPublicKeyPEM,
-                                                                 source: settings.appJWTPublicKeySource)
-            if verifier == nil { logger.notice("HERALD_APP_JWT_PUBLIC_KEY is not set: device registration answers 503") }
-            let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
+            // The keys (the apps' registration keys are in the database) are
+            // read before the listener starts, on a client of their own.
+            let loaded = try await withPostgres(config.database, logger: logger) { first in
+                try await serveKeys(config, apps: AppStore(client: first, logger: logger))
+            }
+            let replyKeys = ReplyKeys(loaded.0)
+            let appKeys = AppKeys(loaded.1)
+            if appKeys.apps.isEmpty {
+                logger.notice("no app has a registration key (HERALD_APP_JWT_PUBLIC_KEY, apps.registration_keys): device registration answers 503")
+            }
+            let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger), keys: replyKeys, logger: logger)
+            let endpoints = AppEndpoints(client: client, keys: appKeys, logger: logger)
+            let configFile = self.settings
+            let reload = ServeReload(interval: .seconds(30), replyKeys: replyKeys, appKeys: appKeys, logger: logger) {
+                try await serveKeys(try configFile.load(), apps: AppStore(client: client, logger: logger))
+            }
             // Bootstraps swift-metrics before the first request is counted.
             let registry = ProcessMetrics.registry()
             let app = IntakeServer.application(
@@ -64,7 +75,7 @@ struct ServeCommand: AsyncParsableCommand {
                 },
                 metrics: { registry.emitToString() })
             let group = ServiceGroup(configuration: .init(
-                services: [.init(service: client), .init(service: app)],
+                services: [.init(service: client), .init(service: app), .init(service: reload)],
                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
         } catch {

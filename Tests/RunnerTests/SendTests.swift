@@ -127,7 +127,7 @@ struct SendTests {
         }
     }
 
-    @Test func aWrongKeyStopsTheRunFastAndMarksNothingSent() async throws {
+    @Test func aWrongKeyFailsTheCampaignWithItsReasonAndLeavesEveryDeliveryQueued() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)
             try await client.exec(Fixtures.audience(count: 2000))
@@ -135,18 +135,18 @@ struct SendTests {
             try await withSimulator { sim in
                 var apns = sim.clientConfiguration
                 apns.signingKey = APNsSigningKey(privateKey: .init())
-                await #expect(throws: RunAborted.self) {
-                    _ = try await sendRun(client, apns: apns, batchSize: 200, concurrency: 50)
-                }
+                let summary = try await sendRun(client, apns: apns, batchSize: 200, concurrency: 50)
+                #expect(summary.exitStatus == 1, "a person is needed")
+                #expect(summary.refusedApps["default"]?.contains("403 InvalidProviderToken") == true, "\(summary.refusedApps)")
                 #expect(await sim.simulator.accepted.isEmpty)
-                let sent = try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self)
+                let statuses = try await client.scalar("SELECT count(DISTINCT status) FROM deliveries", as: Int64.self)
+                #expect(statuses == 1)
                 let queued = try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'queued'", as: Int64.self)
-                let inFlight = try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self)
+                // The first answers refused the credential; every delivery waits for a person.
+                #expect(queued == 2000)
+                let reason = try await client.scalar("SELECT status || ': ' || failure_reason FROM campaigns", as: String.self) ?? ""
+                #expect(reason.hasPrefix("failed: app default (credential: the APNS_* settings): APNs refused it (403 InvalidProviderToken); 2000 deliveries wait"), "\(reason)")
                 let run = try await client.scalar("SELECT status || ': ' || error FROM runs", as: String.self)
-                #expect(sent == 0)
-                // It stopped at the first batch: the rest is still queued for the next run, nothing in flight.
-                #expect((queued ?? 0) >= 1800)
-                #expect(inFlight == 0)
                 #expect(run?.contains("InvalidProviderToken") == true, "\(run ?? "")")
             }
         }
