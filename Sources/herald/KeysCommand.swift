@@ -59,8 +59,8 @@ struct KeysCommand: AsyncParsableCommand {
             discussion: """
                 Without --key, writes a new key pair to DIR/app-jwt-private.pem (the app's \
                 backend signs with it) and DIR/app-jwt-public.pem (set HERALD_APP_JWT_PUBLIC_KEY_FILE \
-                to it). Prints a token with sub = --user, aud = herald, iat = now and exp = iat + \
-                --minutes, for `Authorization: Bearer …` on PUT /v1/devices/{token}.
+                to it). Prints a token with sub = --user, aud = herald (herald:APP with --app), \
+                iat = now and exp = iat + --minutes, for `Authorization: Bearer …` on PUT /v1/devices/{token}.
                 """
         )
 
@@ -78,6 +78,9 @@ struct KeysCommand: AsyncParsableCommand {
 
         @Option(help: "Minutes until the token expires (1 to 60).")
         var minutes = 15
+
+        @Option(help: "The app the token registers devices of (its aud: herald:APP); default: the app default.")
+        var app: String?
 
         func validate() throws {
             guard (1...60).contains(minutes) else { throw ValidationError("--minutes must be from 1 to 60") }
@@ -109,7 +112,7 @@ struct KeysCommand: AsyncParsableCommand {
 
                     """.utf8))
             }
-            print(try await issuer.token(user: user, lifetime: TimeInterval(minutes * 60)))
+            print(try await issuer.token(user: user, lifetime: TimeInterval(minutes * 60), app: app))
         }
     }
 }
