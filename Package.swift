@@ -70,12 +70,15 @@ let package = Package(
                 server("ServiceLifecycle", "swift-service-lifecycle"),
             ]
         ),
-        // APNs HTTP/2 + TLS client with token auth.
+        // APNs HTTP/2 + TLS client with token or certificate auth (X509 reads the client
+        // certificates' validity and topics).
         .target(
             name: "APNs",
             dependencies: [
                 "Lifecycle",
                 .product(name: "Crypto", package: "swift-crypto"),
+                server("X509", "swift-certificates"),
+                server("SwiftASN1", "swift-asn1"),
                 server("Logging", "swift-log"),
                 server("NIOCore", "swift-nio"),
                 server("NIOPosix", "swift-nio"),

@@ -8,7 +8,13 @@ import NIOSSL
 import Lifecycle
 import ServiceLifecycle
 
-/// Sends notifications to APNs over HTTP/2 + TLS with token authentication.
+/// Sends notifications to APNs over HTTP/2 + TLS, each with the credential it names (a provider
+/// token or a TLS client certificate; see `APNsConfiguration.credentials`).
+///
+/// Connections are kept per endpoint and credential: a certificate credential has a TLS context
+/// of its own (its certificate chain and key) and sends no `authorization` header; a token
+/// credential has its own provider token, on the TLS context that token credentials share. All
+/// connections together stay within `connectionBudget` (see `ConnectionBudget`).
 ///
 /// A ServiceLifecycle `Service`: run it in the command's `ServiceGroup` (or `run()` it in a task
 /// group). On graceful shutdown it takes no new notifications and lets those under way finish
@@ -23,7 +29,10 @@ public final class APNsClient: Service, Sendable {
     private let eventLoop: EventLoop
     private let stop = StopSignal()
     private let pool: NIOLoopBoundBox<ConnectionPool>
-    private let tokens: ProviderTokenStore
+    /// By index (the pools' `PoolKey.credential`), in name order.
+    private let credentials: [ClientCredential]
+    private let credentialIndex: [String: Int]
+    private let defaultCredentialIndex: Int?
     private let overrideEndpoint: Endpoint?
     private let overrideAuthority: String?
     private let loopExecutor: EventLoopTaskExecutor
@@ -57,23 +66,51 @@ public final class APNsClient: Service, Sendable {
             }
             tls.additionalTrustRoots = [.certificates(certificates)]
         }
-        let sslContext = try NIOSSLContext(configuration: tls)
+        guard !configuration.credentials.isEmpty else { throw APNsConfigurationError.invalidValue("credentials") }
+        if let name = configuration.defaultCredential, configuration.credentials[name] == nil {
+            throw APNsConfigurationError.invalidValue("defaultCredential")
+        }
+        // Token credentials share one TLS context; each certificate credential has its own.
+        let sharedContext = try NIOSSLContext(configuration: tls)
+        var credentials: [ClientCredential] = []
+        var sslContexts: [NIOSSLContext] = []
+        for name in configuration.credentials.keys.sorted() {
+            switch configuration.credentials[name]! {
+            case .token(let key, let keyID, let teamID):
+                let store = ProviderTokenStore(key: key, keyID: keyID, teamID: teamID, clock: configuration.tokenClock)
+                credentials.append(ClientCredential(name: name, kind: .token(store)))
+                sslContexts.append(sharedContext)
+            case .certificate(let certificate):
+                var own = tls
+                own.certificateChain = certificate.chain.map { .certificate($0) }
+                own.privateKey = .privateKey(certificate.privateKey)
+                guard let context = try? NIOSSLContext(configuration: own) else {
+                    throw APNsConfigurationError.certificateUnusable(name: name)
+                }
+                credentials.append(ClientCredential(name: name, kind: .certificate(certificate)))
+                sslContexts.append(context)
+            }
+        }
+        let credentialIndex = Dictionary(uniqueKeysWithValues: credentials.enumerated().map { ($1.name, $0) })
 
         self.configuration = configuration
         self.logger = logger
         self.overrideEndpoint = overrideEndpoint
         self.overrideAuthority = overrideEndpoint?.authority
         self.requestTimeout = TimeAmount(configuration.requestTimeout)
-        self.tokens = ProviderTokenStore(
-            key: configuration.signingKey,
-            keyID: configuration.keyID,
-            teamID: configuration.teamID,
-            clock: configuration.tokenClock
-        )
+        self.credentials = credentials
+        self.credentialIndex = credentialIndex
+        self.defaultCredentialIndex = configuration.defaultCredential.flatMap { credentialIndex[$0] }
         self.eventLoop = eventLoopGroup.next()
         self.loopExecutor = EventLoopTaskExecutor(eventLoop: eventLoop)
         self.pool = NIOLoopBoundBox.makeBoxSendingValue(
-            ConnectionPool(eventLoop: eventLoop, sslContext: sslContext, configuration: configuration, logger: logger),
+            ConnectionPool(
+                eventLoop: eventLoop,
+                sslContexts: sslContexts,
+                credentialNames: credentials.map(\.name),
+                configuration: configuration,
+                logger: logger
+            ),
             eventLoop: eventLoop
         )
     }
@@ -126,6 +163,21 @@ public final class APNsClient: Service, Sendable {
     /// A request already written is always waited for (until its deadline), even when the calling
     /// task is cancelled; a cancelled task is not retried.
     public func send(_ notification: APNsNotification) async -> APNsResult {
+        // The credential first: a refusal for it holds for every notification that names it.
+        guard let credentialIndex = notification.credential.map({ self.credentialIndex[$0] }) ?? defaultCredentialIndex else {
+            return APNsResult(outcome: .failed(status: nil, reason: .unknownCredential), attempts: 0, retried: 0)
+        }
+        let credential = credentials[credentialIndex]
+        let tokens: ProviderTokenStore?
+        switch credential.kind {
+        case .token(let store):
+            tokens = store
+        case .certificate(let certificate):
+            tokens = nil
+            if certificate.isExpired(at: Date()) {
+                return APNsResult(outcome: .failed(status: nil, reason: .certificateExpired), attempts: 0, retried: 0)
+            }
+        }
         if let refusal = Self.localRefusal(notification) {
             return APNsResult(outcome: refusal, attempts: 0, retried: 0)
         }
@@ -144,18 +196,20 @@ public final class APNsClient: Service, Sendable {
         var random = SystemRandomNumberGenerator()
 
         while true {
-            let token: ProviderTokenStore.Token
-            do {
-                token = try tokens.current()
-            } catch {
-                logger.error("apns provider token could not be signed")
-                return APNsResult(outcome: .failed(status: nil, reason: .invalidProviderToken), attempts: attempts, retried: retried)
+            var token: ProviderTokenStore.Token?
+            if let tokens {
+                do {
+                    token = try tokens.current()
+                } catch {
+                    logger.error("apns provider token could not be signed", metadata: ["apns.credential": "\(credential.name)"])
+                    return APNsResult(outcome: .failed(status: nil, reason: .invalidProviderToken), attempts: attempts, retried: retried)
+                }
             }
             let head = RequestHead.apns(
                 APNsRequestHead(
                     authority: authority,
                     deviceToken: notification.deviceToken,
-                    authorization: token.headerValue,
+                    authorization: token?.headerValue,
                     topic: topic,
                     pushType: notification.pushType,
                     priority: notification.priority,
@@ -165,7 +219,7 @@ public final class APNsClient: Service, Sendable {
                     contentLength: notification.payload.count
                 )
             )
-            let outcome = await attempt(head: head, body: body, endpoint: endpoint)
+            let outcome = await attempt(head: head, body: body, endpoint: endpoint, credential: credentialIndex)
 
             switch outcome {
             case .notProcessed:
@@ -184,13 +238,16 @@ public final class APNsClient: Service, Sendable {
             case .connectionFailed:
                 attempts += 1
                 lastFailure = (nil, .connectionFailed)
+            case .certificateRejected:
+                // The server refused the TLS handshake for the certificate: no retry will do better.
+                return APNsResult(outcome: .failed(status: nil, reason: .badCertificate), attempts: attempts + 1, retried: retried)
             case .response(let status, let responseBody):
                 attempts += 1
                 if status == 200 {
                     return APNsResult(outcome: .sent(apnsID: notification.apnsID), attempts: attempts, retried: retried)
                 }
                 let (reason, timestamp) = Self.parseError(status: status, body: responseBody)
-                if status == 403, reason == .expiredProviderToken, !expiredTokenRetryUsed {
+                if status == 403, reason == .expiredProviderToken, !expiredTokenRetryUsed, let tokens, let token {
                     expiredTokenRetryUsed = true
                     _ = try? tokens.renewAfterExpired(generation: token.generation)
                     logger.info("apns provider token expired; renewed, retrying once")
@@ -231,18 +288,25 @@ public final class APNsClient: Service, Sendable {
         overrideEndpoint ?? Endpoint(host: environment.host, port: 443)
     }
 
-    func rawToken() throws -> String { try tokens.current().headerValue }
-
-    func rawAttempt(headers: HPACKHeaders, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
-        await attempt(head: .raw(headers), body: body, endpoint: endpoint)
+    /// The default credential's provider token (nil when it is a certificate).
+    func rawToken() throws -> String? {
+        guard let index = defaultCredentialIndex ?? credentials.indices.first,
+            case .token(let tokens) = credentials[index].kind
+        else { return nil }
+        return try tokens.current().headerValue
     }
 
-    private func attempt(head: RequestHead, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
+    func rawAttempt(headers: HPACKHeaders, body: ByteBuffer, endpoint: Endpoint) async -> AttemptOutcome {
+        await attempt(head: .raw(headers), body: body, endpoint: endpoint, credential: defaultCredentialIndex ?? 0)
+    }
+
+    private func attempt(head: RequestHead, body: ByteBuffer, endpoint: Endpoint, credential: Int) async -> AttemptOutcome {
         await withCheckedContinuation { continuation in
             let request = OutboundRequest(
                 head: head,
                 body: body,
                 endpoint: endpoint,
+                credential: credential,
                 deadline: .now() + requestTimeout,
                 continuation: continuation
             )
@@ -440,8 +504,21 @@ extension APNsClient {
             return (nil, .clientShutdown)
         case .connectionFailed, .notProcessed:
             return (nil, .connectionFailed)
+        case .certificateRejected:
+            return (nil, .badCertificate)
         }
     }
+}
+
+/// A credential as the client uses it.
+struct ClientCredential: Sendable {
+    enum Kind: Sendable {
+        case token(ProviderTokenStore)
+        case certificate(APNsClientCertificate)
+    }
+
+    var name: String
+    var kind: Kind
 }
 
 /// Runs jobs on an event loop, so tasks can share the thread that owns the connections.

@@ -24,19 +24,26 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 }
 
-/// Everything the APNs client needs. `description` never shows the key.
+/// Everything the APNs client needs. `description` never shows key material.
+///
+/// One client serves several apps: `credentials` names each credential (token or certificate;
+/// the names are the caller's, e.g. "shop/production/2026-key"), a notification picks one by name
+/// and `defaultCredential` serves those that name none.
 public struct APNsConfiguration: Sendable, CustomStringConvertible {
-    public var signingKey: APNsSigningKey
-    public var keyID: String
-    public var teamID: String
+    /// Name → credential.
+    public var credentials: [String: APNsCredential]
+    /// The credential of notifications that name none (nil: they must name one).
+    public var defaultCredential: String?
     /// Default `apns-topic` (the app's bundle id).
     public var topic: String
     /// e.g. `https://127.0.0.1:8443`; nil sends to Apple's hosts per device environment.
     public var baseURLOverride: String?
     /// A PEM file of extra trusted roots (a simulator's or a staging CA), on top of the system roots.
     public var extraTrustedCAPath: String?
-    /// Connections per host.
+    /// Connections per host and credential.
     public var maxConnections: Int
+    /// Connections of the whole client, over every host and credential (see `ConnectionBudget`).
+    public var connectionBudget: Int
     /// Streams in flight per connection; the server's SETTINGS_MAX_CONCURRENT_STREAMS bounds it too.
     public var maxStreamsPerConnection: Int
     /// Deadline of one request (one attempt), from submission to answer.
@@ -49,6 +56,7 @@ public struct APNsConfiguration: Sendable, CustomStringConvertible {
     /// The wall clock that stamps `iat` on provider tokens. Tests inject one to make stale tokens.
     public var tokenClock: @Sendable () -> Date
 
+    /// One token credential, named "default" and used by every notification that names none.
     public init(
         signingKey: APNsSigningKey,
         keyID: String,
@@ -64,13 +72,46 @@ public struct APNsConfiguration: Sendable, CustomStringConvertible {
         pingInterval: Duration = .seconds(60),
         tokenClock: @escaping @Sendable () -> Date = { Date() }
     ) {
-        self.signingKey = signingKey
-        self.keyID = keyID
-        self.teamID = teamID
+        self.init(
+            credentials: ["default": .token(signingKey: signingKey, keyID: keyID, teamID: teamID)],
+            defaultCredential: "default",
+            topic: topic,
+            baseURLOverride: baseURLOverride,
+            extraTrustedCAPath: extraTrustedCAPath,
+            maxConnections: maxConnections,
+            maxStreamsPerConnection: maxStreamsPerConnection,
+            requestTimeout: requestTimeout,
+            retry: retry,
+            connectTimeout: connectTimeout,
+            pingInterval: pingInterval,
+            tokenClock: tokenClock
+        )
+    }
+
+    /// Several named credentials; `defaultCredential` (one of the names, or nil) serves the
+    /// notifications that name none.
+    public init(
+        credentials: [String: APNsCredential],
+        defaultCredential: String?,
+        topic: String,
+        baseURLOverride: String? = nil,
+        extraTrustedCAPath: String? = nil,
+        maxConnections: Int = 4,
+        connectionBudget: Int = 16,
+        maxStreamsPerConnection: Int = 100,
+        requestTimeout: Duration = .seconds(30),
+        retry: RetryPolicy = RetryPolicy(),
+        connectTimeout: Duration = .seconds(10),
+        pingInterval: Duration = .seconds(60),
+        tokenClock: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.credentials = credentials
+        self.defaultCredential = defaultCredential
         self.topic = topic
         self.baseURLOverride = baseURLOverride
         self.extraTrustedCAPath = extraTrustedCAPath
         self.maxConnections = maxConnections
+        self.connectionBudget = connectionBudget
         self.maxStreamsPerConnection = maxStreamsPerConnection
         self.requestTimeout = requestTimeout
         self.retry = retry
@@ -79,11 +120,51 @@ public struct APNsConfiguration: Sendable, CustomStringConvertible {
         self.tokenClock = tokenClock
     }
 
+    /// The default credential's signing key, when it is a token credential (nil otherwise).
+    /// Setting it replaces that key; it does nothing when the default credential is no token.
+    public var signingKey: APNsSigningKey? {
+        get { defaultToken?.signingKey }
+        set { if let newValue { updateDefaultToken { $0.signingKey = newValue } } }
+    }
+
+    /// The default credential's key id, when it is a token credential.
+    public var keyID: String? {
+        get { defaultToken?.keyID }
+        set { if let newValue { updateDefaultToken { $0.keyID = newValue } } }
+    }
+
+    /// The default credential's team id, when it is a token credential.
+    public var teamID: String? {
+        get { defaultToken?.teamID }
+        set { if let newValue { updateDefaultToken { $0.teamID = newValue } } }
+    }
+
+    private struct TokenParts {
+        var signingKey: APNsSigningKey
+        var keyID: String
+        var teamID: String
+    }
+
+    private var defaultToken: TokenParts? {
+        guard let name = defaultCredential, case .token(let key, let keyID, let teamID)? = credentials[name] else {
+            return nil
+        }
+        return TokenParts(signingKey: key, keyID: keyID, teamID: teamID)
+    }
+
+    private mutating func updateDefaultToken(_ change: (inout TokenParts) -> Void) {
+        guard let name = defaultCredential, var parts = defaultToken else { return }
+        change(&parts)
+        credentials[name] = .token(signingKey: parts.signingKey, keyID: parts.keyID, teamID: parts.teamID)
+    }
+
     public var description: String {
-        "APNsConfiguration(keyID: \(keyID), teamID: \(teamID), topic: \(topic), "
-            + "url: \(baseURLOverride ?? "apple"), extraCA: \(extraTrustedCAPath ?? "none"), "
-            + "maxConnections: \(maxConnections), maxStreamsPerConnection: \(maxStreamsPerConnection), "
-            + "requestTimeout: \(requestTimeout), maxAttempts: \(retry.maxAttempts), signingKey: <redacted>)"
+        let shown = credentials.keys.sorted().map { "\($0): \(credentials[$0]!)" }.joined(separator: ", ")
+        return "APNsConfiguration(credentials: [\(shown)], defaultCredential: \(defaultCredential ?? "none"), "
+            + "topic: \(topic), url: \(baseURLOverride ?? "apple"), extraCA: \(extraTrustedCAPath ?? "none"), "
+            + "maxConnections: \(maxConnections), connectionBudget: \(connectionBudget), "
+            + "maxStreamsPerConnection: \(maxStreamsPerConnection), "
+            + "requestTimeout: \(requestTimeout), maxAttempts: \(retry.maxAttempts))"
     }
 
     /// True for a `baseURLOverride` the client takes: `https://host[:port]`.
@@ -152,6 +233,12 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
         case keyFileTooOpen(path: String, mode: Int)
         case keyInvalid(path: String?)
         case caFileUnusable(path: String)
+        case credentialFileTooOpen(path: String, mode: Int)
+        case credentialFileUnreadable(path: String)
+        case p12Unusable(path: String, withPassword: Bool)
+        case certificateInvalid(path: String)
+        case certificateKeyInvalid(path: String)
+        case certificateUnusable(name: String)
     }
     private let code: Code
 
@@ -160,6 +247,14 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     static func keyFileTooOpen(path: String, mode: Int) -> Self { Self(code: .keyFileTooOpen(path: path, mode: mode)) }
     static func keyInvalid(path: String?) -> Self { Self(code: .keyInvalid(path: path)) }
     static func caFileUnusable(path: String) -> Self { Self(code: .caFileUnusable(path: path)) }
+    static func credentialFileTooOpen(path: String, mode: Int) -> Self { Self(code: .credentialFileTooOpen(path: path, mode: mode)) }
+    static func credentialFileUnreadable(path: String) -> Self { Self(code: .credentialFileUnreadable(path: path)) }
+    static func p12Unusable(path: String, withPassword: Bool) -> Self {
+        Self(code: .p12Unusable(path: path, withPassword: withPassword))
+    }
+    static func certificateInvalid(path: String) -> Self { Self(code: .certificateInvalid(path: path)) }
+    static func certificateKeyInvalid(path: String) -> Self { Self(code: .certificateKeyInvalid(path: path)) }
+    static func certificateUnusable(name: String) -> Self { Self(code: .certificateUnusable(name: name)) }
 
     public var description: String {
         switch code {
@@ -171,13 +266,27 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
             return "APNs signing key: \(path) is not a PKCS#8 P-256 private key in PEM (.p8)"
         case .keyInvalid(nil): return "APNs signing key: not a PKCS#8 P-256 private key in PEM (.p8)"
         case .caFileUnusable(let path): return "APNs trusted CA: cannot use \(path) as PEM certificates"
+        case .credentialFileTooOpen(let path, let mode):
+            return "APNs credential: \(path) may be read by other users (mode 0\(String(mode, radix: 8))); "
+                + "whoever reads it can push as your app: chmod 600 \(path)"
+        case .credentialFileUnreadable(let path): return "APNs credential: cannot read \(path)"
+        case .p12Unusable(let path, true):
+            return "APNs client certificate: cannot open \(path) as PKCS#12 with the password of its password file (wrong password, or not a .p12)"
+        case .p12Unusable(let path, false):
+            return "APNs client certificate: cannot open \(path) as PKCS#12 without a password (does it need a password file?)"
+        case .certificateInvalid(let path): return "APNs client certificate: \(path) holds no usable X.509 certificate"
+        case .certificateKeyInvalid(let path): return "APNs client certificate: \(path) is not a private key in PEM"
+        case .certificateUnusable(let name):
+            return "APNs credential \(name): the certificate and its private key cannot be used for TLS (do they belong together?)"
         }
     }
 
-    /// True for problems with the signing key (file or content).
+    /// True for problems with a credential: the signing key, a client certificate or their files.
     public var isKeyProblem: Bool {
         switch code {
-        case .keyFileUnreadable, .keyFileTooOpen, .keyInvalid: return true
+        case .keyFileUnreadable, .keyFileTooOpen, .keyInvalid, .credentialFileTooOpen, .credentialFileUnreadable,
+            .p12Unusable, .certificateInvalid, .certificateKeyInvalid, .certificateUnusable:
+            return true
         default: return false
         }
     }

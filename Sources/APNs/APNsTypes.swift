@@ -32,7 +32,8 @@ public struct APNsNotification: Sendable {
     public var topic: String?
     /// The JSON payload, at most 4096 bytes.
     public var payload: [UInt8]
-    /// The name of the credential to send with (nil: the default credential).
+    /// The name of the credential to send with (`APNsConfiguration.credentials`); nil: the
+    /// configuration's default credential.
     public var credential: String?
 
     public init(
@@ -115,6 +116,8 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     case invalidProviderToken
     case missingProviderToken
     case unrelatedKeyIDInToken
+    /// Apple: the key id of the token is not valid for the environment (sandbox or production).
+    case badEnvironmentKeyIdInToken
     case badPath
     case methodNotAllowed
     case expiredToken
@@ -131,6 +134,11 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     case timeout
     /// The client was shut down before the request could complete.
     case clientShutdown
+    /// The notification's credential is a client certificate past its `notAfter` (refused here,
+    /// without connecting).
+    case certificateExpired
+    /// The notification names a credential the configuration does not have.
+    case unknownCredential
     /// A reason string this client does not know.
     case unknown(String)
 
@@ -156,6 +164,7 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
         (.invalidProviderToken, "InvalidProviderToken"),
         (.missingProviderToken, "MissingProviderToken"),
         (.unrelatedKeyIDInToken, "UnrelatedKeyIdInToken"),
+        (.badEnvironmentKeyIdInToken, "BadEnvironmentKeyIdInToken"),
         (.badPath, "BadPath"),
         (.methodNotAllowed, "MethodNotAllowed"),
         (.expiredToken, "ExpiredToken"),
@@ -169,6 +178,8 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
         (.connectionFailed, "connectionFailed"),
         (.timeout, "timeout"),
         (.clientShutdown, "clientShutdown"),
+        (.certificateExpired, "CertificateExpired"),
+        (.unknownCredential, "UnknownCredential"),
     ]
 
     private static let byString: [String: APNsReason] = {
@@ -192,11 +203,14 @@ public enum APNsReason: Sendable, Hashable, CustomStringConvertible {
     public var description: String { rawValue }
 
     /// True when every later notification of the run would fail the same way
-    /// (credentials, key, topic): the runner should stop instead of sending on.
+    /// (credentials, key, certificate, team, topic): the runner should stop instead of sending on.
+    /// Forbidden and BadTopic stay here too: Apple answers them for the provider's setup, not for
+    /// one notification.
     public var isFatalForRun: Bool {
         switch self {
         case .invalidProviderToken, .missingProviderToken, .badCertificate, .badCertificateEnvironment,
-            .forbidden, .topicDisallowed, .badTopic, .unrelatedKeyIDInToken:
+            .badEnvironmentKeyIdInToken, .unrelatedKeyIDInToken, .topicDisallowed, .certificateExpired,
+            .unknownCredential, .forbidden, .badTopic:
             return true
         default:
             return false

@@ -9,6 +9,8 @@ enum AttemptOutcome: Sendable, Equatable {
     case notProcessed
     /// Connecting failed or the connection/stream was lost before an answer.
     case connectionFailed
+    /// The server refused the TLS handshake for the client certificate (a certificate alert).
+    case certificateRejected
     /// No answer before the request's deadline.
     case timedOut
     /// The client is shutting down.

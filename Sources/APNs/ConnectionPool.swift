@@ -3,14 +3,24 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// All connections of a client, per endpoint, and the timer that ticks them. Lives on the
-/// client's event loop.
+/// The connections of one pool: one endpoint, one credential.
+struct PoolKey: Hashable {
+    var endpoint: Endpoint
+    /// Index of the credential in `APNsClient`'s list.
+    var credential: Int
+}
+
+/// All connections of a client, per endpoint and credential, the budget they share, and the timer
+/// that ticks them. Lives on the client's event loop.
 final class ConnectionPool {
     private let eventLoop: EventLoop
-    private let sslContext: NIOSSLContext
+    /// Per credential (by index): the TLS context its connections use, and its name for logs.
+    private let sslContexts: [NIOSSLContext]
+    private let credentialNames: [String]
     private let configuration: APNsConfiguration
     private let logger: Logger
-    private var hosts: [Endpoint: HostPool] = [:]
+    private var hosts: [PoolKey: HostPool] = [:]
+    private var budget: ConnectionBudget<PoolKey>
     private var timer: RepeatedTask?
     private(set) var isShutdown = false
     private let pingInterval: TimeAmount
@@ -18,11 +28,19 @@ final class ConnectionPool {
     /// Completed once a graceful shutdown has let every request finish.
     private var drained: EventLoopPromise<Void>?
 
-    init(eventLoop: EventLoop, sslContext: NIOSSLContext, configuration: APNsConfiguration, logger: Logger) {
+    init(
+        eventLoop: EventLoop,
+        sslContexts: [NIOSSLContext],
+        credentialNames: [String],
+        configuration: APNsConfiguration,
+        logger: Logger
+    ) {
         self.eventLoop = eventLoop
-        self.sslContext = sslContext
+        self.sslContexts = sslContexts
+        self.credentialNames = credentialNames
         self.configuration = configuration
         self.logger = logger
+        self.budget = ConnectionBudget(limit: configuration.connectionBudget)
         self.pingInterval = TimeAmount(configuration.pingInterval)
         // Often enough to time requests out within a quarter of their deadline and to ping on time.
         let quarterTimeout = TimeAmount(configuration.requestTimeout).nanoseconds / 4
@@ -30,38 +48,85 @@ final class ConnectionPool {
         self.tickInterval = .nanoseconds(max(10_000_000, min(1_000_000_000, quarterTimeout, halfPing)))
     }
 
+    /// Connections open or opening over every pool (what the budget counts).
+    var openConnections: Int { budget.total }
+
     func submit(_ request: OutboundRequest) {
         guard !isShutdown, drained == nil else {
             request.complete(.shutdown)
             return
         }
         if timer == nil { startTimer() }
-        hostPool(for: request.endpoint).submit(request)
+        hostPool(for: PoolKey(endpoint: request.endpoint, credential: request.credential)).submit(request)
     }
 
-    private var lastHost: (endpoint: Endpoint, pool: HostPool)?
+    private var lastHost: (key: PoolKey, pool: HostPool)?
 
-    private func hostPool(for endpoint: Endpoint) -> HostPool {
-        // Nearly every request goes to the same host as the one before: skip the hashing.
-        if let lastHost, lastHost.endpoint.port == endpoint.port, lastHost.endpoint.host == endpoint.host {
+    private func hostPool(for key: PoolKey) -> HostPool {
+        // Nearly every request goes to the same pool as the one before: skip the hashing.
+        if let lastHost, lastHost.key.credential == key.credential, lastHost.key.endpoint.port == key.endpoint.port,
+            lastHost.key.endpoint.host == key.endpoint.host
+        {
             return lastHost.pool
         }
-        if let existing = hosts[endpoint] {
-            lastHost = (endpoint, existing)
+        if let existing = hosts[key] {
+            lastHost = (key, existing)
             return existing
         }
         let created = HostPool(
-            endpoint: endpoint,
+            key: key,
+            credentialName: credentialNames[key.credential],
             eventLoop: eventLoop,
-            sslContext: sslContext,
+            sslContext: sslContexts[key.credential],
             configuration: configuration,
             logger: logger
         )
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         created.becameIdle = { bound.value.checkDrained() }
-        hosts[endpoint] = created
-        lastHost = (endpoint, created)
+        created.owner = self
+        hosts[key] = created
+        lastHost = (key, created)
         return created
+    }
+
+    // MARK: The budget (see `ConnectionBudget`)
+
+    /// A pool needs a connection: true when it may open one now; else it waits for `slotGranted`.
+    func acquireSlot(_ key: PoolKey) -> Bool {
+        if budget.acquire(key) { return true }
+        rebalance()
+        return false
+    }
+
+    /// A connection of `key` closed or failed to open: its slot goes to a waiting pool.
+    func releaseSlot(_ key: PoolKey, reclaimed: Bool) {
+        var next = budget.released(key, reclaimed: reclaimed)
+        while let pool = next {
+            if !isShutdown, let host = hosts[pool], host.slotGranted() { break }
+            next = budget.released(pool, reclaimed: false)
+        }
+        rebalance()
+    }
+
+    /// A reclaim chosen by `rebalance` found nothing to close after all (it changed meanwhile).
+    func releaseReclaimFailed() {
+        budget.reclaimAbandoned()
+    }
+
+    /// True when some pool waits for a slot (then idle connections are worth reporting).
+    var hasPoolsWaitingForSlot: Bool { !budget.waiting.isEmpty }
+
+    /// Reclaims connections for the pools waiting for a slot, when there are any to reclaim.
+    func rebalance() {
+        guard !isShutdown, budget.waiting.count > budget.reclaiming else { return }
+        let now = NIODeadline.now()
+        let candidates = hosts.values.map { $0.budgetCandidate(now: now) }
+        for reclaim in budget.reclaims(candidates: candidates) {
+            switch reclaim {
+            case .closeIdle(let key): hosts[key]?.closeIdleConnection()
+            case .retire(let key): hosts[key]?.retireConnection()
+            }
+        }
     }
 
     private func startTimer() {
@@ -70,6 +135,8 @@ final class ConnectionPool {
             let pool = bound.value
             let now = NIODeadline.now()
             for host in pool.hosts.values { host.tick(now: now, pingInterval: pool.pingInterval) }
+            // A connection may have become retirable (served long enough) since the last look.
+            pool.rebalance()
         }
     }
 
@@ -110,33 +177,55 @@ struct ConnectionRef: Hashable {
     func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(handler)) }
 }
 
-/// The connections to one endpoint: carries out `ConnectionPoolDecisions` (connects, sends,
-/// fails requests) and logs.
+/// The connections of one endpoint and credential: carries out `ConnectionPoolDecisions`
+/// (connects, sends, fails requests), asks the client's budget before opening a connection,
+/// gives connections back to it, and logs.
 final class HostPool: APNsConnectionDelegate {
+    /// A pool's only connection is retired for another pool only after serving this long.
+    static let minimumHold = TimeAmount.seconds(1)
+
+    private struct Live {
+        /// Set once connected.
+        var channel: Channel?
+        /// Set once HTTP/2 is up.
+        var readySince: NIODeadline?
+        /// Takes no new streams; closed once its streams are answered.
+        var retiring = false
+        /// Closed for the budget (another pool gets its slot).
+        var reclaimed = false
+    }
+
+    let key: PoolKey
+    weak var owner: ConnectionPool?
     private let endpoint: Endpoint
     private let eventLoop: EventLoop
     private let sslContext: NIOSSLContext
     private let configuration: APNsConfiguration
     private var logger: Logger
     private var decisions: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>
-    /// Every live connection, draining ones included, with its channel once connected.
-    private var live: [ConnectionRef: Channel?] = [:]
+    /// Every live connection, retiring and draining ones included.
+    private var live: [ConnectionRef: Live] = [:]
+    /// A connection is wanted and the budget has no slot yet.
+    private var awaitingSlot = false
     /// Called when nothing waits and nothing is in flight any more (graceful shutdown).
     var becameIdle: (() -> Void)?
 
     init(
-        endpoint: Endpoint,
+        key: PoolKey,
+        credentialName: String,
         eventLoop: EventLoop,
         sslContext: NIOSSLContext,
         configuration: APNsConfiguration,
         logger: Logger
     ) {
-        self.endpoint = endpoint
+        self.key = key
+        self.endpoint = key.endpoint
         self.eventLoop = eventLoop
         self.sslContext = sslContext
         self.configuration = configuration
         self.logger = logger
-        self.logger[metadataKey: "apns.host"] = "\(endpoint.authority)"
+        self.logger[metadataKey: "apns.host"] = "\(key.endpoint.authority)"
+        self.logger[metadataKey: "apns.credential"] = "\(credentialName)"
         self.decisions = ConnectionPoolDecisions(maxConnections: configuration.maxConnections)
     }
 
@@ -163,18 +252,42 @@ final class HostPool: APNsConnectionDelegate {
         if open { openConnection() }
     }
 
-    private func carryOut(_ decision: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>.FailDecision) {
-        for request in decision.failed { request.complete(.connectionFailed) }
+    private func carryOut(
+        _ decision: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>.FailDecision,
+        outcome: AttemptOutcome = .connectionFailed
+    ) {
+        for request in decision.failed { request.complete(outcome) }
         if decision.openConnection { openConnection() }
         if isIdle { becameIdle?() }
     }
 
+    /// Opens a connection when the client's budget has a slot; else waits for `slotGranted`.
     private func openConnection() {
+        guard !awaitingSlot else { return }
+        guard let owner else { return }
+        if owner.acquireSlot(key) {
+            connect()
+        } else {
+            awaitingSlot = true
+            logger.debug("apns connection budget spent; waiting for a slot")
+        }
+    }
+
+    /// The budget gave this pool a slot: true when it is used (a connection opens), false when
+    /// the pool no longer needs one (the caller gives the slot on).
+    func slotGranted() -> Bool {
+        awaitingSlot = false
+        guard decisions.shouldOpenConnection else { return false }
+        connect()
+        return true
+    }
+
+    private func connect() {
         let handler = APNsConnectionHandler(endpoint: endpoint, localStreamLimit: configuration.maxStreamsPerConnection)
         handler.delegate = self
         let connection = ConnectionRef(handler: handler)
         decisions.connectionOpening(connection)
-        live[connection] = .some(nil)
+        live[connection] = Live()
         logger.debug("apns connecting", metadata: ["apns.connections": "\(decisions.connections.count)"])
 
         let boundHandler = NIOLoopBound(handler, eventLoop: eventLoop)
@@ -204,18 +317,23 @@ final class HostPool: APNsConnectionDelegate {
                     channel.close(promise: nil)
                     return
                 }
-                pool.live[connection] = channel
+                pool.live[connection]?.channel = channel
             case .failure(let error):
                 pool.logger.warning("apns connect failed", metadata: ["error": "\(String(describing: error))"])
-                pool.live.removeValue(forKey: connection)
-                pool.carryOut(pool.decisions.connectFailed(connection))
+                guard let removed = pool.live.removeValue(forKey: connection) else { return }
+                let outcome: AttemptOutcome = TLSAlert.isCertificateRefusal(error) ? .certificateRejected : .connectionFailed
+                pool.carryOut(pool.decisions.connectFailed(connection), outcome: outcome)
+                pool.owner?.releaseSlot(pool.key, reclaimed: removed.reclaimed)
             }
         }
     }
 
     func tick(now: NIODeadline, pingInterval: TimeAmount) {
         for request in decisions.expire(now: now) { request.complete(.timedOut) }
-        for connection in live.keys { connection.handler.tick(now: now, pingInterval: pingInterval) }
+        for (connection, state) in live {
+            connection.handler.tick(now: now, pingInterval: pingInterval)
+            if state.retiring, connection.handler.inFlight == 0 { connection.handler.shutdown() }
+        }
         if isIdle { becameIdle?() }
     }
 
@@ -223,19 +341,75 @@ final class HostPool: APNsConnectionDelegate {
         decisions.refuseNew()
     }
 
+    // MARK: Giving connections back to the budget
+
+    /// What the budget needs to know to choose a connection to reclaim here.
+    func budgetCandidate(now: NIODeadline) -> ConnectionBudget<PoolKey>.Candidate {
+        let taking = live.filter { !$0.value.retiring }
+        let ready = taking.filter { $0.value.readySince != nil }
+        let idle = decisions.waitingCount == 0 ? ready.filter { $0.key.handler.inFlight == 0 }.count : 0
+        var retirable = ready.count
+        if taking.count == 1, let since = ready.first?.value.readySince, now - since < Self.minimumHold {
+            retirable = 0
+        }
+        return .init(pool: key, connections: taking.count, idle: idle, retirable: retirable)
+    }
+
+    /// Closes a ready connection with nothing in flight, for another pool.
+    func closeIdleConnection() {
+        guard decisions.waitingCount == 0,
+            let connection = live.first(where: {
+                !$0.value.retiring && $0.value.readySince != nil && $0.key.handler.inFlight == 0
+            })?.key
+        else {
+            owner?.releaseReclaimFailed()
+            return
+        }
+        live[connection]?.reclaimed = true
+        live[connection]?.retiring = true
+        _ = decisions.connectionDraining(connection)
+        logger.debug("apns closing an idle connection for another pool")
+        connection.handler.shutdown()
+    }
+
+    /// Stops giving a connection new streams, and closes it once they are answered, for a pool
+    /// that has none.
+    func retireConnection() {
+        let candidates = live.filter { !$0.value.retiring && $0.value.readySince != nil }
+        guard let connection = candidates.min(by: { $0.key.handler.inFlight < $1.key.handler.inFlight })?.key else {
+            owner?.releaseReclaimFailed()
+            return
+        }
+        live[connection]?.reclaimed = true
+        live[connection]?.retiring = true
+        let reopen = decisions.connectionDraining(connection)
+        logger.debug("apns retiring a connection for another pool")
+        if connection.handler.inFlight == 0 { connection.handler.shutdown() }
+        if reopen { openConnection() }
+    }
+
     // MARK: APNsConnectionDelegate
 
     func connectionBecameReady(_ handler: APNsConnectionHandler) {
         logger.debug("apns connection ready")
-        decisions.connectionReady(ConnectionRef(handler: handler))
+        let connection = ConnectionRef(handler: handler)
+        live[connection]?.readySince = .now()
+        decisions.connectionReady(connection)
         drainWaiting()
     }
 
     func connectionHasCapacity(_ handler: APNsConnectionHandler) {
+        if live[ConnectionRef(handler: handler)]?.retiring == true {
+            if handler.inFlight == 0 { handler.shutdown() }
+            return
+        }
         if decisions.waitingCount > 0 {
             drainWaiting()
         } else if becameIdle != nil, decisions.isRefusingNew, isIdle {
             becameIdle?()
+        }
+        if handler.inFlight == 0, decisions.waitingCount == 0, let owner, owner.hasPoolsWaitingForSlot {
+            owner.rebalance()
         }
     }
 
@@ -246,8 +420,9 @@ final class HostPool: APNsConnectionDelegate {
 
     func connectionClosed(_ handler: APNsConnectionHandler, wasReady: Bool) {
         let connection = ConnectionRef(handler: handler)
-        live.removeValue(forKey: connection)
+        let removed = live.removeValue(forKey: connection)
         if decisions.isShutdown { return }
+        var outcome = AttemptOutcome.connectionFailed
         if wasReady {
             logger.debug("apns connection closed")
         } else {
@@ -255,17 +430,33 @@ final class HostPool: APNsConnectionDelegate {
                 "apns connection closed before HTTP/2 was set up",
                 metadata: ["error": "\(handler.lastError.map { String(describing: $0) } ?? "closed by peer")"]
             )
+            if let error = handler.lastError, TLSAlert.isCertificateRefusal(error) { outcome = .certificateRejected }
         }
-        carryOut(decisions.connectionClosed(connection, wasReady: wasReady))
+        carryOut(decisions.connectionClosed(connection, wasReady: wasReady), outcome: outcome)
+        if let removed { owner?.releaseSlot(key, reclaimed: removed.reclaimed) }
     }
 
     func shutdown() -> [EventLoopFuture<Void>] {
         for request in decisions.shutdown() { request.complete(.shutdown) }
         var closed: [EventLoopFuture<Void>] = []
-        for (connection, channel) in live {
+        for (connection, state) in live {
             connection.handler.shutdown()
-            if let channel { closed.append(channel.closeFuture) }
+            if let channel = state.channel { closed.append(channel.closeFuture) }
         }
         return closed
+    }
+}
+
+/// TLS alerts by which a server refuses the client's certificate.
+enum TLSAlert {
+    /// True when the peer ended the handshake with a certificate alert (BoringSSL names received
+    /// alerts `SSLV3_ALERT_…` / `TLSV1_ALERT_…` / `TLSV13_ALERT_…`). A certificate this client
+    /// refuses (the server's) is not one: that is a local verification failure.
+    static func isCertificateRefusal(_ error: Error) -> Bool {
+        let text = String(describing: error).uppercased()
+        guard text.contains("ALERT_") else { return false }
+        return ["BAD_CERTIFICATE", "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED",
+                "CERTIFICATE_UNKNOWN", "UNKNOWN_CA", "CERTIFICATE_REQUIRED", "ACCESS_DENIED"]
+            .contains { text.contains("ALERT_" + $0) }
     }
 }

@@ -7,7 +7,8 @@ import NIOHPACK
 final class APNsRequestHead: Sendable {
     let authority: String
     let deviceToken: String
-    let authorization: String
+    /// nil on connections authenticated by a client certificate.
+    let authorization: String?
     let topic: String
     let pushType: String
     let priority: Int
@@ -19,7 +20,7 @@ final class APNsRequestHead: Sendable {
     init(
         authority: String,
         deviceToken: String,
-        authorization: String,
+        authorization: String?,
         topic: String,
         pushType: String,
         priority: Int,
@@ -73,7 +74,7 @@ struct RequestHeaderEncoder {
 
     private struct ConstantKey {
         var authority: String
-        var authorization: String
+        var authorization: String?
         var topic: String
         var pushType: String
         var priority: Int
@@ -157,7 +158,9 @@ struct RequestHeaderEncoder {
         // :method POST (static 3), :scheme https (static 7).
         out.writeInteger(UInt16(0x8387))
         writeIndexed(name: ":authority", staticNameIndex: 1, value: head.authority, into: &out)
-        writeIndexed(name: "authorization", staticNameIndex: 23, value: head.authorization, into: &out)
+        if let authorization = head.authorization {
+            writeIndexed(name: "authorization", staticNameIndex: 23, value: authorization, into: &out)
+        }
         writeIndexed(name: "apns-topic", staticNameIndex: nil, value: head.topic, into: &out)
         writeIndexed(name: "apns-push-type", staticNameIndex: nil, value: head.pushType, into: &out)
         writeIndexed(

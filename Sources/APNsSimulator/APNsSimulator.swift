@@ -22,6 +22,9 @@ public final class APNsSimulator: Service, Sendable {
     public let configuration: SimulatorConfiguration
     /// The PEM of the CA that clients must trust (nil when given files without a CA path).
     public let caCertificatePath: String?
+    /// The PEM of the CA that client certificates must chain to (`issueClientCertificate`).
+    public let clientCACertificatePath: String
+    let clientCA: ClientCA
     private let logger: Logger
     private let sslContext: NIOSSLContext
     private let eventLoop: EventLoop
@@ -43,8 +46,14 @@ public final class APNsSimulator: Service, Sendable {
             privateKey: .privateKey(material.key)
         )
         tls.applicationProtocols = ["h2"]
+        // Client certificates are asked for but optional (token clients send none); one that is
+        // presented must chain to the client CA, else the handshake fails.
+        tls.certificateVerification = .optionalVerification
+        tls.trustRoots = .certificates([try material.clientCA.nioCertificate])
         self.sslContext = try NIOSSLContext(configuration: tls)
         self.caCertificatePath = material.caPath
+        self.clientCA = material.clientCA
+        self.clientCACertificatePath = material.clientCA.path
         self.configuration = configuration
         self.logger = logger
         self.eventLoop = eventLoopGroup.next()
@@ -198,6 +207,26 @@ public final class APNsSimulator: Service, Sendable {
         let token = deviceToken.lowercased()
         await onLoop({ $0.unregistered[token] = date }, stopped: { _ in () })
     }
+
+    /// Trusts one more signing key for `teamID` (key rotation): its tokens are accepted for every
+    /// token app of that team, beside the keys trusted already. Undoes `revokeKey` for that id.
+    public func trustKey(keyID: String, publicKey: P256.Signing.PublicKey, teamID: String) async {
+        await onLoop({ $0.auth.trust(keyID: keyID, publicKey: publicKey, teamID: teamID) }, stopped: { _ in () })
+    }
+
+    /// Revokes a signing key: its tokens are answered 403 InvalidProviderToken from now on, on
+    /// connections that used it already too.
+    public func revokeKey(keyID: String) async {
+        await onLoop({ _ = $0.auth.revokedKeys.insert(keyID) }, stopped: { _ in () })
+    }
+
+    /// Revokes a client certificate by serial number (lowercase hex, as `IssuedClientCertificate`
+    /// gives it): its requests are answered 403 BadCertificate from now on, on connections that
+    /// presented it already too. The handshake still succeeds, as Apple's does.
+    public func revokeCertificate(serialNumber: String) async {
+        let serial = serialNumber.lowercased()
+        await onLoop({ _ = $0.auth.revokedCertificates.insert(serial) }, stopped: { _ in () })
+    }
 }
 
 /// Small, fast, seedable generator for fault injection.
@@ -221,6 +250,7 @@ final class SimulatorState {
     var stats = SimulatorStats()
     var accepted: [AcceptedNotification] = []
     var unregistered: [String: Date]
+    var auth: AuthRegistry
     var nextConnection = 0
     private var logHandle: FileHandle?
     private var logBuffer: [UInt8] = []
@@ -233,6 +263,7 @@ final class SimulatorState {
         self.configuration = configuration
         self.logger = logger
         self.random = SplitMix64(seed: configuration.faults.seed)
+        self.auth = AuthRegistry(configuration)
         self.unregistered = Dictionary(
             configuration.unregisteredTokens.map { ($0.key.lowercased(), $0.value) },
             uniquingKeysWith: { first, _ in first }

@@ -16,6 +16,47 @@ struct VerifiedToken {
     var jwt: String
     var keyID: String
     var issuedAt: Int64
+    /// The `iss` claim, which the key's team matched.
+    var teamID: String = ""
+}
+
+/// Who may push to what: each team's signing keys, the token and certificate apps, and what was
+/// revoked. Lives on the simulator's event loop (the runtime controls change it).
+struct AuthRegistry {
+    /// Key id → its team and public key.
+    var keys: [String: (teamID: String, key: P256.Signing.PublicKey)] = [:]
+    var revokedKeys: Set<String> = []
+    /// Topic → the team whose provider tokens may push to it.
+    var tokenTopics: [String: String] = [:]
+    /// Topics of apps with certificate authentication.
+    var certificateTopics: Set<String> = []
+    /// Serial numbers (lowercase hex) of revoked client certificates.
+    var revokedCertificates: Set<String> = []
+
+    /// `teamID`, `signingKeys` and `allowedTopics` make one token team; `apps` add to it.
+    init(_ configuration: SimulatorConfiguration) {
+        for (keyID, key) in configuration.signingKeys { keys[keyID] = (configuration.teamID, key) }
+        for topic in configuration.allowedTopics { tokenTopics[topic] = configuration.teamID }
+        for app in configuration.apps {
+            switch app.auth {
+            case .token(let teamID, let appKeys):
+                tokenTopics[app.topic] = teamID
+                for (keyID, key) in appKeys { keys[keyID] = (teamID, key) }
+            case .certificate:
+                certificateTopics.insert(app.topic)
+            }
+        }
+    }
+
+    mutating func trust(keyID: String, publicKey: P256.Signing.PublicKey, teamID: String) {
+        keys[keyID] = (teamID, publicKey)
+        revokedKeys.remove(keyID)
+    }
+
+    /// The team and key of a key id that is trusted and not revoked.
+    func key(_ keyID: String) -> (teamID: String, key: P256.Signing.PublicKey)? {
+        revokedKeys.contains(keyID) ? nil : keys[keyID]
+    }
 }
 
 enum ProviderTokenVerifier {
@@ -26,6 +67,14 @@ enum ProviderTokenVerifier {
         authorization: String,
         teamID: String,
         keys: [String: P256.Signing.PublicKey]
+    ) -> Result<VerifiedToken, Failure> {
+        verify(authorization: authorization) { keyID in keys[keyID].map { (teamID, $0) } }
+    }
+
+    /// Verifies with the key `lookup` gives for the token's `kid`, and that `iss` is its team.
+    static func verify(
+        authorization: String,
+        lookup: (String) -> (teamID: String, key: P256.Signing.PublicKey)?
     ) -> Result<VerifiedToken, Failure> {
         let prefix = "bearer "
         guard authorization.count > prefix.count, authorization.prefix(prefix.count).lowercased() == prefix else {
@@ -46,13 +95,13 @@ enum ProviderTokenVerifier {
         else {
             return .failure(.invalid)
         }
-        guard let key = keys[keyID], issuer == teamID,
+        guard let (teamID, key) = lookup(keyID), issuer == teamID,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
             key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
         else {
             return .failure(.invalid)
         }
-        return .success(VerifiedToken(jwt: jwt, keyID: keyID, issuedAt: iatNumber.int64Value))
+        return .success(VerifiedToken(jwt: jwt, keyID: keyID, issuedAt: iatNumber.int64Value, teamID: teamID))
     }
 
     static func base64URLDecode(_ text: Substring) -> Data? {

@@ -57,6 +57,10 @@ public struct SimulatorConfiguration: Sendable {
     public var signingKeys: [String: P256.Signing.PublicKey]
     /// Topics (bundle ids) that may be pushed to.
     public var allowedTopics: Set<String>
+    /// More apps, each with its own topic and authentication (several teams, certificate apps).
+    /// `teamID`, `signingKeys` and `allowedTopics` stay one token-authenticated team besides them;
+    /// an app here takes precedence for its topic.
+    public var apps: [SimulatedApp]
     /// Device tokens (lowercase hex) that are no longer registered, with the time they became invalid.
     public var unregisteredTokens: [String: Date]
     /// Device tokens (lowercase hex) that belong to another topic → 400 DeviceTokenNotForTopic.
@@ -87,7 +91,8 @@ public struct SimulatorConfiguration: Sendable {
         startWithOneStream: Bool = true,
         acceptedLogPath: String? = nil,
         recordAccepted: Bool = true,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() },
+        apps: [SimulatedApp] = []
     ) {
         self.host = host
         self.port = port
@@ -103,6 +108,26 @@ public struct SimulatorConfiguration: Sendable {
         self.acceptedLogPath = acceptedLogPath
         self.recordAccepted = recordAccepted
         self.clock = clock
+        self.apps = apps
+    }
+}
+
+/// An app the simulator serves: its topic (bundle id) and how providers authenticate for it.
+public struct SimulatedApp: Sendable {
+    public enum Auth: Sendable {
+        /// Provider tokens of this team, signed by one of these keys (key id → public key). Every
+        /// key of a team signs for every token app of that team, as at Apple.
+        case token(teamID: String, keys: [String: P256.Signing.PublicKey])
+        /// A client certificate that chains to the simulator's client CA and names the topic.
+        case certificate
+    }
+
+    public var topic: String
+    public var auth: Auth
+
+    public init(topic: String, auth: Auth) {
+        self.topic = topic
+        self.auth = auth
     }
 }
 

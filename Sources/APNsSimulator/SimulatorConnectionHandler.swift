@@ -1,5 +1,7 @@
+import APNs
 import Foundation
 import NIOCore
+import NIOSSL
 import NIOHPACK
 import NIOHTTP2
 
@@ -38,6 +40,14 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var currentToken: VerifiedToken?
     private var currentAuthorization: String?
     private var firstKeyID: String?
+    /// The client certificate of this connection (read once, at its first request); nil on
+    /// token connections.
+    private lazy var clientCertificate: ClientCertificateFields? = {
+        guard let context, let certificate = try? context.pipeline.syncOperations.nioSSL_peerCertificate(),
+            let der = try? certificate.toDERBytes()
+        else { return nil }
+        return ClientCertificateFields(der: der)
+    }()
     /// DATA bytes received since the last connection-level WINDOW_UPDATE (no multiplexer
     /// replenishes the connection window for us).
     private var unacknowledgedInboundBytes = 0
@@ -337,6 +347,17 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if request.duplicate { return .reject(400, "DuplicateHeaders") }
         if token.isEmpty { return .reject(400, "MissingDeviceToken") }
 
+        // A connection with a client certificate is authorized by it, and needs no token.
+        if let certificate = clientCertificate {
+            if state.auth.revokedCertificates.contains(certificate.serialNumber) { return .reject(403, "BadCertificate") }
+            raiseStreamLimitIfNeeded()
+            guard let topic = request.topic else { return .reject(400, "MissingTopic") }
+            guard certificate.topics.contains(topic), state.auth.certificateTopics.contains(topic) else {
+                return .reject(400, "TopicDisallowed")
+            }
+            return judgeNotification(request, token: token, body: body)
+        }
+
         // Provider token.
         guard let authorization = request.authorization else { return .reject(403, "MissingProviderToken") }
         let now = Int64(configuration.clock().timeIntervalSince1970)
@@ -344,15 +365,14 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if authorization == currentAuthorization, let currentToken {
             verified = currentToken
         } else {
-            switch ProviderTokenVerifier.verify(
-                authorization: authorization,
-                teamID: configuration.teamID,
-                keys: configuration.signingKeys
-            ) {
+            let auth = state.auth
+            switch ProviderTokenVerifier.verify(authorization: authorization, lookup: { auth.key($0) }) {
             case .failure: return .reject(403, "InvalidProviderToken")
             case .success(let token): verified = token
             }
         }
+        // A key revoked since this connection's token was accepted.
+        if state.auth.key(verified.keyID) == nil { return .reject(403, "InvalidProviderToken") }
         if verified.issuedAt > now + 60 { return .reject(403, "InvalidProviderToken") }
         if now - verified.issuedAt > 3600 { return .reject(403, "ExpiredProviderToken") }
         if let firstKeyID, firstKeyID != verified.keyID { return .reject(403, "UnrelatedKeyIdInToken") }
@@ -367,9 +387,17 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         }
         raiseStreamLimitIfNeeded()
 
-        // Headers.
         guard let topic = request.topic else { return .reject(400, "MissingTopic") }
-        guard configuration.allowedTopics.contains(topic) else { return .reject(400, "TopicDisallowed") }
+        guard let topicTeam = state.auth.tokenTopics[topic] else { return .reject(400, "TopicDisallowed") }
+        // A token of another team than the topic's app: Apple answers InvalidProviderToken (the
+        // token does not authorize this provider for the topic).
+        guard topicTeam == verified.teamID else { return .reject(403, "InvalidProviderToken") }
+        return judgeNotification(request, token: token, body: body)
+    }
+
+    /// The checks after authorization: headers, payload, device, faults.
+    private func judgeNotification(_ request: ParsedRequest, token: Substring, body: [UInt8]) -> Verdict {
+        let configuration = state.configuration
         guard HeaderRules.isHexToken(token) else { return .reject(400, "BadDeviceToken") }
         if let pushType = request.pushType, !HeaderRules.validPushTypes.contains(pushType) {
             return .reject(400, "InvalidPushType")

@@ -9,6 +9,8 @@ struct TLSMaterial {
     var chain: [NIOSSLCertificate]
     var key: NIOSSLPrivateKey
     var caPath: String?
+    /// The CA that client certificates must chain to.
+    var clientCA: ClientCA
 
     static func load(_ tls: SimulatorConfiguration.TLS) throws -> TLSMaterial {
         switch tls {
@@ -18,14 +20,19 @@ struct TLSMaterial {
             do {
                 let chain = try NIOSSLCertificate.fromPEMFile(chainPath)
                 let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
-                return TLSMaterial(chain: chain, key: key, caPath: caPath)
+                // The client CA lives beside the CA (or the chain): kept when there, else made there.
+                let directory = ((caPath ?? chainPath) as NSString).deletingLastPathComponent
+                let clientCA = try ClientCA.loadOrGenerate(in: directory.isEmpty ? "." : directory)
+                return TLSMaterial(chain: chain, key: key, caPath: caPath, clientCA: clientCA)
+            } catch let error as SimulatorError {
+                throw error
             } catch {
                 throw SimulatorError.tlsMaterial("cannot load \(chainPath) / \(keyPath)")
             }
         }
     }
 
-    /// A CA and a leaf for 127.0.0.1, ::1 and localhost, valid for 30 days.
+    /// A CA and a leaf for 127.0.0.1, ::1 and localhost, valid for 30 days, and a client CA.
     static func generate(into directory: String) throws -> TLSMaterial {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -89,7 +96,8 @@ struct TLSMaterial {
             return TLSMaterial(
                 chain: [try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem)],
                 key: try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem),
-                caPath: caPath
+                caPath: caPath,
+                clientCA: try ClientCA.generate(in: directory)
             )
         } catch let error as SimulatorError {
             throw error

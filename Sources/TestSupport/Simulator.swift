@@ -103,3 +103,39 @@ public func withSimulator<T: Sendable>(
         throw error
     }
 }
+
+extension APNsSimulatorHarness {
+    /// A second app's topic, for tests of several apps in one client.
+    public static let companionTopic = "com.example.companion"
+
+    /// Starts a simulator that serves `apps` besides the default token app (`defaultTopic`, whose
+    /// key the client configuration signs with).
+    public static func start(
+        apps: [SimulatedApp],
+        logger: Logger = Logger(label: "apns-simulator-test"),
+        customize: (inout SimulatorConfiguration) -> Void = { _ in }
+    ) async throws -> RunningAPNsSimulator {
+        try await start(logger: logger) { configuration in
+            configuration.apps += apps
+            customize(&configuration)
+        }
+    }
+}
+
+extension RunningAPNsSimulator {
+    /// Issues a client certificate for `topics`, signed by the simulator's client CA, into the
+    /// simulator's directory (removed by `stop()`), with a random password.
+    public func issueClientCertificate(
+        topics: [String],
+        name: String? = nil,
+        validity: ClosedRange<Date>? = nil
+    ) throws -> IssuedClientCertificate {
+        try simulator.issueClientCertificate(
+            topics: topics,
+            directory: directory,
+            name: name ?? "client-\(UUID().uuidString.prefix(8).lowercased())",
+            validity: validity,
+            password: UUID().uuidString
+        )
+    }
+}
