@@ -127,23 +127,43 @@ GRANT SELECT ON apps, app_credentials, app_current_credentials TO herald_job;
 GRANT SELECT (name, topic, registration_keys) ON apps TO herald_intake;
 GRANT SELECT (app), INSERT (app) ON devices TO herald_intake;
 
--- Figures by app, for analysts: devices, and what the ledger says of them.
+-- A pruned ledger keeps its figures by app too (herald prune writes them).
+ALTER TABLE pruned_delivery_counts ADD COLUMN app text NOT NULL DEFAULT 'default';
+
+-- Figures by app, for analysts: devices, and what the ledger (and the
+-- figures of pruned ledgers) says of their campaign deliveries; delivered
+-- is a receipt or a reply (the device had it).
 CREATE VIEW analyst.apps AS
+WITH ledger AS (
+    SELECT coalesce(dv.app, 'default') AS app, d.status, count(*) AS n
+    FROM deliveries d LEFT JOIN devices dv ON dv.id = d.device_id
+    WHERE d.kind = 'campaign'
+    GROUP BY 1, 2
+    UNION ALL
+    SELECT app, status, deliveries FROM pruned_delivery_counts
+), figures AS (
+    SELECT app, coalesce(sum(n) FILTER (WHERE status = 'sent'), 0)::bigint AS sent,
+           coalesce(sum(n) FILTER (WHERE status = 'failed'), 0)::bigint AS failed
+    FROM ledger GROUP BY app
+), confirmed AS (
+    SELECT dv.app, count(DISTINCT x.delivery_id) AS delivered
+    FROM (SELECT delivery_id, device_id FROM receipts UNION SELECT delivery_id, device_id FROM replies) x
+    JOIN devices dv ON dv.id = x.device_id
+    GROUP BY dv.app
+), answered AS (
+    SELECT dv.app, count(DISTINCT r.delivery_id) AS replied
+    FROM replies r JOIN devices dv ON dv.id = r.device_id
+    GROUP BY dv.app
+)
 SELECT a.name AS app, a.display_name, coalesce(a.topic, '(APNS_TOPIC)') AS topic,
        (SELECT count(*) FROM devices dv WHERE dv.app = a.name) AS devices,
        (SELECT count(*) FROM devices dv WHERE dv.app = a.name AND dv.invalidated_at IS NULL) AS active_devices,
        (SELECT count(*) FROM devices dv WHERE dv.app = a.name AND dv.public_key IS NOT NULL) AS keyed_devices,
-       s.sent, s.failed, s.delivered, s.replied
+       coalesce(f.sent, 0) AS sent, coalesce(f.failed, 0) AS failed,
+       coalesce(c.delivered, 0) AS delivered, coalesce(r.replied, 0) AS replied
 FROM apps a
-LEFT JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE d.status = 'sent') AS sent,
-           count(*) FILTER (WHERE d.status = 'failed') AS failed,
-           count(*) FILTER (WHERE d.status = 'sent' AND (r.delivery_id IS NOT NULL OR rp.replied)) AS delivered,
-           count(*) FILTER (WHERE rp.replied) AS replied
-    FROM deliveries d JOIN devices dv ON dv.id = d.device_id
-    LEFT JOIN receipts r ON r.delivery_id = d.id
-    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM replies x WHERE x.delivery_id = d.id) AS replied) rp
-    WHERE d.kind = 'campaign' AND dv.app = a.name
-) s ON true;
+LEFT JOIN figures f ON f.app = a.name
+LEFT JOIN confirmed c ON c.app = a.name
+LEFT JOIN answered r ON r.app = a.name;
 COMMENT ON VIEW analyst.apps IS 'each app: its devices, and its campaign deliveries sent, failed, delivered (a receipt or a reply) and replied to';
 GRANT SELECT ON analyst.apps TO herald_analyst;

@@ -1500,6 +1500,18 @@ CREATE TABLE public.devices (
 );
 
 --
+-- Name: pruned_delivery_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pruned_delivery_counts (
+    campaign_id bigint NOT NULL,
+    status text NOT NULL,
+    reason text,
+    deliveries bigint NOT NULL,
+    app text DEFAULT 'default'::text NOT NULL
+);
+
+--
 -- Name: receipts; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1524,6 +1536,44 @@ COMMENT ON TABLE public.receipts IS 'a notification arrived on its device, as th
 --
 
 CREATE VIEW analyst.apps AS
+ WITH ledger AS (
+         SELECT COALESCE(dv.app, 'default'::text) AS app,
+            d.status,
+            count(*) AS n
+           FROM (public.deliveries d
+             LEFT JOIN public.devices dv ON ((dv.id = d.device_id)))
+          WHERE (d.kind = 'campaign'::text)
+          GROUP BY COALESCE(dv.app, 'default'::text), d.status
+        UNION ALL
+         SELECT pruned_delivery_counts.app,
+            pruned_delivery_counts.status,
+            pruned_delivery_counts.deliveries
+           FROM public.pruned_delivery_counts
+        ), figures AS (
+         SELECT ledger.app,
+            (COALESCE(sum(ledger.n) FILTER (WHERE (ledger.status = 'sent'::text)), (0)::numeric))::bigint AS sent,
+            (COALESCE(sum(ledger.n) FILTER (WHERE (ledger.status = 'failed'::text)), (0)::numeric))::bigint AS failed
+           FROM ledger
+          GROUP BY ledger.app
+        ), confirmed AS (
+         SELECT dv.app,
+            count(DISTINCT x.delivery_id) AS delivered
+           FROM (( SELECT receipts.delivery_id,
+                    receipts.device_id
+                   FROM public.receipts
+                UNION
+                 SELECT replies.delivery_id,
+                    replies.device_id
+                   FROM public.replies) x
+             JOIN public.devices dv ON ((dv.id = x.device_id)))
+          GROUP BY dv.app
+        ), answered AS (
+         SELECT dv.app,
+            count(DISTINCT r_1.delivery_id) AS replied
+           FROM (public.replies r_1
+             JOIN public.devices dv ON ((dv.id = r_1.device_id)))
+          GROUP BY dv.app
+        )
  SELECT a.name AS app,
     a.display_name,
     COALESCE(a.topic, '(APNS_TOPIC)'::text) AS topic,
@@ -1536,39 +1586,20 @@ CREATE VIEW analyst.apps AS
     ( SELECT count(*) AS count
            FROM public.devices dv
           WHERE ((dv.app = a.name) AND (dv.public_key IS NOT NULL))) AS keyed_devices,
-    s.sent,
-    s.failed,
-    s.delivered,
-    s.replied
-   FROM (public.apps a
-     LEFT JOIN LATERAL ( SELECT count(*) FILTER (WHERE (d.status = 'sent'::text)) AS sent,
-            count(*) FILTER (WHERE (d.status = 'failed'::text)) AS failed,
-            count(*) FILTER (WHERE ((d.status = 'sent'::text) AND ((r.delivery_id IS NOT NULL) OR rp.replied))) AS delivered,
-            count(*) FILTER (WHERE rp.replied) AS replied
-           FROM (((public.deliveries d
-             JOIN public.devices dv ON ((dv.id = d.device_id)))
-             LEFT JOIN public.receipts r ON ((r.delivery_id = d.id)))
-             CROSS JOIN LATERAL ( SELECT (EXISTS ( SELECT 1
-                           FROM public.replies x
-                          WHERE (x.delivery_id = d.id))) AS replied) rp)
-          WHERE ((d.kind = 'campaign'::text) AND (dv.app = a.name))) s ON (true));
+    COALESCE(f.sent, (0)::bigint) AS sent,
+    COALESCE(f.failed, (0)::bigint) AS failed,
+    COALESCE(c.delivered, (0)::bigint) AS delivered,
+    COALESCE(r.replied, (0)::bigint) AS replied
+   FROM (((public.apps a
+     LEFT JOIN figures f ON ((f.app = a.name)))
+     LEFT JOIN confirmed c ON ((c.app = a.name)))
+     LEFT JOIN answered r ON ((r.app = a.name)));
 
 --
 -- Name: VIEW apps; Type: COMMENT; Schema: analyst; Owner: -
 --
 
 COMMENT ON VIEW analyst.apps IS 'each app: its devices, and its campaign deliveries sent, failed, delivered (a receipt or a reply) and replied to';
-
---
--- Name: pruned_delivery_counts; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.pruned_delivery_counts (
-    campaign_id bigint NOT NULL,
-    status text NOT NULL,
-    reason text,
-    deliveries bigint NOT NULL
-);
 
 --
 -- Name: campaign_funnel; Type: VIEW; Schema: analyst; Owner: -

@@ -61,7 +61,19 @@ public struct HeraldJob: Sendable {
     /// exactly as long as the run.
     public func send(client: PostgresClient, apns: APNsConfiguration, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let personalizer = try personalizer()
-        let options = try options(dryRun: false, stop: stop, apns: apns)
+        var options = try options(dryRun: false, stop: stop, apns: apns)
+        // Every app's topic and credential in use (Sql/0027), read now: a
+        // credential that cannot be read fails its app's campaigns only.
+        let store = AppStore(client: client, logger: logger)
+        let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
+                               logger: logger)
+        let apps = try await db("read the apps") { try await store.all() }
+        let (credentials, problems) = AppCredentials.loadAll(apps)
+        AppCredentials.warn(credentials, problems: problems, logger: logger)
+        var apns = apns
+        apns.credentials.merge(credentials) { _, loaded in loaded }
+        options.apps = AppRoutes(apps: apps, defaultTopic: configuration.topic)
+        options.apps.problems = problems
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
         let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: options,
                               personalizer: personalizer, transport: apnsClient, logger: logger)

@@ -168,10 +168,11 @@ public struct PruneStore: Sendable {
                 dropped = n
             }
             try await conn.query("""
-                INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries)
-                SELECT \(id), status, last_error, count(*) FROM deliveries
-                WHERE campaign_id = \(id) AND kind = 'campaign'
-                GROUP BY status, last_error
+                INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries, app)
+                SELECT \(id), d.status, d.last_error, count(*), coalesce(dv.app, 'default')
+                FROM deliveries d LEFT JOIN devices dv ON dv.id = d.device_id
+                WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
+                GROUP BY d.status, d.last_error, coalesce(dv.app, 'default')
                 """, logger: logger)
             // The test sends, by the columns pruned_test_deliveries has (a
             // column added to deliveries later is kept once added there too).

@@ -21,6 +21,8 @@ public struct AppRoutes: Sendable {
     public var routes: [String: Route]
     /// The topic of an app the run does not know (one added after it began).
     public let defaultTopic: String
+    /// Credentials in use that could not be read when the run began, with why.
+    public var problems: [String: String] = [:]
 
     /// One app, `default`, on the client's default credential.
     public static func single(topic: String) -> AppRoutes {
@@ -61,7 +63,12 @@ public struct AppRoutes: Sendable {
         switch credential(app: app, environment: environment) {
         case nil: "app \(app) (credential: the APNS_* settings)"
         case let name? where name.hasSuffix("/(none)"): "app \(app) (no APNs credential for \(environment))"
-        case let name?: "app \(app) (credential \(name))"
+        case let name?:
+            if let problem = problems[name] {
+                "app \(app) (credential \(name), unusable: \(problem))"
+            } else {
+                "app \(app) (credential \(name))"
+            }
         }
     }
 }
