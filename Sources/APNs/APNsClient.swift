@@ -108,6 +108,9 @@ public final class APNsClient: Service, Sendable {
                 eventLoop: eventLoop,
                 sslContexts: sslContexts,
                 credentialNames: credentials.map(\.name),
+                presentsCertificate: credentials.map {
+                    if case .certificate = $0.kind { return true } else { return false }
+                },
                 configuration: configuration,
                 logger: logger
             ),
@@ -282,6 +285,12 @@ public final class APNsClient: Service, Sendable {
             }
             retried += 1
         }
+    }
+
+    /// Connections the budget counts now, and the most at once so far (tests).
+    func connectionBudgetUse() async -> (open: Int, peak: Int) {
+        let pool = self.pool
+        return (try? await eventLoop.submit { (pool.value.openConnections, pool.value.peakConnections) }.get()) ?? (0, 0)
     }
 
     func rawEndpoint(_ environment: APNsEnvironment) -> Endpoint {

@@ -43,6 +43,8 @@ struct ConnectionBudget<Pool: Hashable> {
     /// Reclaimed connections not closed yet: slots on their way.
     private(set) var reclaiming = 0
     private(set) var total = 0
+    /// The largest `total` so far.
+    private(set) var peak = 0
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -56,6 +58,7 @@ struct ConnectionBudget<Pool: Hashable> {
         if total < limit {
             counts[pool, default: 0] += 1
             total += 1
+            peak = max(peak, total)
             waiting.removeAll { $0 == pool }
             return true
         }
@@ -105,6 +108,7 @@ struct ConnectionBudget<Pool: Hashable> {
         waiting.removeAll { $0 == next }
         counts[next, default: 0] += 1
         total += 1
+        peak = max(peak, total)
         return next
     }
 

@@ -17,6 +17,8 @@ final class ConnectionPool {
     /// Per credential (by index): the TLS context its connections use, and its name for logs.
     private let sslContexts: [NIOSSLContext]
     private let credentialNames: [String]
+    /// Per credential: true for a client certificate.
+    private let presentsCertificate: [Bool]
     private let configuration: APNsConfiguration
     private let logger: Logger
     private var hosts: [PoolKey: HostPool] = [:]
@@ -32,12 +34,14 @@ final class ConnectionPool {
         eventLoop: EventLoop,
         sslContexts: [NIOSSLContext],
         credentialNames: [String],
+        presentsCertificate: [Bool],
         configuration: APNsConfiguration,
         logger: Logger
     ) {
         self.eventLoop = eventLoop
         self.sslContexts = sslContexts
         self.credentialNames = credentialNames
+        self.presentsCertificate = presentsCertificate
         self.configuration = configuration
         self.logger = logger
         self.budget = ConnectionBudget(limit: configuration.connectionBudget)
@@ -50,6 +54,8 @@ final class ConnectionPool {
 
     /// Connections open or opening over every pool (what the budget counts).
     var openConnections: Int { budget.total }
+    /// The most connections open or opening at once so far.
+    var peakConnections: Int { budget.peak }
 
     func submit(_ request: OutboundRequest) {
         guard !isShutdown, drained == nil else {
@@ -76,6 +82,7 @@ final class ConnectionPool {
         let created = HostPool(
             key: key,
             credentialName: credentialNames[key.credential],
+            presentsCertificate: presentsCertificate[key.credential],
             eventLoop: eventLoop,
             sslContext: sslContexts[key.credential],
             configuration: configuration,
@@ -200,6 +207,8 @@ final class HostPool: APNsConnectionDelegate {
     private let endpoint: Endpoint
     private let eventLoop: EventLoop
     private let sslContext: NIOSSLContext
+    /// The credential is a client certificate: a certificate alert in the handshake refuses it.
+    private let presentsCertificate: Bool
     private let configuration: APNsConfiguration
     private var logger: Logger
     private var decisions: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>
@@ -213,12 +222,14 @@ final class HostPool: APNsConnectionDelegate {
     init(
         key: PoolKey,
         credentialName: String,
+        presentsCertificate: Bool,
         eventLoop: EventLoop,
         sslContext: NIOSSLContext,
         configuration: APNsConfiguration,
         logger: Logger
     ) {
         self.key = key
+        self.presentsCertificate = presentsCertificate
         self.endpoint = key.endpoint
         self.eventLoop = eventLoop
         self.sslContext = sslContext
@@ -321,7 +332,8 @@ final class HostPool: APNsConnectionDelegate {
             case .failure(let error):
                 pool.logger.warning("apns connect failed", metadata: ["error": "\(String(describing: error))"])
                 guard let removed = pool.live.removeValue(forKey: connection) else { return }
-                let outcome: AttemptOutcome = TLSAlert.isCertificateRefusal(error) ? .certificateRejected : .connectionFailed
+                let refused = pool.presentsCertificate && TLSAlert.isCertificateRefusal(error)
+                let outcome: AttemptOutcome = refused ? .certificateRejected : .connectionFailed
                 pool.carryOut(pool.decisions.connectFailed(connection), outcome: outcome)
                 pool.owner?.releaseSlot(pool.key, reclaimed: removed.reclaimed)
             }
@@ -430,7 +442,9 @@ final class HostPool: APNsConnectionDelegate {
                 "apns connection closed before HTTP/2 was set up",
                 metadata: ["error": "\(handler.lastError.map { String(describing: $0) } ?? "closed by peer")"]
             )
-            if let error = handler.lastError, TLSAlert.isCertificateRefusal(error) { outcome = .certificateRejected }
+            if presentsCertificate, let error = handler.lastError, TLSAlert.isCertificateRefusal(error) {
+                outcome = .certificateRejected
+            }
         }
         carryOut(decisions.connectionClosed(connection, wasReady: wasReady), outcome: outcome)
         if let removed { owner?.releaseSlot(key, reclaimed: removed.reclaimed) }
@@ -451,12 +465,14 @@ final class HostPool: APNsConnectionDelegate {
 enum TLSAlert {
     /// True when the peer ended the handshake with a certificate alert (BoringSSL names received
     /// alerts `SSLV3_ALERT_…` / `TLSV1_ALERT_…` / `TLSV13_ALERT_…`). A certificate this client
-    /// refuses (the server's) is not one: that is a local verification failure.
+    /// refuses (the server's) is not one: that is a local verification failure. Asked only for
+    /// connections that present a client certificate; there DECRYPT_ERROR counts too (a server
+    /// answers it when the certificate's signature does not verify against a CA of that name).
     static func isCertificateRefusal(_ error: Error) -> Bool {
         let text = String(describing: error).uppercased()
         guard text.contains("ALERT_") else { return false }
         return ["BAD_CERTIFICATE", "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED",
-                "CERTIFICATE_UNKNOWN", "UNKNOWN_CA", "CERTIFICATE_REQUIRED", "ACCESS_DENIED"]
+                "CERTIFICATE_UNKNOWN", "UNKNOWN_CA", "CERTIFICATE_REQUIRED", "ACCESS_DENIED", "DECRYPT_ERROR"]
             .contains { text.contains("ALERT_" + $0) }
     }
 }

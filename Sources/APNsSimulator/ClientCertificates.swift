@@ -62,7 +62,10 @@ struct ClientCA: Sendable {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let now = Date()
             let key = P256.Signing.PrivateKey()
-            let name = try DistinguishedName { CommonName("Herald APNs simulator client CA") }
+            // A name of its own: certificates of another simulator's client CA then fail as of an unknown CA.
+            let name = try DistinguishedName {
+                CommonName("Herald APNs simulator client CA \(UUID().uuidString.prefix(8).lowercased())")
+            }
             let certificate = try Certificate(
                 version: .v3,
                 serialNumber: Certificate.SerialNumber(),
