@@ -18,6 +18,17 @@ struct CredentialTests {
         return notification
     }
 
+    /// Runs `body`, then stops the simulator whatever happened.
+    static func stopping(_ running: RunningAPNsSimulator, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+            await running.stop()
+        } catch {
+            await running.stop()
+            throw error
+        }
+    }
+
     static func startWithCompanion() async throws -> RunningAPNsSimulator {
         try await APNsSimulatorHarness.start(apps: [SimulatedApp(topic: companion, auth: .certificate)], logger: TestDatabase.logger)
     }
@@ -123,6 +134,43 @@ struct CredentialTests {
         }
     }
 
+    @Test("topics belong to teams and certificates: another team's token, a topic no app has, a topic the certificate does not name")
+    func teamsAndTopics() async throws {
+        let otherKey = P256.Signing.PrivateKey()
+        let running = try await APNsSimulatorHarness.start(
+            apps: [
+                SimulatedApp(topic: "com.example.other", auth: .token(teamID: "OTHERTEAM1", keys: ["OTHERKEY01": otherKey.publicKey])),
+                SimulatedApp(topic: Self.companion, auth: .certificate),
+            ],
+            logger: TestDatabase.logger
+        )
+        let issued = try running.issueClientCertificate(topics: ["com.example.unserved"])
+        let certificate = try APNsClientCertificate(p12Path: issued.p12Path, passwordFile: issued.passwordFilePath)
+        try await withClient(running, configure: { configuration in
+            configuration.credentials["other"] = .token(
+                signingKey: APNsSigningKey(privateKey: otherKey), keyID: "OTHERKEY01", teamID: "OTHERTEAM1")
+            configuration.credentials["unserved"] = .certificate(certificate)
+        }) { client in
+            func send(_ topic: String, _ credential: String?) async -> APNsOutcome {
+                var next = notification(0)
+                next.topic = topic
+                next.credential = credential
+                return await client.send(next).outcome
+            }
+            #expect(await send("com.example.other", "other").isSent)
+            #expect(await send(running.topic, nil).isSent)
+            // A known key of another team than the topic's app.
+            #expect(await send("com.example.other", nil) == .failed(status: 403, reason: .invalidProviderToken))
+            #expect(await send(running.topic, "other") == .failed(status: 403, reason: .invalidProviderToken))
+            // No token app has the topic (a certificate app's, or none).
+            #expect(await send(Self.companion, nil) == .failed(status: 400, reason: .topicDisallowed))
+            #expect(await send("com.example.nobody", nil) == .failed(status: 400, reason: .topicDisallowed))
+            // The certificate names a topic that has no certificate app, and not the companion's.
+            #expect(await send("com.example.unserved", "unserved") == .failed(status: 400, reason: .topicDisallowed))
+            #expect(await send(Self.companion, "unserved") == .failed(status: 400, reason: .topicDisallowed))
+        }
+    }
+
     @Test("a key the team does not hold gives InvalidProviderToken")
     func unknownKeyID() async throws {
         let running = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
@@ -196,7 +244,10 @@ struct CredentialTests {
     @Test("a .p12 or password file others may read is refused, naming the path and never the password")
     func openFilesRefused() async throws {
         let running = try await Self.startWithCompanion()
-        defer { Task { await running.stop() } }
+        try await Self.stopping(running) { try await Self.checkOpenFiles(running) }
+    }
+
+    static func checkOpenFiles(_ running: RunningAPNsSimulator) async throws {
         let issued = try running.issueClientCertificate(topics: [Self.companion])
         let password = try String(contentsOfFile: issued.passwordFilePath, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -233,7 +284,10 @@ struct CredentialTests {
     @Test("descriptions of credentials and configuration show no key material and no password")
     func descriptionsRedact() async throws {
         let running = try await Self.startWithCompanion()
-        defer { Task { await running.stop() } }
+        try await Self.stopping(running) { try await Self.checkDescriptions(running) }
+    }
+
+    static func checkDescriptions(_ running: RunningAPNsSimulator) async throws {
         let issued = try running.issueClientCertificate(topics: [Self.companion])
         let certificate = try APNsClientCertificate(p12Path: issued.p12Path, passwordFile: issued.passwordFilePath)
         let password = try String(contentsOfFile: issued.passwordFilePath, encoding: .utf8)
