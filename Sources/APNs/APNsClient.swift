@@ -287,10 +287,15 @@ public final class APNsClient: Service, Sendable {
         }
     }
 
-    /// Connections the budget counts now, and the most at once so far (tests).
-    func connectionBudgetUse() async -> (open: Int, peak: Int) {
+    /// Connections the budget counts now, the most at once so far, and how many were reclaimed
+    /// for other pools, idle or busy (tests).
+    func connectionBudgetUse() async -> (open: Int, peak: Int, closedIdle: Int, retired: Int) {
         let pool = self.pool
-        return (try? await eventLoop.submit { (pool.value.openConnections, pool.value.peakConnections) }.get()) ?? (0, 0)
+        let use = try? await eventLoop.submit {
+            let pool = pool.value
+            return (pool.openConnections, pool.peakConnections, pool.reclaimedConnections.closedIdle, pool.reclaimedConnections.retired)
+        }.get()
+        return use ?? (0, 0, 0, 0)
     }
 
     func rawEndpoint(_ environment: APNsEnvironment) -> Endpoint {

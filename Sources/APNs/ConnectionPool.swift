@@ -56,6 +56,8 @@ final class ConnectionPool {
     var openConnections: Int { budget.total }
     /// The most connections open or opening at once so far.
     var peakConnections: Int { budget.peak }
+    /// Connections reclaimed for other pools so far: closed when idle, retired when busy.
+    var reclaimedConnections: (closedIdle: Int, retired: Int) { (budget.closedIdle, budget.retired) }
 
     func submit(_ request: OutboundRequest) {
         guard !isShutdown, drained == nil else {
@@ -190,6 +192,8 @@ struct ConnectionRef: Hashable {
 final class HostPool: APNsConnectionDelegate {
     /// A pool's only connection is retired for another pool only after serving this long.
     static let minimumHold = TimeAmount.seconds(1)
+    /// A connection counts as idle (closable for another pool) after nothing was in flight this long.
+    static let idleGrace = TimeAmount.milliseconds(100)
 
     private struct Live {
         /// Set once connected.
@@ -359,7 +363,7 @@ final class HostPool: APNsConnectionDelegate {
     func budgetCandidate(now: NIODeadline) -> ConnectionBudget<PoolKey>.Candidate {
         let taking = live.filter { !$0.value.retiring }
         let ready = taking.filter { $0.value.readySince != nil }
-        let idle = decisions.waitingCount == 0 ? ready.filter { $0.key.handler.inFlight == 0 }.count : 0
+        let idle = decisions.waitingCount == 0 ? ready.filter { Self.isIdle($0.key, now: now) }.count : 0
         var retirable = ready.count
         if taking.count == 1, let since = ready.first?.value.readySince, now - since < Self.minimumHold {
             retirable = 0
@@ -367,11 +371,17 @@ final class HostPool: APNsConnectionDelegate {
         return .init(pool: key, connections: taking.count, idle: idle, retirable: retirable)
     }
 
-    /// Closes a ready connection with nothing in flight, for another pool.
+    private static func isIdle(_ connection: ConnectionRef, now: NIODeadline) -> Bool {
+        guard connection.handler.inFlight == 0, let since = connection.handler.idleSince else { return false }
+        return now - since >= idleGrace
+    }
+
+    /// Closes a ready connection with nothing in flight (for `idleGrace`), for another pool.
     func closeIdleConnection() {
+        let now = NIODeadline.now()
         guard decisions.waitingCount == 0,
             let connection = live.first(where: {
-                !$0.value.retiring && $0.value.readySince != nil && $0.key.handler.inFlight == 0
+                !$0.value.retiring && $0.value.readySince != nil && Self.isIdle($0.key, now: now)
             })?.key
         else {
             owner?.releaseReclaimFailed()
@@ -421,7 +431,9 @@ final class HostPool: APNsConnectionDelegate {
             becameIdle?()
         }
         if handler.inFlight == 0, decisions.waitingCount == 0, let owner, owner.hasPoolsWaitingForSlot {
-            owner.rebalance()
+            // Idle once `idleGrace` has passed with nothing sent on it: look again then.
+            let bound = NIOLoopBound(owner, eventLoop: eventLoop)
+            eventLoop.scheduleTask(in: Self.idleGrace + .milliseconds(1)) { bound.value.rebalance() }
         }
     }
 

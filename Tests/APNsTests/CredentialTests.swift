@@ -241,6 +241,51 @@ struct CredentialTests {
         }
     }
 
+    @Test("a budget of one connection: a pool with no connection gets a busy pool's connection retired for it")
+    func budgetRetiresBusyConnection() async throws {
+        let running = try await APNsSimulatorHarness.start(logger: TestDatabase.logger) { $0.faults.latency = .milliseconds(100) }
+        let secondKey = P256.Signing.PrivateKey()
+        await running.simulator.trustKey(keyID: "SECOND0001", publicKey: secondKey.publicKey, teamID: running.teamID)
+        try await withClient(running, configure: { configuration in
+            configuration.credentials["second"] = .token(
+                signingKey: APNsSigningKey(privateKey: secondKey), keyID: "SECOND0001", teamID: running.teamID)
+            configuration.connectionBudget = 1
+        }) { client in
+            let clock = ContinuousClock()
+            let start = clock.now
+            // The default credential keeps its one connection busy for about 2 s: 5 senders, 100 ms
+            // per answer, started 20 ms apart so that some request is always in flight.
+            async let busy = withTaskGroup(of: [APNsResult].self) { group in
+                for sender in 0..<5 {
+                    group.addTask {
+                        try? await Task.sleep(for: .milliseconds(20 * sender))
+                        var results: [APNsResult] = []
+                        for index in 0..<20 { results.append(await client.send(notification(sender * 100 + index))) }
+                        return results
+                    }
+                }
+                return await group.reduce(into: []) { $0 += $1 }
+            }
+            // The other pool asks once the busy one has been answered a few times (its connection is up).
+            for _ in 0..<500 where await running.simulator.stats.accepted < 5 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            var second = notification(1000)
+            second.credential = "second"
+            let secondResult = await client.send(second)
+            let secondDone = clock.now - start
+            let busyResults = await busy
+            let busyDone = clock.now - start
+            #expect(secondResult.outcome.isSent)
+            #expect(busyResults.allSatisfy { $0.outcome.isSent })
+            // Served while the other pool still had work: its connection was retired after its minimum hold.
+            #expect(secondDone < busyDone)
+            let use = await client.connectionBudgetUse()
+            #expect(use.peak == 1)
+            #expect(use.retired >= 1, "\(use)")
+        }
+    }
+
     @Test("a .p12 or password file others may read is refused, naming the path and never the password")
     func openFilesRefused() async throws {
         let running = try await Self.startWithCompanion()
