@@ -220,6 +220,8 @@ final class HostPool: APNsConnectionDelegate {
     private var live: [ConnectionRef: Live] = [:]
     /// A connection is wanted and the budget has no slot yet.
     private var awaitingSlot = false
+    /// Connections being retired (most of the time none: then no lookup per answer).
+    private var retiringCount = 0
     /// Called when nothing waits and nothing is in flight any more (graceful shutdown).
     var becameIdle: (() -> Void)?
 
@@ -389,6 +391,7 @@ final class HostPool: APNsConnectionDelegate {
         }
         live[connection]?.reclaimed = true
         live[connection]?.retiring = true
+        retiringCount += 1
         _ = decisions.connectionDraining(connection)
         logger.debug("apns closing an idle connection for another pool")
         connection.handler.shutdown()
@@ -404,6 +407,7 @@ final class HostPool: APNsConnectionDelegate {
         }
         live[connection]?.reclaimed = true
         live[connection]?.retiring = true
+        retiringCount += 1
         let reopen = decisions.connectionDraining(connection)
         logger.debug("apns retiring a connection for another pool")
         if connection.handler.inFlight == 0 { connection.handler.shutdown() }
@@ -421,7 +425,7 @@ final class HostPool: APNsConnectionDelegate {
     }
 
     func connectionHasCapacity(_ handler: APNsConnectionHandler) {
-        if live[ConnectionRef(handler: handler)]?.retiring == true {
+        if retiringCount > 0, live[ConnectionRef(handler: handler)]?.retiring == true {
             if handler.inFlight == 0 { handler.shutdown() }
             return
         }
@@ -445,6 +449,7 @@ final class HostPool: APNsConnectionDelegate {
     func connectionClosed(_ handler: APNsConnectionHandler, wasReady: Bool) {
         let connection = ConnectionRef(handler: handler)
         let removed = live.removeValue(forKey: connection)
+        if removed?.retiring == true { retiringCount -= 1 }
         if decisions.isShutdown { return }
         var outcome = AttemptOutcome.connectionFailed
         if wasReady {

@@ -19,7 +19,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 8443
 
-    @Option(name: .customLong("cert-dir"), help: "Directory for the generated CA (ca.pem), certificate and key.")
+    @Option(name: .customLong("cert-dir"), help: "Directory for the generated CA (ca.pem), certificate and key, the client CA (client-ca.pem) and issued client certificates.")
     var certDir = ".local/apns-sim"
 
     @Option(name: .customLong("key-id"), help: "Key id (kid) the provider tokens must carry.")
