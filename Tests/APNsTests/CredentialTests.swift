@@ -48,17 +48,21 @@ struct CredentialTests {
         try await withClient(running, configure: { configuration in
             configuration.credentials = ["p12": .certificate(fromP12), "pem": .certificate(fromPEM)]
             configuration.defaultCredential = "p12"
-            configuration.topic = Self.companion
         }) { client in
             var viaDefault = notification(1)
-            viaDefault.topic = nil
+            viaDefault.topic = Self.companion
             let results = [
                 await client.send(viaDefault),
                 await client.send(Self.companionNotification(2, credential: "pem")),
             ]
             #expect(results.allSatisfy { $0.outcome.isSent }, "\(results)")
+            // No topic, and a configuration topic the certificate does not name: the certificate's topic.
+            var noTopic = notification(3)
+            noTopic.topic = nil
+            noTopic.credential = "pem"
+            #expect(await client.send(noTopic).outcome.isSent)
             let accepted = await running.simulator.accepted
-            #expect(accepted.count == 2)
+            #expect(accepted.count == 3)
             #expect(accepted.allSatisfy { $0.headers["authorization"] == nil && $0.headers["apns-topic"] == Self.companion })
             // Two credentials, two connections.
             #expect(Set(accepted.map(\.connection)).count == 2)
