@@ -108,6 +108,9 @@ public final class APNsClient: Service, Sendable {
                 eventLoop: eventLoop,
                 sslContexts: sslContexts,
                 credentialNames: credentials.map(\.name),
+                presentsCertificate: credentials.map {
+                    if case .certificate = $0.kind { return true } else { return false }
+                },
                 configuration: configuration,
                 logger: logger
             ),
@@ -164,11 +167,13 @@ public final class APNsClient: Service, Sendable {
     /// task is cancelled; a cancelled task is not retried.
     public func send(_ notification: APNsNotification) async -> APNsResult {
         // The credential first: a refusal for it holds for every notification that names it.
-        guard let credentialIndex = notification.credential.map({ self.credentialIndex[$0] }) ?? defaultCredentialIndex else {
+        let named: Int? = if let name = notification.credential { self.credentialIndex[name] } else { defaultCredentialIndex }
+        guard let credentialIndex = named else {
             return APNsResult(outcome: .failed(status: nil, reason: .unknownCredential), attempts: 0, retried: 0)
         }
         let credential = credentials[credentialIndex]
         let tokens: ProviderTokenStore?
+        var topic = notification.topic ?? configuration.topic
         switch credential.kind {
         case .token(let store):
             tokens = store
@@ -176,6 +181,11 @@ public final class APNsClient: Service, Sendable {
             tokens = nil
             if certificate.isExpired(at: Date()) {
                 return APNsResult(outcome: .failed(status: nil, reason: .certificateExpired), attempts: 0, retried: 0)
+            }
+            // With no topic of its own, a notification goes to the certificate's app: the
+            // configuration's topic when the certificate names it, else the certificate's first.
+            if notification.topic == nil, let first = certificate.topics.first, !certificate.topics.contains(topic) {
+                topic = first
             }
         }
         if let refusal = Self.localRefusal(notification) {
@@ -185,7 +195,6 @@ public final class APNsClient: Service, Sendable {
         let authority = overrideAuthority ?? endpoint.authority
         let apnsID = notification.apnsID.lowercasedString
         let body = ByteBuffer(bytes: notification.payload)
-        let topic = notification.topic ?? configuration.topic
         let policy = configuration.retry
 
         var attempts = 0
@@ -282,6 +291,17 @@ public final class APNsClient: Service, Sendable {
             }
             retried += 1
         }
+    }
+
+    /// Connections the budget counts now, the most at once so far, and how many were reclaimed
+    /// for other pools, idle or busy (tests).
+    func connectionBudgetUse() async -> (open: Int, peak: Int, closedIdle: Int, retired: Int) {
+        let pool = self.pool
+        let use = try? await eventLoop.submit {
+            let pool = pool.value
+            return (pool.openConnections, pool.peakConnections, pool.reclaimedConnections.closedIdle, pool.reclaimedConnections.retired)
+        }.get()
+        return use ?? (0, 0, 0, 0)
     }
 
     func rawEndpoint(_ environment: APNsEnvironment) -> Endpoint {

@@ -56,12 +56,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     /// Streams this connection can take now.
     var availableStreams: Int { machine.availableStreams }
     var inFlight: Int { machine.inFlight }
+    /// Since when nothing is in flight (nil while something is): a connection is idle enough to
+    /// close for another pool only after a while, not between one answer and the next request.
+    private(set) var idleSince: NIODeadline?
 
     func send(_ request: OutboundRequest) {
         guard context != nil else {
             request.complete(.notProcessed)
             return
         }
+        idleSince = nil
         apply(machine.send(request.continuation, head: request.head, body: request.body, deadline: request.deadline))
     }
 
@@ -147,6 +151,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     private func apply(_ actions: StateMachine.Actions) {
         actions.completions.forEach { $0.resume(returning: $1) }
+        if idleSince == nil, machine.inFlight == 0 { idleSince = .now() }
         if actions.capacityChanged { capacityNotificationPending = true }
         switch actions.notice {
         case .becameReady?: delegate?.connectionBecameReady(self)

@@ -5,8 +5,8 @@
 /// - A pool that needs a connection opens one while the client's total is under the budget
 ///   (`maxConnections` still caps each pool).
 /// - When the budget is spent, the pool waits for a slot (its requests wait meanwhile), and a
-///   connection of another pool is reclaimed for it: first an idle one (nothing in flight and
-///   nothing waiting in its pool), closed at once; else, only for a pool that has no connection
+///   connection of another pool is reclaimed for it: first an idle one (nothing in flight for a
+///   moment, `HostPool.idleGrace`, and nothing waiting in its pool), closed at once; else, only for a pool that has no connection
 ///   at all, a busy one is retired (it takes no new streams and closes once its streams are
 ///   answered), from the pool with the most connections. The caller counts a pool's only
 ///   connection as retirable only once it has served for a while (`HostPool.minimumHold`), so
@@ -43,6 +43,11 @@ struct ConnectionBudget<Pool: Hashable> {
     /// Reclaimed connections not closed yet: slots on their way.
     private(set) var reclaiming = 0
     private(set) var total = 0
+    /// The largest `total` so far.
+    private(set) var peak = 0
+    /// Connections reclaimed so far, idle and busy (retired).
+    private(set) var closedIdle = 0
+    private(set) var retired = 0
 
     init(limit: Int) {
         self.limit = max(1, limit)
@@ -56,6 +61,7 @@ struct ConnectionBudget<Pool: Hashable> {
         if total < limit {
             counts[pool, default: 0] += 1
             total += 1
+            peak = max(peak, total)
             waiting.removeAll { $0 == pool }
             return true
         }
@@ -75,12 +81,14 @@ struct ConnectionBudget<Pool: Hashable> {
                 candidates[index].connections -= 1
                 candidates[index].retirable = max(0, candidates[index].retirable - 1)
                 chosen.append(.closeIdle(candidates[index].pool))
+                closedIdle += 1
             } else if connections(of: pool) == 0,
                 let index = others.filter({ candidates[$0].retirable > 0 }).max(by: { candidates[$0].connections < candidates[$1].connections })
             {
                 candidates[index].retirable -= 1
                 candidates[index].connections -= 1
                 chosen.append(.retire(candidates[index].pool))
+                retired += 1
             }
         }
         reclaiming += chosen.count
@@ -105,6 +113,7 @@ struct ConnectionBudget<Pool: Hashable> {
         waiting.removeAll { $0 == next }
         counts[next, default: 0] += 1
         total += 1
+        peak = max(peak, total)
         return next
     }
 

@@ -17,6 +17,8 @@ final class ConnectionPool {
     /// Per credential (by index): the TLS context its connections use, and its name for logs.
     private let sslContexts: [NIOSSLContext]
     private let credentialNames: [String]
+    /// Per credential: true for a client certificate.
+    private let presentsCertificate: [Bool]
     private let configuration: APNsConfiguration
     private let logger: Logger
     private var hosts: [PoolKey: HostPool] = [:]
@@ -32,12 +34,14 @@ final class ConnectionPool {
         eventLoop: EventLoop,
         sslContexts: [NIOSSLContext],
         credentialNames: [String],
+        presentsCertificate: [Bool],
         configuration: APNsConfiguration,
         logger: Logger
     ) {
         self.eventLoop = eventLoop
         self.sslContexts = sslContexts
         self.credentialNames = credentialNames
+        self.presentsCertificate = presentsCertificate
         self.configuration = configuration
         self.logger = logger
         self.budget = ConnectionBudget(limit: configuration.connectionBudget)
@@ -50,6 +54,10 @@ final class ConnectionPool {
 
     /// Connections open or opening over every pool (what the budget counts).
     var openConnections: Int { budget.total }
+    /// The most connections open or opening at once so far.
+    var peakConnections: Int { budget.peak }
+    /// Connections reclaimed for other pools so far: closed when idle, retired when busy.
+    var reclaimedConnections: (closedIdle: Int, retired: Int) { (budget.closedIdle, budget.retired) }
 
     func submit(_ request: OutboundRequest) {
         guard !isShutdown, drained == nil else {
@@ -76,6 +84,7 @@ final class ConnectionPool {
         let created = HostPool(
             key: key,
             credentialName: credentialNames[key.credential],
+            presentsCertificate: presentsCertificate[key.credential],
             eventLoop: eventLoop,
             sslContext: sslContexts[key.credential],
             configuration: configuration,
@@ -183,6 +192,8 @@ struct ConnectionRef: Hashable {
 final class HostPool: APNsConnectionDelegate {
     /// A pool's only connection is retired for another pool only after serving this long.
     static let minimumHold = TimeAmount.seconds(1)
+    /// A connection counts as idle (closable for another pool) after nothing was in flight this long.
+    static let idleGrace = TimeAmount.milliseconds(100)
 
     private struct Live {
         /// Set once connected.
@@ -200,6 +211,8 @@ final class HostPool: APNsConnectionDelegate {
     private let endpoint: Endpoint
     private let eventLoop: EventLoop
     private let sslContext: NIOSSLContext
+    /// The credential is a client certificate: a certificate alert in the handshake refuses it.
+    private let presentsCertificate: Bool
     private let configuration: APNsConfiguration
     private var logger: Logger
     private var decisions: ConnectionPoolDecisions<OutboundRequest, ConnectionRef>
@@ -207,18 +220,22 @@ final class HostPool: APNsConnectionDelegate {
     private var live: [ConnectionRef: Live] = [:]
     /// A connection is wanted and the budget has no slot yet.
     private var awaitingSlot = false
+    /// Connections being retired (most of the time none: then no lookup per answer).
+    private var retiringCount = 0
     /// Called when nothing waits and nothing is in flight any more (graceful shutdown).
     var becameIdle: (() -> Void)?
 
     init(
         key: PoolKey,
         credentialName: String,
+        presentsCertificate: Bool,
         eventLoop: EventLoop,
         sslContext: NIOSSLContext,
         configuration: APNsConfiguration,
         logger: Logger
     ) {
         self.key = key
+        self.presentsCertificate = presentsCertificate
         self.endpoint = key.endpoint
         self.eventLoop = eventLoop
         self.sslContext = sslContext
@@ -321,7 +338,8 @@ final class HostPool: APNsConnectionDelegate {
             case .failure(let error):
                 pool.logger.warning("apns connect failed", metadata: ["error": "\(String(describing: error))"])
                 guard let removed = pool.live.removeValue(forKey: connection) else { return }
-                let outcome: AttemptOutcome = TLSAlert.isCertificateRefusal(error) ? .certificateRejected : .connectionFailed
+                let refused = pool.presentsCertificate && TLSAlert.isCertificateRefusal(error)
+                let outcome: AttemptOutcome = refused ? .certificateRejected : .connectionFailed
                 pool.carryOut(pool.decisions.connectFailed(connection), outcome: outcome)
                 pool.owner?.releaseSlot(pool.key, reclaimed: removed.reclaimed)
             }
@@ -347,7 +365,7 @@ final class HostPool: APNsConnectionDelegate {
     func budgetCandidate(now: NIODeadline) -> ConnectionBudget<PoolKey>.Candidate {
         let taking = live.filter { !$0.value.retiring }
         let ready = taking.filter { $0.value.readySince != nil }
-        let idle = decisions.waitingCount == 0 ? ready.filter { $0.key.handler.inFlight == 0 }.count : 0
+        let idle = decisions.waitingCount == 0 ? ready.filter { Self.isIdle($0.key, now: now) }.count : 0
         var retirable = ready.count
         if taking.count == 1, let since = ready.first?.value.readySince, now - since < Self.minimumHold {
             retirable = 0
@@ -355,11 +373,17 @@ final class HostPool: APNsConnectionDelegate {
         return .init(pool: key, connections: taking.count, idle: idle, retirable: retirable)
     }
 
-    /// Closes a ready connection with nothing in flight, for another pool.
+    private static func isIdle(_ connection: ConnectionRef, now: NIODeadline) -> Bool {
+        guard connection.handler.inFlight == 0, let since = connection.handler.idleSince else { return false }
+        return now - since >= idleGrace
+    }
+
+    /// Closes a ready connection with nothing in flight (for `idleGrace`), for another pool.
     func closeIdleConnection() {
+        let now = NIODeadline.now()
         guard decisions.waitingCount == 0,
             let connection = live.first(where: {
-                !$0.value.retiring && $0.value.readySince != nil && $0.key.handler.inFlight == 0
+                !$0.value.retiring && $0.value.readySince != nil && Self.isIdle($0.key, now: now)
             })?.key
         else {
             owner?.releaseReclaimFailed()
@@ -367,6 +391,7 @@ final class HostPool: APNsConnectionDelegate {
         }
         live[connection]?.reclaimed = true
         live[connection]?.retiring = true
+        retiringCount += 1
         _ = decisions.connectionDraining(connection)
         logger.debug("apns closing an idle connection for another pool")
         connection.handler.shutdown()
@@ -382,6 +407,7 @@ final class HostPool: APNsConnectionDelegate {
         }
         live[connection]?.reclaimed = true
         live[connection]?.retiring = true
+        retiringCount += 1
         let reopen = decisions.connectionDraining(connection)
         logger.debug("apns retiring a connection for another pool")
         if connection.handler.inFlight == 0 { connection.handler.shutdown() }
@@ -399,7 +425,7 @@ final class HostPool: APNsConnectionDelegate {
     }
 
     func connectionHasCapacity(_ handler: APNsConnectionHandler) {
-        if live[ConnectionRef(handler: handler)]?.retiring == true {
+        if retiringCount > 0, live[ConnectionRef(handler: handler)]?.retiring == true {
             if handler.inFlight == 0 { handler.shutdown() }
             return
         }
@@ -409,7 +435,9 @@ final class HostPool: APNsConnectionDelegate {
             becameIdle?()
         }
         if handler.inFlight == 0, decisions.waitingCount == 0, let owner, owner.hasPoolsWaitingForSlot {
-            owner.rebalance()
+            // Idle once `idleGrace` has passed with nothing sent on it: look again then.
+            let bound = NIOLoopBound(owner, eventLoop: eventLoop)
+            eventLoop.scheduleTask(in: Self.idleGrace + .milliseconds(1)) { bound.value.rebalance() }
         }
     }
 
@@ -421,6 +449,7 @@ final class HostPool: APNsConnectionDelegate {
     func connectionClosed(_ handler: APNsConnectionHandler, wasReady: Bool) {
         let connection = ConnectionRef(handler: handler)
         let removed = live.removeValue(forKey: connection)
+        if removed?.retiring == true { retiringCount -= 1 }
         if decisions.isShutdown { return }
         var outcome = AttemptOutcome.connectionFailed
         if wasReady {
@@ -430,7 +459,9 @@ final class HostPool: APNsConnectionDelegate {
                 "apns connection closed before HTTP/2 was set up",
                 metadata: ["error": "\(handler.lastError.map { String(describing: $0) } ?? "closed by peer")"]
             )
-            if let error = handler.lastError, TLSAlert.isCertificateRefusal(error) { outcome = .certificateRejected }
+            if presentsCertificate, let error = handler.lastError, TLSAlert.isCertificateRefusal(error) {
+                outcome = .certificateRejected
+            }
         }
         carryOut(decisions.connectionClosed(connection, wasReady: wasReady), outcome: outcome)
         if let removed { owner?.releaseSlot(key, reclaimed: removed.reclaimed) }
@@ -451,12 +482,14 @@ final class HostPool: APNsConnectionDelegate {
 enum TLSAlert {
     /// True when the peer ended the handshake with a certificate alert (BoringSSL names received
     /// alerts `SSLV3_ALERT_…` / `TLSV1_ALERT_…` / `TLSV13_ALERT_…`). A certificate this client
-    /// refuses (the server's) is not one: that is a local verification failure.
+    /// refuses (the server's) is not one: that is a local verification failure. Asked only for
+    /// connections that present a client certificate; there DECRYPT_ERROR counts too (a server
+    /// answers it when the certificate's signature does not verify against a CA of that name).
     static func isCertificateRefusal(_ error: Error) -> Bool {
         let text = String(describing: error).uppercased()
         guard text.contains("ALERT_") else { return false }
         return ["BAD_CERTIFICATE", "UNSUPPORTED_CERTIFICATE", "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED",
-                "CERTIFICATE_UNKNOWN", "UNKNOWN_CA", "CERTIFICATE_REQUIRED", "ACCESS_DENIED"]
+                "CERTIFICATE_UNKNOWN", "UNKNOWN_CA", "CERTIFICATE_REQUIRED", "ACCESS_DENIED", "DECRYPT_ERROR"]
             .contains { text.contains("ALERT_" + $0) }
     }
 }

@@ -62,7 +62,10 @@ struct ClientCA: Sendable {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let now = Date()
             let key = P256.Signing.PrivateKey()
-            let name = try DistinguishedName { CommonName("Herald APNs simulator client CA") }
+            // A name of its own: certificates of another simulator's client CA then fail as of an unknown CA.
+            let name = try DistinguishedName {
+                CommonName("Herald APNs simulator client CA \(UUID().uuidString.prefix(8).lowercased())")
+            }
             let certificate = try Certificate(
                 version: .v3,
                 serialNumber: Certificate.SerialNumber(),
@@ -165,8 +168,8 @@ struct ClientCA: Sendable {
         )
     }
 
-    /// Runs `openssl pkcs12 -export`: no Swift API here writes PKCS#12. The legacy PBE and MAC
-    /// algorithms are what every PKCS#12 reader (BoringSSL's included) takes.
+    /// Runs `openssl pkcs12 -export`: no Swift API here writes PKCS#12. OpenSSL 3's default
+    /// algorithms (PBES2/AES-256, HMAC-SHA256) are what BoringSSL's reader (NIOSSLPKCS12Bundle) takes.
     static func exportPKCS12(certificatePath: String, keyPath: String, passwordPath: String, to p12Path: String) throws {
         let candidates = ["/usr/bin/openssl", "/usr/local/bin/openssl", "/opt/homebrew/bin/openssl"]
         guard let openssl = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
@@ -177,7 +180,6 @@ struct ClientCA: Sendable {
         process.arguments = [
             "pkcs12", "-export", "-in", certificatePath, "-inkey", keyPath, "-out", p12Path,
             "-passout", "file:\(passwordPath)",
-            "-keypbe", "PBE-SHA1-3DES", "-certpbe", "PBE-SHA1-3DES", "-macalg", "sha1",
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

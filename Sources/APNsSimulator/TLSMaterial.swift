@@ -20,9 +20,16 @@ struct TLSMaterial {
             do {
                 let chain = try NIOSSLCertificate.fromPEMFile(chainPath)
                 let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
-                // The client CA lives beside the CA (or the chain): kept when there, else made there.
+                // The client CA lives beside the CA (or the chain): kept when there, else made there,
+                // or in a directory of its own when that one cannot be written.
                 let directory = ((caPath ?? chainPath) as NSString).deletingLastPathComponent
-                let clientCA = try ClientCA.loadOrGenerate(in: directory.isEmpty ? "." : directory)
+                let clientCA: ClientCA
+                do {
+                    clientCA = try ClientCA.loadOrGenerate(in: directory.isEmpty ? "." : directory)
+                } catch {
+                    let own = (NSTemporaryDirectory() as NSString).appendingPathComponent("apns-sim-client-ca-\(UUID().uuidString)")
+                    clientCA = try ClientCA.generate(in: own)
+                }
                 return TLSMaterial(chain: chain, key: key, caPath: caPath, clientCA: clientCA)
             } catch let error as SimulatorError {
                 throw error

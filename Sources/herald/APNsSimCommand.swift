@@ -19,7 +19,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 8443
 
-    @Option(name: .customLong("cert-dir"), help: "Directory for the generated CA (ca.pem), certificate and key.")
+    @Option(name: .customLong("cert-dir"), help: "Directory for the generated CA (ca.pem), certificate and key, the client CA (client-ca.pem) and issued client certificates.")
     var certDir = ".local/apns-sim"
 
     @Option(name: .customLong("key-id"), help: "Key id (kid) the provider tokens must carry.")
@@ -64,8 +64,26 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Append accepted notifications to this file as JSON lines.")
     var log: String?
 
-    @Flag(name: .customLong("keep-certs"), help: "Reuse the CA, certificate and key already in the cert dir (a restarted simulator keeps its clients' trust).")
+    @Flag(name: .customLong("keep-certs"), help: "Reuse the CA, certificate and key already in the cert dir, and the client CA (a restarted simulator keeps its clients' trust).")
     var keepCerts = false
+
+    @Option(
+        name: .customLong("app"),
+        help: ArgumentHelp(
+            "Another app, repeatable: topic=BUNDLE,key-id=K,team-id=T,public-key=PEM (token auth) or topic=BUNDLE,certificate (client certificate auth).",
+            valueName: "spec"
+        )
+    )
+    var app: [String] = []
+
+    @Option(
+        name: .customLong("issue-client-cert"),
+        help: ArgumentHelp(
+            "Issue a client certificate for this topic into the cert dir (client-TOPIC.pem, -key.pem, .p12, .p12.password); repeatable. Needs openssl for the .p12.",
+            valueName: "topic"
+        )
+    )
+    var issueClientCert: [String] = []
 
     func validate() throws {
         for (name, rate) in [("--fail-429", fail429), ("--fail-500", fail500), ("--fail-503", fail503)]
@@ -73,7 +91,13 @@ struct APNsSimCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be between 0 and 1")
         }
         guard fail429 + fail500 + fail503 <= 1 else { throw ValidationError("the fault rates add up to more than 1") }
-        if publicKey == nil, !generateKey { throw ValidationError("give --public-key PEM or --generate-key") }
+        if publicKey == nil, !generateKey, app.isEmpty {
+            throw ValidationError("give --public-key PEM, --generate-key or --app")
+        }
+        for spec in app { _ = try Self.parseApp(spec) }
+        for topic in issueClientCert where topic.isEmpty || topic.contains("/") {
+            throw ValidationError("--issue-client-cert: \(topic) is not a topic")
+        }
         if publicKey != nil, generateKey { throw ValidationError("--public-key and --generate-key exclude each other") }
         if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--goaway-after must be at least 1") }
         if latencyMS < 0 { throw ValidationError("--latency-ms must not be negative") }
@@ -84,16 +108,12 @@ struct APNsSimCommand: AsyncParsableCommand {
         logger.logLevel = .info
         try FileManager.default.createDirectory(atPath: certDir, withIntermediateDirectories: true)
 
-        let verifyingKey: P256.Signing.PublicKey
+        // The team of --key-id/--team-id: present with --public-key or --generate-key.
+        var verifyingKey: P256.Signing.PublicKey?
         var keyPath: String?
         if let publicKey {
-            guard let pem = try? String(contentsOfFile: publicKey, encoding: .utf8),
-                let key = try? P256.Signing.PublicKey(pemRepresentation: pem)
-            else {
-                throw ValidationError("\(publicKey) is not a P-256 public key in PEM")
-            }
-            verifyingKey = key
-        } else {
+            verifyingKey = try Self.readPublicKey(publicKey)
+        } else if generateKey {
             let key = P256.Signing.PrivateKey()
             let path = (certDir as NSString).appendingPathComponent("AuthKey_\(keyID).p8")
             guard
@@ -109,7 +129,8 @@ struct APNsSimCommand: AsyncParsableCommand {
             keyPath = path
         }
 
-        let topics = topic.isEmpty ? ["com.example.herald"] : topic
+        let topics = verifyingKey == nil ? topic : (topic.isEmpty ? ["com.example.herald"] : topic)
+        let apps = try app.map(Self.parseApp)
         var tls = SimulatorConfiguration.TLS.generate(directory: certDir)
         let dir = certDir as NSString
         let kept = ["server.pem", "server-key.pem", "ca.pem"].map { dir.appendingPathComponent($0) }
@@ -122,8 +143,8 @@ struct APNsSimCommand: AsyncParsableCommand {
                 port: port,
                 tls: tls,
                 teamID: teamID,
-                signingKeys: [keyID: verifyingKey],
-                allowedTopics: Set(topics),
+                signingKeys: verifyingKey.map { [keyID: $0] } ?? [:],
+                allowedTopics: verifyingKey == nil ? [] : Set(topics),
                 unregisteredTokens: try unregistered.map(Self.readUnregistered) ?? [:],
                 faults: .init(
                     rate429: fail429,
@@ -136,7 +157,8 @@ struct APNsSimCommand: AsyncParsableCommand {
                 maxConcurrentStreams: maxStreams,
                 startWithOneStream: true,
                 acceptedLogPath: log,
-                recordAccepted: false
+                recordAccepted: false,
+                apps: apps
             ),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: logger
@@ -147,11 +169,31 @@ struct APNsSimCommand: AsyncParsableCommand {
         var lines = [
             "APNS_URL=https://\(shownHost):\(boundPort)",
             "APNS_CA_PATH=\(simulator.caCertificatePath ?? "")",
-            "APNS_KEY_ID=\(keyID)",
-            "APNS_TEAM_ID=\(teamID)",
-            "APNS_TOPIC=\(topics[0])",
         ]
+        if verifyingKey != nil {
+            lines += ["APNS_KEY_ID=\(keyID)", "APNS_TEAM_ID=\(teamID)"]
+        }
+        if let first = verifyingKey != nil ? topics.first : apps.first?.topic { lines.append("APNS_TOPIC=\(first)") }
         if let keyPath { lines.append("APNS_KEY_PATH=\(keyPath)") }
+        // Shell assignments like the lines above (scripts source them): per issued certificate N,
+        // its topic and where each of its files was written.
+        lines.append("APNS_CLIENT_CA_PATH=\(simulator.clientCACertificatePath)")
+        for (index, topic) in issueClientCert.enumerated() {
+            let issued = try simulator.issueClientCertificate(
+                topics: [topic],
+                directory: certDir,
+                name: "client-\(topic)",
+                password: Self.randomPassword()
+            )
+            let n = index + 1
+            lines += [
+                "APNS_CLIENT_TOPIC_\(n)=\(topic)",
+                "APNS_CLIENT_CERT_PATH_\(n)=\(issued.certificatePath)",
+                "APNS_CLIENT_KEY_PATH_\(n)=\(issued.privateKeyPath)",
+                "APNS_CLIENT_P12_PATH_\(n)=\(issued.p12Path)",
+                "APNS_CLIENT_P12_PASSWORD_FILE_\(n)=\(issued.passwordFilePath)",
+            ]
+        }
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
 
         // SIGTERM or SIGINT: the simulator stops listening, closes its connections and flushes its log.
@@ -167,6 +209,45 @@ struct APNsSimCommand: AsyncParsableCommand {
                 "connections": "\(stats.connections)",
             ]
         )
+    }
+
+    static func readPublicKey(_ path: String) throws -> P256.Signing.PublicKey {
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8),
+            let key = try? P256.Signing.PublicKey(pemRepresentation: pem)
+        else {
+            throw ValidationError("\(path) is not a P-256 public key in PEM")
+        }
+        return key
+    }
+
+    /// `topic=BUNDLE,key-id=K,team-id=T,public-key=PEM` or `topic=BUNDLE,certificate`.
+    static func parseApp(_ spec: String) throws -> SimulatedApp {
+        var fields: [String: String] = [:]
+        for part in spec.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let name = pair.first, !name.isEmpty, fields[name] == nil else {
+                throw ValidationError("--app \(spec): empty or repeated field")
+            }
+            fields[name] = pair.count == 2 ? pair[1] : ""
+        }
+        guard let topic = fields.removeValue(forKey: "topic"), !topic.isEmpty else {
+            throw ValidationError("--app \(spec): topic= is missing")
+        }
+        if fields.removeValue(forKey: "certificate") != nil {
+            guard fields.isEmpty else { throw ValidationError("--app \(spec): a certificate app takes no key fields") }
+            return SimulatedApp(topic: topic, auth: .certificate)
+        }
+        guard let keyID = fields["key-id"], !keyID.isEmpty, let teamID = fields["team-id"], !teamID.isEmpty,
+            let keyPath = fields["public-key"], !keyPath.isEmpty, fields.count == 3
+        else {
+            throw ValidationError("--app \(spec): give key-id=, team-id= and public-key=, or certificate")
+        }
+        return SimulatedApp(topic: topic, auth: .token(teamID: teamID, keys: [keyID: try readPublicKey(keyPath)]))
+    }
+
+    static func randomPassword() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
     /// Reads `token [epoch-seconds]` lines; `#` starts a comment.
