@@ -299,7 +299,7 @@ let package = Package(
         .testTarget(
             name: "FaultTests",
             dependencies: [
-                "Store", "TestSupport", "HeraldCore",
+                "Store", "TestSupport", "HeraldCore", "ReplyIntake",
                 server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -93,8 +93,7 @@ public struct AppEndpoints: Sendable {
     private func authenticate(_ request: Request) async throws(IntakeError) -> (app: String, claims: AppRegistrationClaims) {
         if keys.apps.isEmpty { throw .registrationDisabled }
         switch await keys.verify(authorization: request.headers[.authorization]) {
-        case .success((let app, let claims?)): return (app, claims)
-        case .success: throw .registrationDisabled
+        case .success(let verified): return verified
         case .failure(let error): throw .unauthorized(error.message)
         }
     }

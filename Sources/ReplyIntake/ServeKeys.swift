@@ -92,9 +92,8 @@ public final class AppKeys: Sendable {
 
     /// Verifies `Authorization: Bearer <JWT>` with the keys of the app its
     /// `aud` names: the app, and the token's claims. A token of app A's
-    /// backend naming app B does not verify (B's keys are not A's). No
-    /// claims when the app has no registration key (registration answers 503).
-    public func verify(authorization: String?) async -> Result<(app: String, claims: AppRegistrationClaims?), AppTokenError> {
+    /// backend naming app B does not verify (B's keys are not A's).
+    public func verify(authorization: String?) async -> Result<(app: String, claims: AppRegistrationClaims), AppTokenError> {
         let token: String
         switch AppTokenVerifier.bearer(authorization) {
         case .success(let t): token = t
@@ -105,7 +104,9 @@ public final class AppKeys: Sendable {
         case .success(let a): app = a
         case .failure(let e): return .failure(e)
         }
-        guard let verifier = verifier(app: app) else { return .success((app, nil)) }
+        guard let verifier = verifier(app: app) else {
+            return .failure(AppTokenError(message: "the token's aud names app \"\(app)\", which has no registration key here"))
+        }
         return await verifier.verify(authorization: authorization).map { (app, $0) }
     }
 }

@@ -199,6 +199,12 @@ extension FaultSuite {
             lock.withLock { current = port }
         }
 
+        /// SIGHUP: `herald serve` reads its keys again.
+        func hangUp() { child?.signal(SIGHUP) }
+
+        /// Its log so far.
+        func log() -> String { child?.text() ?? "" }
+
         func kill() async throws {
             lock.withLock { current = nil }
             child?.signal(SIGKILL)

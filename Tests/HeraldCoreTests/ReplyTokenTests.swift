@@ -54,6 +54,21 @@ struct ReplyTokenTests {
         #expect(!ReplyTokens(secret: .generate()).verify(vector.token, delivery: vector.delivery))
     }
 
+    @Test func aRotatedSecretsTokensVerifyUntilTheGracePeriodEnds() throws {
+        let old = ReplySecret.generate()
+        let new = ReplySecret.generate()
+        let now = Date()
+        let rotated = ReplyTokens(secret: new, previous: old, until: now.addingTimeInterval(3600))
+        let before = ReplyTokens(secret: old).token(delivery: 42)
+        #expect(rotated.token(delivery: 42) == ReplyTokens(secret: new).token(delivery: 42), "tokens are made with the new secret")
+        #expect(rotated.verify(before, delivery: 42, now: now), "the old secret's token within the grace period")
+        #expect(rotated.verify(rotated.token(delivery: 42), delivery: 42, now: now))
+        #expect(!rotated.verify(before, delivery: 42, now: now.addingTimeInterval(3601)), "not after it")
+        #expect(!rotated.verify(before, delivery: 43, now: now))
+        #expect(!rotated.verify(ReplyTokens(secret: .generate()).token(delivery: 42), delivery: 42, now: now))
+        #expect(ReplyTokens(secret: new, previous: old, until: nil).previousUntil == nil, "no grace period without an end")
+    }
+
     @Test func anotherDeliverysTokenFails() throws {
         let vector = vectors[0]
         let tokens = try tokens(vector)

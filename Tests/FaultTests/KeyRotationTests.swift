@@ -1,0 +1,200 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HeraldCore
+import PostgresNIO
+import ReplyIntake
+import Store
+import Testing
+import TestSupport
+
+// MARK: Keys replaced under load
+
+extension FaultSuite {
+    /// A real `herald serve` under a steady load of replies and device
+    /// registrations while both of its keys are replaced, each the way
+    /// docs/operators.md ("Rotating keys") says: the app backend's
+    /// registration key (the new one added beside the old, SIGHUP, the
+    /// backend switches, the old one removed, SIGHUP) and the reply secret
+    /// (the configuration file names the new secret and the previous one
+    /// with the end of its grace period, SIGHUP, runs sign with the new
+    /// one, replies carrying either keep coming). Not one request is
+    /// refused; afterwards the retired keys are.
+    @Test func theServersKeysRotateUnderLoadWithNoRefusedRequest() async throws {
+        try await withScratch { scratch in
+            // The scratch folder is the test's own; the database's closure is @Sendable.
+            let dir = UncheckedScratch(scratch: scratch)
+            try await TestDatabase.with { client, database in
+                let devices = 60
+                try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: devices) + ";\n"
+                    + Fixtures.campaign(name: "Poster") + ";\n" + """
+                    INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
+                    SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c CROSS JOIN devices d ORDER BY d.id
+                    """)
+                var deliveries: [Int64] = []
+                for try await id in try await client.query("SELECT id FROM deliveries ORDER BY id", logger: TestDatabase.logger)
+                    .decode(Int64.self) { deliveries.append(id) }
+                let shop = try await AppTokenIssuer()
+                let companionOld = try await AppTokenIssuer()
+                let companionNew = try await AppTokenIssuer(algorithm: .eddsa)
+                try await AppStore(client: client, logger: TestDatabase.logger).add(
+                    name: "companion", displayName: "Companion", topic: "com.example.companion",
+                    registrationKeys: [companionOld.publicKeyPEM])
+
+                // The reply secrets live in files the configuration file names.
+                let oldSecret = ReplySecret.generate()
+                let newSecret = ReplySecret.generate()
+                let write = { (name: String, text: String) -> String in
+                    let path = dir.scratch.appendingPathComponent(name).path
+                    _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+                    return path
+                }
+                let oldFile = write("old.secret", oldSecret.base64EncodedString())
+                let newFile = write("new.secret", newSecret.base64EncodedString())
+                let config = write("herald.toml", "[reply]\nsecret_file = \"\(oldFile)\"\n")
+
+                var env = ProcessInfo.processInfo.environment
+                for key in env.keys where key.hasPrefix("HERALD_") || key.hasPrefix("APNS_") { env[key] = nil }
+                env["DATABASE_URL"] = database.description
+                env["HERALD_CONFIG"] = config
+                env["HERALD_APP_JWT_PUBLIC_KEY"] = shop.publicKeyPEM
+                env["LOG_LEVEL"] = "notice"
+                env["HERALD_LOG_FORMAT"] = "json"
+                env["HERALD_RATE_ADDRESS"] = "1000000"
+                env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
+                env["HERALD_RATE_DEVICE"] = "1000000"
+                env["HERALD_RATE_DELIVERY"] = "1000000"
+                let server = IntakeServerProcess(environment: env, directory: dir.scratch)
+                try await server.start()
+                let reloads = { server.log().components(separatedBy: "keys reloaded").count - 1 }
+                func reload(_ what: String) async throws {
+                    let before = reloads()
+                    server.hangUp()
+                    try await waitUntil("herald serve reloaded its keys (\(what))", limit: .seconds(30)) { reloads() > before }
+                }
+
+                let keys = RotatingKeys(backend: companionOld, tokens: ReplyTokens(secret: oldSecret))
+                let ids = deliveries
+                let load = Task {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for lane in 0..<4 {
+                            group.addTask {
+                                var n = lane
+                                while await !keys.stopped {
+                                    let delivery = ids[n % ids.count]
+                                    let (tokens, backend) = await (keys.tokens, keys.backend)
+                                    await keys.record("reply", try await Self.postReply(port: server.port, delivery: delivery,
+                                                                                    token: tokens.token(delivery: delivery)))
+                                    let user = "u\(n % devices)"
+                                    await keys.record("registration", try await Self.register(
+                                        port: server.port, device: n % devices, user: user,
+                                        bearer: try await backend.token(user: user, app: "companion")))
+                                    n += 4
+                                }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                }
+                try await waitUntil("load under way", limit: .seconds(30)) { await keys.count >= 40 }
+
+                // The registration key: the new one beside the old, the backend switches, the old one goes.
+                #expect(try await AppStore(client: client, logger: TestDatabase.logger)
+                    .addRegistrationKey(app: "companion", publicKeyPEM: companionNew.publicKeyPEM))
+                try await reload("a second registration key")
+                await keys.use(backend: companionNew)
+                try await waitUntil("registrations with the new key", limit: .seconds(30)) { await keys.count >= 120 }
+                try await client.exec("UPDATE apps SET registration_keys = ARRAY[registration_keys[2]] WHERE name = 'companion'")
+                try await reload("the old registration key removed")
+
+                // The reply secret: the new one signs; the old one's tokens are still taken until the stated time.
+                let until = ISO8601DateFormatter().string(from: Date(timeIntervalSinceNow: 3600))
+                _ = write("herald.toml", """
+                    [reply]
+                    secret_file = "\(newFile)"
+                    previous_secret_file = "\(oldFile)"
+                    previous_until = "\(until)"
+
+                    """)
+                try await reload("the reply secret replaced")
+                let oldTokens = await keys.tokens
+                await keys.use(tokens: ReplyTokens(secret: newSecret))
+                try await waitUntil("replies under the new secret", limit: .seconds(30)) { await keys.count >= 200 }
+                // Notifications sent before the change are still answered.
+                for delivery in deliveries.prefix(10) {
+                    await keys.record("reply", try await Self.postReply(port: server.port, delivery: delivery,
+                                                                    token: oldTokens.token(delivery: delivery)))
+                }
+                await keys.stop()
+                try await load.value
+
+                let figures = await keys.figures
+                print("keys rotated under load: \(figures.map { "\($0.key) \($0.value.map { "\($0.key)×\($0.value)" }.sorted().joined(separator: " "))" }.sorted().joined(separator: "; "))")
+                #expect(figures.values.allSatisfy { $0.keys.allSatisfy { (200...299).contains($0) } }, "\(figures)")
+                #expect((figures["reply"]?.values.reduce(0, +) ?? 0) >= 100)
+                #expect((figures["registration"]?.values.reduce(0, +) ?? 0) >= 100)
+                #expect(reloads() == 3)
+
+                // What was retired is refused now.
+                #expect(try await Self.register(port: server.port, device: 1, user: "u1",
+                                                bearer: try await companionOld.token(user: "u1", app: "companion")) == 401)
+                #expect(try await Self.postReply(port: server.port, delivery: deliveries[0],
+                                                 token: ReplyTokens(secret: .generate()).token(delivery: deliveries[0])) != 202)
+                try await server.stop()
+            }
+        }
+    }
+
+    struct UncheckedScratch: @unchecked Sendable {
+        let scratch: Scratch
+    }
+
+    /// The keys the load signs with, and what the server answered.
+    actor RotatingKeys {
+        var backend: AppTokenIssuer
+        var tokens: ReplyTokens
+        var stopped = false
+        var figures: [String: [Int: Int]] = [:]
+        var count = 0
+
+        init(backend: AppTokenIssuer, tokens: ReplyTokens) {
+            self.backend = backend
+            self.tokens = tokens
+        }
+
+        func use(backend: AppTokenIssuer) { self.backend = backend }
+        func use(tokens: ReplyTokens) { self.tokens = tokens }
+        func stop() { stopped = true }
+        func record(_ what: String, _ status: Int) {
+            figures[what, default: [:]][status, default: 0] += 1
+            count += 1
+        }
+    }
+
+    static func postReply(port: Int?, delivery: Int64, token: String) async throws -> Int {
+        let body = """
+            {"delivery": \(delivery), "token": "\(token)", "action": "love_it", \
+            "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(UUID().uuidString)"}
+            """
+        return try await send(port: port, method: "POST", path: "/v1/replies", body: body, bearer: nil)
+    }
+
+    static func register(port: Int?, device: Int, user: String, bearer: String) async throws -> Int {
+        let token = String(repeating: String(format: "%02x", device % 256), count: 32)
+        let body = #"{"environment": "production", "user": "\#(user)", "time_zone": "Europe/Paris", "app_version": "1.0"}"#
+        return try await send(port: port, method: "PUT", path: "/v1/devices/\(token)", body: body, bearer: bearer)
+    }
+
+    static func send(port: Int?, method: String, path: String, body: String, bearer: String?) async throws -> Int {
+        guard let port else { throw Timeout(what: "herald serve is not listening") }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        request.httpBody = Data(body.utf8)
+        request.timeoutInterval = 10
+        let (_, response) = try await replyClients.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+}

@@ -1,0 +1,172 @@
+import APNs
+import APNsSimulator
+import Crypto
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Runner
+import Settings
+import Store
+import Testing
+import TestSupport
+
+/// Several apps in one run (Sql/0027), through `HeraldJob` as `herald run`
+/// does it (the apps and their credentials read from the database), against
+/// the simulator over HTTP/2 + TLS: the app `default` on the deployment's
+/// token key, the app `companion` on a certificate (.p12) or a token key of
+/// its own.
+@Suite("Several apps in one run", .serialized)
+struct AppsRunTests {
+    static let companion = APNsSimulatorHarness.companionTopic
+
+    /// The job of a deployment whose retry wait is 0: what a refused app gives
+    /// back is due again a second later (the test resumes its campaigns then).
+    static func job(_ database: DatabaseConfiguration) throws -> HeraldJob {
+        let config = try HeraldConfiguration(environment: [
+            "DATABASE_URL": database.description, "HERALD_REPLY_SECRET": ReplySecret.generate().base64EncodedString(),
+            "HERALD_RETRY_WAIT_SECONDS": "0",
+        ])
+        return HeraldJob(configuration: config, logger: TestDatabase.logger)
+    }
+
+    /// A credential of the app `companion` the simulator trusts, written as
+    /// `herald apps add-credential` would.
+    static func addCredential(_ kind: String, name: String, sim: RunningAPNsSimulator, client: PostgresClient) async throws
+        -> (revoke: @Sendable () async -> Void, record: AppCredentialRecord)
+    {
+        if kind == "certificate" {
+            let issued = try sim.issueClientCertificate(topics: [companion], name: name)
+            let record = AppCredentialRecord(app: "companion", name: name, kind: .certificate,
+                                             certificatePath: issued.p12Path, passwordFile: issued.passwordFilePath)
+            try await AppStore(client: client, logger: TestDatabase.logger).addCredential(record)
+            let serial = issued.serialNumber
+            return ({ await sim.simulator.revokeCertificate(serialNumber: serial) }, record)
+        }
+        let key = P256.Signing.PrivateKey()
+        let keyID = "C" + String(UUID().uuidString.filter(\.isLetter).prefix(9)).uppercased()
+        let path = sim.directory + "/\(name).p8"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(key.pemRepresentation.utf8),
+                                               attributes: [.posixPermissions: 0o600]))
+        await sim.simulator.trustKey(keyID: keyID, publicKey: key.publicKey, teamID: "COMPTEAM01")
+        let record = AppCredentialRecord(app: "companion", name: name, kind: .token, keyPath: path, keyID: keyID,
+                                         teamID: "COMPTEAM01")
+        try await AppStore(client: client, logger: TestDatabase.logger).addCredential(record)
+        return ({ await sim.simulator.revokeKey(keyID: keyID) }, record)
+    }
+
+    static func simulatedCompanion(_ kind: String) -> SimulatedApp {
+        SimulatedApp(topic: companion, auth: kind == "certificate" ? .certificate : .token(teamID: "COMPTEAM01", keys: [:]))
+    }
+
+    static func figures(_ client: PostgresClient) async throws -> [String: String] {
+        var out: [String: String] = [:]
+        for try await (name, line) in try await client.query("""
+            SELECT c.name, c.status || ' ' || count(*) FILTER (WHERE d.status = 'sent') || ' sent '
+                   || count(*) FILTER (WHERE d.status = 'queued') || ' queued'
+            FROM campaigns c LEFT JOIN deliveries d ON d.campaign_id = c.id GROUP BY c.id
+            """, logger: TestDatabase.logger).decode((String, String).self) {
+            out[name] = line
+        }
+        return out
+    }
+
+    @Test("one app's revoked credential fails its campaigns with the reason; the other app's go out; fixed, they resume",
+          arguments: ["certificate", "token"])
+    func oneAppsFaultStaysThatApps(kind: String) async throws {
+        try await TestDatabase.with { client, database in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 300))
+            try await client.exec("""
+                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(Self.companion)');
+                UPDATE devices SET app = 'companion' WHERE id % 3 = 0;
+                """)
+            try await client.exec(Fixtures.campaign(name: "Shop only"))
+            try await client.exec(Fixtures.campaign(name: "Companion only"))
+            try await client.exec(Fixtures.campaign(name: "Everyone"))
+            try await client.exec("""
+                UPDATE campaigns SET apps = ARRAY['default'] WHERE name = 'Shop only';
+                UPDATE campaigns SET apps = ARRAY['companion'] WHERE name = 'Companion only';
+                """)
+            let sim = try await APNsSimulatorHarness.start(apps: [Self.simulatedCompanion(kind)])
+            do {
+                let (revoke, first) = try await Self.addCredential(kind, name: "first", sim: sim, client: client)
+                await revoke()
+                let job = try Self.job(database)
+                let summary = try await job.send(client: client, apns: sim.clientConfiguration)
+                let answer = kind == "certificate" ? "403 BadCertificate" : "403 InvalidProviderToken"
+                #expect(summary.exitStatus == 1, "a person is needed")
+                #expect(summary.refusedApps.keys.sorted() == ["companion"])
+                #expect(summary.refusedApps["companion"] == "app companion (credential companion/first): APNs answered \(answer)")
+                #expect(summary.report.contains("CREDENTIAL REFUSED: app companion"), "\(summary.report)")
+
+                var figures = try await Self.figures(client)
+                #expect(figures["Shop only"] == "completed 200 sent 0 queued")
+                #expect(figures["Companion only"] == "failed 0 sent 100 queued")
+                #expect(figures["Everyone"] == "failed 200 sent 100 queued")
+                let reason = try await client.scalar("SELECT failure_reason FROM campaigns WHERE name = 'Companion only'",
+                                                     as: String.self) ?? ""
+                #expect(reason.hasPrefix("app companion (credential companion/first): APNs refused it (\(answer)); 100 deliveries wait. Fix the credential"),
+                        "\(reason)")
+                let accepted = await sim.simulator.accepted
+                #expect(accepted.count == 400)
+                #expect(accepted.allSatisfy { $0.headers["apns-topic"] == APNsSimulatorHarness.defaultTopic })
+
+                // The fix: a new credential beside the old one (the newest is used), the campaigns resumed.
+                _ = try await Self.addCredential(kind, name: "second", sim: sim, client: client)
+                #expect(try await AppStore(client: client, logger: TestDatabase.logger).retireCredential(app: "companion", name: first.name))
+                try await client.exec("UPDATE campaigns SET status = 'running', failure_reason = NULL WHERE status = 'failed'")
+                try await Task.sleep(for: .milliseconds(1100))
+                let again = try await job.send(client: client, apns: sim.clientConfiguration)
+                #expect(again.exitStatus == 0)
+                #expect(again.refusedApps.isEmpty)
+                figures = try await Self.figures(client)
+                #expect(figures["Companion only"] == "completed 100 sent 0 queued")
+                #expect(figures["Everyone"] == "completed 300 sent 0 queued")
+                let companions = await sim.simulator.accepted.filter { $0.headers["apns-topic"] == Self.companion }
+                #expect(companions.count == 200)
+                #expect(Set(companions.map(\.deviceToken)).count == 100, "each companion device got both of its campaigns once")
+                let byApp = try await client.scalar(
+                    "SELECT string_agg(app || ' ' || sent || ' sent', ', ' ORDER BY app) FROM analyst.apps", as: String.self)
+                #expect(byApp == "companion 200 sent, default 400 sent")
+            } catch {
+                await sim.stop()
+                throw error
+            }
+            await sim.stop()
+        }
+    }
+
+    @Test("an expired certificate is refused before connecting: its app's campaign fails, naming it")
+    func anExpiredCertificateFailsItsAppsCampaign() async throws {
+        try await TestDatabase.with { client, database in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 30))
+            try await client.exec("""
+                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(Self.companion)');
+                UPDATE devices SET app = 'companion' WHERE id % 2 = 0;
+                """)
+            try await client.exec(Fixtures.campaign(name: "Everyone"))
+            let sim = try await APNsSimulatorHarness.start(apps: [Self.simulatedCompanion("certificate")])
+            do {
+                let past = Date(timeIntervalSinceNow: -30 * 86_400)...Date(timeIntervalSinceNow: -86_400)
+                let issued = try sim.issueClientCertificate(topics: [Self.companion], name: "old", validity: past)
+                try await AppStore(client: client, logger: TestDatabase.logger).addCredential(AppCredentialRecord(
+                    app: "companion", name: "old", kind: .certificate, certificatePath: issued.certificatePath,
+                    privateKeyPath: issued.privateKeyPath))
+                let apps = try await AppStore(client: client, logger: TestDatabase.logger).all()
+                let listed = AppsReport.lines(apps, defaultTopic: APNsSimulatorHarness.defaultTopic, now: Date())
+                #expect(listed.contains { $0.contains("credential companion/old [any; in use for production, sandbox]: certificate")
+                    && $0.contains("EXPIRED") && $0.contains("WARNING: the certificate has expired") }, "\(listed)")
+
+                let summary = try await Self.job(database).send(client: client, apns: sim.clientConfiguration)
+                #expect(summary.refusedApps["companion"] == "app companion (credential companion/old): APNs answered CertificateExpired")
+                #expect(try await Self.figures(client)["Everyone"] == "failed 15 sent 15 queued")
+                #expect(await sim.simulator.stats.accepted == 15)
+            } catch {
+                await sim.stop()
+                throw error
+            }
+            await sim.stop()
+        }
+    }
+}
