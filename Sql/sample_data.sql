@@ -15,6 +15,17 @@
 -- open what is sealed for them. Every 50th user opted out; every 40th device
 -- logs out (DELETE /v1/devices/{token}) after registering.
 
+-- Two apps: the shop (the app `default`, on the deployment's APNS_* .p8 key)
+-- and its companion app, a bundle of its own on an APNs certificate. Every
+-- fourth device runs the companion (sample_devices.tsv, column app); the
+-- campaigns below name no apps, so each goes to both, each device through
+-- its own app. `herald demo` gives the companion its .p12 (issued by the
+-- APNs simulator) and its backend's registration key:
+--   herald apps add-credential companion cert --p12 … --password-file …
+--   herald apps add-registration-key companion backend-public.pem
+INSERT INTO apps (name, display_name, topic) VALUES
+    ('companion', 'Shop companion', 'com.example.herald.companion');
+
 -- Buttons and text inputs the app registers (served by GET /v1/notification-config
 -- in the app's language). The plain columns are English (default_locale 'en');
 -- `localized` holds the other languages.

@@ -18,6 +18,8 @@ public struct SampleDevice: Sendable, Hashable {
     public var keyID: String?
     /// The app logs out after registering.
     public var logsOut: Bool
+    /// The app it runs (`apps.name`): `default` (the shop) or `companion`.
+    public var app: String = AppRecord.defaultName
 
     /// The device's own X25519 key (when it registers one): SHA-256("herald demo device n").
     public var privateKey: Curve25519.KeyAgreement.PrivateKey? {
@@ -42,7 +44,8 @@ public struct SampleDevice: Sendable, Hashable {
             out.append(SampleDevice(
                 n: n, user: user, token: token, environment: row["environment"] ?? "production",
                 locale: row["locale"] ?? "en", timeZone: row["time_zone"] ?? "UTC", appVersion: row["app_version"] ?? "1.0",
-                keyID: row["key_id"].flatMap { $0.isEmpty ? nil : $0 }, logsOut: row["unregistered"] == "1"))
+                keyID: row["key_id"].flatMap { $0.isEmpty ? nil : $0 }, logsOut: row["unregistered"] == "1",
+                app: row["app"].flatMap { $0.isEmpty ? nil : $0 } ?? AppRecord.defaultName))
         }
         return out
     }
@@ -79,17 +82,24 @@ public struct AppFleetReport: Sendable, CustomStringConvertible {
 public actor AppFleet {
     public let devices: [String: SampleDevice]
     private let app: AppRequestBuilder
-    private let issuer: AppTokenIssuer
+    /// Each app's backend, signing its own devices' registrations (aud herald:<app>).
+    private let issuers: [String: AppTokenIssuer]
     private let logger: Logger
     /// Token → the config the app registered with UNUserNotificationCenter.
     private var configs: [String: NotificationConfigDocument] = [:]
     public private(set) var report = AppFleetReport()
 
-    public init(devices: [SampleDevice], intake: URL, issuer: AppTokenIssuer, logger: Logger) {
+    public init(devices: [SampleDevice], intake: URL, issuers: [String: AppTokenIssuer], logger: Logger) {
         self.devices = Dictionary(devices.map { ($0.token, $0) }, uniquingKeysWith: { a, _ in a })
         self.app = AppRequestBuilder(baseURL: intake)
-        self.issuer = issuer
+        self.issuers = issuers
         self.logger = logger
+    }
+
+    /// A registration token for `device`, from its own app's backend.
+    private func bearer(_ device: SampleDevice) async throws -> String {
+        guard let issuer = issuers[device.app] else { throw StoreError.configuration("the demo has no backend for app \(device.app)") }
+        return try await issuer.token(user: device.user, app: device.app == AppRecord.defaultName ? nil : device.app)
     }
 
     /// The config a device has registered, if any.
@@ -106,7 +116,7 @@ public actor AppFleet {
             }
             try await self.register(device, etag: etag)
             if device.logsOut {
-                let request = self.app.unregister(deviceTokenHex: device.token, bearer: try await self.issuer.token(user: device.user))
+                let request = self.app.unregister(deviceTokenHex: device.token, bearer: try await self.bearer(device))
                 let (status, _, _) = try await Self.send(request)
                 await self.count(status, expected: 204) { $0.loggedOut += 1 }
             }
@@ -158,7 +168,7 @@ public actor AppFleet {
             appVersion: device.appVersion,
             publicKey: device.privateKey?.publicKey.rawRepresentation.base64EncodedString(), keyID: device.keyID,
             configETag: etag)
-        let request = app.register(deviceTokenHex: device.token, registration, bearer: try await issuer.token(user: device.user))
+        let request = app.register(deviceTokenHex: device.token, registration, bearer: try await bearer(device))
         let (status, _, _) = try await Self.send(request)
         count(status, expected: refresh ? 200 : 201) { r in
             if refresh { r.reRegistered += 1 } else {

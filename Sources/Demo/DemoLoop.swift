@@ -26,6 +26,8 @@ public struct DemoLoop: Sendable {
     /// app's (400 DeviceTokenNotForTopic): sample devices 13, 26 and 39.
     public static let unregisteredDevices = [13, 26]
     public static let otherTopicDevices = [39]
+    /// The bundle id of the shop's companion app (Sql/sample_data.sql).
+    public static let companionTopic = "com.example.herald.companion"
 
     public init(configuration: HeraldConfiguration, workDirectory: URL, logger: Logger) {
         self.configuration = configuration
@@ -67,28 +69,43 @@ public struct DemoLoop: Sendable {
         // Their apps are uninstalled after they register: APNs' 410 carries a
         // time after the registration (the demo compresses the hours into seconds).
         for n in Self.unregisteredDevices { unregistered[DeviceFleet.sampleToken(n)] = Date(timeIntervalSinceNow: 600) }
+        // Two apps: the shop on the provider key above, its companion on a
+        // client certificate of the simulator's own CA (as Apple issues them).
         let simulator = try APNsSimulator(configuration: SimulatorConfiguration(
             tls: .generate(directory: apnsDirectory.path), teamID: teamID,
             signingKeys: [keyID: providerKey.publicKey], allowedTopics: [config.topic],
             unregisteredTokens: unregistered,
             tokensOfOtherTopics: Set(Self.otherTopicDevices.map(DeviceFleet.sampleToken)),
             faults: .init(rate503: 0.03, seed: 2026),
-            acceptedLogPath: acceptedLog), logger: logger)
+            acceptedLogPath: acceptedLog,
+            apps: [SimulatedApp(topic: Self.companionTopic, auth: .certificate)]), logger: logger)
         let apnsPort = try await simulator.start()
+        let companionCertificate = try simulator.issueClientCertificate(
+            topics: [Self.companionTopic], directory: apnsDirectory.path, name: "companion", validity: nil,
+            password: ReplySecret.generate().base64EncodedString())
         let apns = APNsConfiguration(
             signingKey: APNsSigningKey(privateKey: providerKey), keyID: keyID, teamID: teamID, topic: config.topic,
             baseURLOverride: "https://127.0.0.1:\(apnsPort)", extraTrustedCAPath: simulator.caCertificatePath,
             retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(20), maxDelay: .milliseconds(500)))
 
         do {
-            // The app's backend: it signs the registration tokens Herald verifies.
+            // The apps' backends: they sign the registration tokens Herald verifies.
             let backend = try await AppTokenIssuer(algorithm: .es256)
-            let verifier = try await AppTokenVerifier(publicKeyPEM: backend.publicKeyPEM)
+            let companionBackend = try await AppTokenIssuer(algorithm: .eddsa)
             let sampleDevices = try SampleDevice.load(config.sqlFiles)
             let outcome = try await withPostgres(config.database, logger: logger) { client in
-                try await Self.withAppServer(client: client, secret: secret, verifier: verifier, logger: logger) { intakeURL in
+                // The companion's credential (its .p12) and its backend's key, as
+                // `herald apps add-credential` and `add-registration-key` write them.
+                let store = AppStore(client: client, logger: logger)
+                try await store.addCredential(AppCredentialRecord(
+                    app: "companion", name: "demo-certificate", kind: .certificate,
+                    certificatePath: companionCertificate.p12Path, passwordFile: companionCertificate.passwordFilePath))
+                _ = try await store.addRegistrationKey(app: "companion", publicKeyPEM: companionBackend.publicKeyPEM)
+                let keys = AppKeys(try await AppKeys.verifiers(apps: try await store.all(), defaultPEM: backend.publicKeyPEM))
+                return try await Self.withAppServer(client: client, secret: secret, keys: keys, logger: logger) { intakeURL in
                     // The apps register their devices themselves.
-                    let apps = AppFleet(devices: sampleDevices, intake: intakeURL, issuer: backend, logger: logger)
+                    let apps = AppFleet(devices: sampleDevices, intake: intakeURL,
+                                        issuers: [AppRecord.defaultName: backend, "companion": companionBackend], logger: logger)
                     try await apps.registerAll()
                     let job = HeraldJob(configuration: config, logger: logger)
 
@@ -142,11 +159,15 @@ public struct DemoLoop: Sendable {
         let logger = self.logger
         let secret = configuration.replySecret ?? ReplySecret.generate()
         let backend = try await AppTokenIssuer(algorithm: .es256)
-        let verifier = try await AppTokenVerifier(publicKeyPEM: backend.publicKeyPEM)
+        let companionBackend = try await AppTokenIssuer(algorithm: .eddsa)
         let sampleDevices = try SampleDevice.load(configuration.sqlFiles)
         return try await withPostgres(configuration.database, logger: logger) { client in
-            try await Self.withAppServer(client: client, secret: secret, verifier: verifier, logger: logger) { intakeURL in
-                let apps = AppFleet(devices: sampleDevices, intake: intakeURL, issuer: backend, logger: logger)
+            let store = AppStore(client: client, logger: logger)
+            _ = try await store.addRegistrationKey(app: "companion", publicKeyPEM: companionBackend.publicKeyPEM)
+            let keys = AppKeys(try await AppKeys.verifiers(apps: try await store.all(), defaultPEM: backend.publicKeyPEM))
+            return try await Self.withAppServer(client: client, secret: secret, keys: keys, logger: logger) { intakeURL in
+                let apps = AppFleet(devices: sampleDevices, intake: intakeURL,
+                                    issuers: [AppRecord.defaultName: backend, "companion": companionBackend], logger: logger)
                 try await apps.registerAll()
                 return await apps.report
             }
@@ -155,12 +176,12 @@ public struct DemoLoop: Sendable {
 
     /// `herald serve`'s endpoints on a free loopback port while `body` runs.
     static func withAppServer<T: Sendable>(
-        client: PostgresClient, secret: ReplySecret, verifier: AppTokenVerifier, logger: Logger,
+        client: PostgresClient, secret: ReplySecret, keys: AppKeys, logger: Logger,
         _ body: @escaping @Sendable (URL) async throws -> T
     ) async throws -> T {
         let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger),
                                  tokens: ReplyTokens(secret: secret), logger: logger)
-        let endpoints = AppEndpoints(client: client, verifier: verifier, logger: logger)
+        let endpoints = AppEndpoints(client: client, keys: keys, logger: logger)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         // The whole simulated fleet posts from 127.0.0.1: one address, hundreds of phones.
         var limits = IntakeLimits()

@@ -107,7 +107,21 @@ public struct AnalystReport: Sendable {
             guard let i = index[id] else { continue }
             (campaigns[i].delivered, campaigns[i].arrivalMedian, campaigns[i].arrivalP90) = (delivered, median, p90)
         }
-        return ReportData(generatedAt: now, campaigns: campaigns)
+        var data = ReportData(generatedAt: now, campaigns: campaigns)
+        if campaign == nil { data.apps = try await apps() }
+        return data
+    }
+
+    /// The apps' figures (`analyst.apps`), when there is more than one app.
+    func apps() async throws -> [ReportData.App] {
+        var apps: [ReportData.App] = []
+        for try await (name, display, topic, devices, sent, failed, delivered, replied) in try await client.query("""
+            SELECT app, display_name, topic, devices, sent, failed, delivered, replied FROM analyst.apps ORDER BY app
+            """, logger: logger).decode((String, String, String, Int64, Int64, Int64, Int64, Int64).self) {
+            apps.append(.init(name: name, displayName: display, topic: topic, devices: devices, sent: sent, failed: failed,
+                              delivered: delivered, replied: replied))
+        }
+        return apps.count > 1 ? apps : []
     }
 
     /// Series and their occurrences (`analyst.series`, `analyst.occurrences`)

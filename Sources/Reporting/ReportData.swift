@@ -234,8 +234,26 @@ public struct ReportData: Sendable {
         }
     }
 
+    /// An app of the deployment and its figures, from `analyst.apps` (Sql/0027).
+    public struct App: Sendable, Equatable {
+        public var name: String
+        public var displayName: String
+        public var topic: String
+        public var devices: Int64
+        public var sent: Int64
+        public var failed: Int64
+        public var delivered: Int64
+        public var replied: Int64
+
+        public var text: String {
+            "app \(name) (\(displayName), \(topic)): \(devices) devices; sent \(sent), failed \(failed), delivered \(delivered), replied to \(replied)"
+        }
+    }
+
     public var generatedAt: Date
     public var campaigns: [Campaign]
+    /// Every app, when the deployment serves more than one (else empty).
+    public var apps: [App] = []
 
     public init(generatedAt: Date, campaigns: [Campaign]) {
         self.generatedAt = generatedAt

@@ -14,6 +14,7 @@ public enum ReportPage {
             <header><h1>Herald report</h1><p class="muted">\(data.campaigns.count) campaign\(data.campaigns.count == 1 ? "" : "s") · made \(escape(timestamp(data.generatedAt))) UTC from the analyst views</p></header>
 
             """
+        if !data.apps.isEmpty { out += appsTable(data.apps) }
         if data.campaigns.isEmpty {
             out += "<p>No campaigns yet.</p>\n"
         }
@@ -72,6 +73,15 @@ public enum ReportPage {
     }
 
     /// A series' occurrences, one row each (each has its own section below).
+    /// The deployment's apps side by side (analyst.apps).
+    static func appsTable(_ apps: [ReportData.App]) -> String {
+        var s = "<section><h2>Apps</h2>\n<table><thead><tr><th>App</th><th>Topic</th><th>Devices</th><th>Sent</th><th>Failed</th><th>Delivered</th><th>Replied to</th></tr></thead><tbody>\n"
+        for a in apps {
+            s += "<tr><td>\(escape(a.displayName)) <span class=\"muted\">\(escape(a.name))</span></td><td>\(escape(a.topic))</td><td class=\"n\">\(a.devices)</td><td class=\"n\">\(a.sent)</td><td class=\"n\">\(a.failed)</td><td class=\"n\">\(a.delivered)</td><td class=\"n\">\(a.replied)</td></tr>\n"
+        }
+        return s + "</tbody></table></section>\n"
+    }
+
     static func occurrencesTable(_ series: String, _ occurrences: [ReportData.Occurrence]) -> String {
         var s = "<p>\(escape(series)): never sent itself; \(occurrences.count) occurrence\(occurrences.count == 1 ? "" : "s"), each a campaign of its own.</p>\n"
         guard !occurrences.isEmpty else { return s }

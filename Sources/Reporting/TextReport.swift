@@ -11,7 +11,7 @@ extension AnalystReport {
 /// Renders `ReportData` as text, one block per campaign.
 public enum TextReport {
     public static func text(_ data: ReportData) -> String {
-        var out: [String] = []
+        var out: [String] = data.apps.map(\.text)
         for c in data.campaigns {
             var line = "campaign \(c.id) \"\(c.name)\" [\(c.kind)] \(c.status)"
             if let reason = c.failureReason, !reason.isEmpty { line += " (\(reason))" }

@@ -193,11 +193,14 @@ final class TestSendClaims: ClaimSource, Sendable {
         self.personalizer = personalizer
     }
 
-    func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedDelivery> {
+    func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<ClaimedDelivery> {
         let now = ContinuousClock().now
         let due = state.withLockedValue { s -> [ClaimedDelivery] in
-            let taken = s.waiting.filter { $0.due <= now }.map(\.delivery)
-            s.waiting.removeAll { $0.due <= now }
+            let ready = { (w: (delivery: ClaimedDelivery, due: ContinuousClock.Instant)) in
+                w.due <= now && !apps.contains(w.delivery.target.app)
+            }
+            let taken = s.waiting.filter(ready).map(\.delivery)
+            s.waiting.removeAll(where: ready)
             return taken
         }
         return ClaimBatch(items: due)
@@ -232,10 +235,10 @@ final class TestSendClaims: ClaimSource, Sendable {
         }
     }
 
-    func nextDue() async throws -> Duration? {
+    func nextDue(excludingApps apps: [String]) async throws -> Duration? {
         let now = ContinuousClock().now
         return state.withLockedValue { s in
-            s.waiting.map(\.due).min().map { max($0 - now, .zero) }
+            s.waiting.filter { !apps.contains($0.delivery.target.app) }.map(\.due).min().map { max($0 - now, .zero) }
         }
     }
 

@@ -124,7 +124,7 @@ public struct ConfigRefreshStore: Sendable {
     /// was invalidated meanwhile are skipped.
     /// Like campaign deliveries, a claim is a lease of `lease` that the run
     /// renews; a lapsed lease (a run that died) may be claimed again.
-    public func claim(run: Int64, limit: Int, lease: Duration) async throws -> [ClaimedRefresh] {
+    public func claim(run: Int64, limit: Int, lease: Duration, excludingApps apps: [String] = []) async throws -> [ClaimedRefresh] {
         let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
             WITH live AS (
@@ -136,6 +136,7 @@ public struct ConfigRefreshStore: Sendable {
                 SELECT d.id FROM deliveries d
                 WHERE d.campaign_id IS NULL AND d.refresh_open
                   AND \(unescaped: DeliveryLedger.claimable("d"))
+                  AND \(unescaped: DeliveryLedger.notOfApps("d", apps))
                   AND EXISTS (SELECT 1 FROM live)
                 ORDER BY d.id LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
@@ -171,10 +172,11 @@ public struct ConfigRefreshStore: Sendable {
 
     /// How long until the next queued refresh push may be sent, when one is
     /// queued at all (a retry's backoff).
-    public func nextDue() async throws -> Duration? {
+    public func nextDue(excludingApps apps: [String] = []) async throws -> Duration? {
         let rows = try await client.query("""
             SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8
-            FROM deliveries WHERE campaign_id IS NULL AND refresh_open AND status = 'queued'
+            FROM deliveries d WHERE d.campaign_id IS NULL AND d.refresh_open AND d.status = 'queued'
+              AND \(unescaped: DeliveryLedger.notOfApps("d", apps))
             HAVING count(*) > 0
             """, logger: logger)
         for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }

@@ -115,7 +115,7 @@ public struct DeliveryLedger: Sendable {
     /// reads only rows it has not passed yet; rows given back behind it are
     /// found with `firstClaimable`.
     private func claimWindow(campaign: Int64, run: Int64, limit: Int, lease: Duration,
-                            after: Int64) async throws -> ClaimWindow {
+                            after: Int64, excludingApps apps: [String]) async throws -> ClaimWindow {
         let seconds = Double(lease.components.seconds)
         let rows = try await client.query("""
             WITH live AS (
@@ -139,6 +139,7 @@ public struct DeliveryLedger: Sendable {
                   AND d.id = ANY (ARRAY(SELECT w.id FROM win w WHERE \(unescaped: Self.claimable("w"))))
                   -- Checked again on the row as it is once locked.
                   AND \(unescaped: Self.claimable("d"))
+                  AND \(unescaped: Self.notOfApps("d", apps))
                   AND EXISTS (SELECT 1 FROM live)
                 FOR UPDATE OF d SKIP LOCKED
             ), upd AS (
@@ -214,11 +215,12 @@ public struct DeliveryLedger: Sendable {
     /// The first claimable row of the campaign after `after` (queued and
     /// due, or held by a run that is gone), one read of the campaign's rows;
     /// nil when there is none.
-    private func firstClaimable(campaign: Int64, after: Int64 = 0) async throws -> Int64? {
+    private func firstClaimable(campaign: Int64, after: Int64 = 0, excludingApps apps: [String]) async throws -> Int64? {
         let rows = try await client.query("""
             SELECT min(d.id) FROM deliveries d
             WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
               AND \(unescaped: Self.claimable("d"))
+              AND \(unescaped: Self.notOfApps("d", apps))
             """, logger: logger)
         for try await id in rows.decode(Int64?.self) { return id }
         return nil
@@ -230,19 +232,23 @@ public struct DeliveryLedger: Sendable {
     /// (another worker's) are read past, and rows given back behind the
     /// cursor (a retry, a stopped run's) are found again. The one claim walk
     /// of a run's sending session.
-    public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64) async throws -> ClaimAnswer {
+    /// Rows of devices of `excludingApps` (apps whose credential APNs
+    /// refused in this run) are left where they are.
+    public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64,
+                          excludingApps apps: [String] = []) async throws -> ClaimAnswer {
         func take(_ from: Int64) async throws -> ClaimWindow {
-            try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from)
+            try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from, excludingApps: apps)
         }
         var window = ClaimWindow(deliveries: [], end: after, full: false)
         func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive }
         if after > 0 {
             window = try await take(after)
-        } else if let start = try await firstClaimable(campaign: campaign) {
+        } else if let start = try await firstClaimable(campaign: campaign, excludingApps: apps) {
             window = try await take(start - 1)
         }
         while goOn() { window = try await take(window.end) }
-        if window.deliveries.isEmpty, window.runLive, after > 0, let behind = try await firstClaimable(campaign: campaign) {
+        if window.deliveries.isEmpty, window.runLive, after > 0,
+           let behind = try await firstClaimable(campaign: campaign, excludingApps: apps) {
             window = try await take(behind - 1)
             while goOn() { window = try await take(window.end) }
         }
@@ -259,10 +265,11 @@ public struct DeliveryLedger: Sendable {
 
     /// How long until the campaign's next queued delivery may be sent, when
     /// one is queued at all (a backoff, quiet hours).
-    public func nextDue(campaign: Int64) async throws -> Duration? {
+    public func nextDue(campaign: Int64, excludingApps apps: [String] = []) async throws -> Duration? {
         let rows = try await client.query("""
             SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8
-            FROM deliveries WHERE campaign_id = \(campaign) AND status = 'queued'
+            FROM deliveries d WHERE d.campaign_id = \(campaign) AND d.status = 'queued'
+              AND \(unescaped: Self.notOfApps("d", apps))
             HAVING count(*) > 0
             """, logger: logger)
         for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }
@@ -280,6 +287,16 @@ public struct DeliveryLedger: Sendable {
             out[app] = Int(n)
         }
         return out
+    }
+
+    /// SQL: ledger row `alias` is not of a device of `apps` (true when none
+    /// is named). App names are checked by the table (a-z, 0-9, - and _),
+    /// so they are written as literals.
+    static func notOfApps(_ alias: String, _ apps: [String]) -> String {
+        let names = apps.filter { $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" } }
+        guard !names.isEmpty else { return "true" }
+        let list = names.map { "'\($0)'" }.joined(separator: ", ")
+        return "NOT EXISTS (SELECT 1 FROM devices x WHERE x.id = \(alias).device_id AND x.app IN (\(list)))"
     }
 
     private static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {

@@ -65,6 +65,20 @@ struct WholeLoopTests {
             let refreshes = try await client.scalar("SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self)
             #expect(Int64(accepted) == (sent ?? 0) + (refreshes ?? 0))
 
+            // Two apps in one run and one intake: the shop's devices on its
+            // .p8 key, the companion's through its .p12 certificate (its own
+            // topic, no provider token), each registered by its own backend.
+            let lines = try String(contentsOfFile: outcome.acceptedLog, encoding: .utf8).split(separator: "\n")
+            let companion = lines.filter { $0.contains(DemoLoop.companionTopic) }
+            #expect(companion.count > 50 && companion.count < lines.count / 2, "\(companion.count) of \(lines.count)")
+            #expect(outcome.runs.allSatisfy { $0.refusedApps.isEmpty })
+            let apps = try await client.query("SELECT app, devices, sent FROM analyst.apps ORDER BY app", logger: TestDatabase.logger)
+            var byApp: [String: (Int64, Int64)] = [:]
+            for try await (app, devices, sent) in apps.decode((String, Int64, Int64).self) { byApp[app] = (devices, sent) }
+            #expect(byApp["companion"]?.0 == 85 && byApp["default"]?.0 == 257)
+            #expect((byApp["companion"]?.1 ?? 0) > 0 && (byApp["default"]?.1 ?? 0) > (byApp["companion"]?.1 ?? 0))
+            #expect(outcome.report.contains("app companion (Shop companion, com.example.herald.companion): 85 devices; sent"))
+
             // The poster held out a fifth of its users (never sent: the simulator
             // accepted exactly what the ledger sent, above); the shop's purchases
             // give its lift, for the whole campaign and each variant.

@@ -19,12 +19,10 @@ import TestSupport
 struct AppsRunTests {
     static let companion = APNsSimulatorHarness.companionTopic
 
-    /// The job of a deployment whose retry wait is 0: what a refused app gives
-    /// back is due again a second later (the test resumes its campaigns then).
+    /// The job as `herald run` makes it from its settings.
     static func job(_ database: DatabaseConfiguration) throws -> HeraldJob {
         let config = try HeraldConfiguration(environment: [
             "DATABASE_URL": database.description, "HERALD_REPLY_SECRET": ReplySecret.generate().base64EncodedString(),
-            "HERALD_RETRY_WAIT_SECONDS": "0",
         ])
         return HeraldJob(configuration: config, logger: TestDatabase.logger)
     }
@@ -115,7 +113,6 @@ struct AppsRunTests {
                 _ = try await Self.addCredential(kind, name: "second", sim: sim, client: client)
                 #expect(try await AppStore(client: client, logger: TestDatabase.logger).retireCredential(app: "companion", name: first.name))
                 try await client.exec("UPDATE campaigns SET status = 'running', failure_reason = NULL WHERE status = 'failed'")
-                try await Task.sleep(for: .milliseconds(1100))
                 let again = try await job.send(client: client, apns: sim.clientConfiguration)
                 #expect(again.exitStatus == 0)
                 #expect(again.refusedApps.isEmpty)

@@ -213,8 +213,8 @@ struct SendingSessionTests {
         #expect(s.tally.sent == 1 && s.tally.requeued == 2 && s.tally.failed == 0)
     }
 
-    @Test("a refused app's outcomes wait beyond the run's retry wait, so the run ends its campaigns")
-    func refusedDelay() {
+    @Test("a refused app's answer is recorded queued, with APNs' reason, due at once for a later run")
+    func refusedStaysQueued() {
         var s = Self.session()
         _ = s.next(Self.at(0))
         s.claimAnswered(ClaimBatch(items: [Row(deliveryID: 1, app: "shop")], end: 1))
@@ -226,7 +226,7 @@ struct SendingSessionTests {
         s.claimAnswered(ClaimBatch(items: [], end: 1))
         guard case .write(let batch) = s.next(Self.at(2)) else { Issue.record("a write"); return }
         #expect(batch.map(\.status) == [.queued])
-        #expect(batch[0].delay == Self.settings.refusedDelay && batch[0].error == "403 BadCertificate")
+        #expect(batch[0].delay == 0 && batch[0].error == "403 BadCertificate")
         s.recorded()
         #expect(Self.name(s.next(Self.at(3))) == "end drained")
     }

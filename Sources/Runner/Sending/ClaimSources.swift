@@ -40,11 +40,12 @@ struct CampaignClaims: ClaimSource {
     /// Set while the campaign's audience is still being written.
     let snapshotting: SnapshotWriting?
 
-    func claim(after cursor: Int64) async throws -> ClaimBatch<CampaignItem> {
+    func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<CampaignItem> {
         let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
         let limit = claimSize
         let answer = try await db("claim deliveries") {
-            try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor)
+            try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor,
+                                       excludingApps: apps)
         }
         var items = answer.deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
         if prepared.campaign.pace != nil, !items.isEmpty {
@@ -99,9 +100,9 @@ struct CampaignClaims: ClaimSource {
         _ = try await db("record outcomes") { try await ledger.record(outcomes, run: run, campaign: campaign) }
     }
 
-    func nextDue() async throws -> Duration? {
+    func nextDue(excludingApps apps: [String]) async throws -> Duration? {
         let (ledger, campaign) = (ledger, prepared.campaign.id)
-        return try await db("find the next due delivery") { try await ledger.nextDue(campaign: campaign) }
+        return try await db("find the next due delivery") { try await ledger.nextDue(campaign: campaign, excludingApps: apps) }
     }
 
     var isExpired: Bool { prepared.campaign.expiresAt.map { $0 <= Date() } ?? false }
@@ -128,10 +129,10 @@ struct RefreshClaims: ClaimSource {
         return w.bytes
     }
 
-    func claim(after cursor: Int64) async throws -> ClaimBatch<ClaimedRefresh> {
+    func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<ClaimedRefresh> {
         let (refreshes, run, limit, lease) = (refreshes, runID, options.batchSize, options.lease)
         let items = try await db("claim config refresh pushes") {
-            try await refreshes.claim(run: run, limit: limit, lease: lease)
+            try await refreshes.claim(run: run, limit: limit, lease: lease, excludingApps: apps)
         }
         return ClaimBatch(items: items)
     }
@@ -150,8 +151,8 @@ struct RefreshClaims: ClaimSource {
         _ = try await db("record outcomes") { try await ledger.record(outcomes, run: run, campaign: nil) }
     }
 
-    func nextDue() async throws -> Duration? {
+    func nextDue(excludingApps apps: [String]) async throws -> Duration? {
         let refreshes = self.refreshes
-        return try await db("find the next due refresh push") { try await refreshes.nextDue() }
+        return try await db("find the next due refresh push") { try await refreshes.nextDue(excludingApps: apps) }
     }
 }

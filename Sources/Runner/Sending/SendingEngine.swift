@@ -41,14 +41,18 @@ public struct RunAborted: Error, CustomStringConvertible {
 /// Each call that reaches the database retries transient faults itself.
 protocol ClaimSource: Sendable {
     associatedtype Item: ClaimedItem
-    /// Claims the next batch, reading on after `cursor` (0: from the start).
-    func claim(after cursor: Int64) async throws -> ClaimBatch<Item>
+    /// Claims the next batch, reading on after `cursor` (0: from the start),
+    /// leaving the items of `excludingApps` where they are (apps whose
+    /// credential APNs refused in this run).
+    func claim(after cursor: Int64, excludingApps: [String]) async throws -> ClaimBatch<Item>
     /// The notification of one claimed item, or why it cannot be sent.
     func notification(for item: Item) -> Result<APNsNotification, CampaignProblem>
     /// Writes outcomes; only those of rows this run still holds are written.
     func record(_ outcomes: [DeliveryOutcome]) async throws
-    /// How long until the next item given back is due again (nil: none is left).
-    func nextDue() async throws -> Duration?
+    /// How long until the next item given back is due again (nil: none is
+    /// left), leaving out the items of `excludingApps` (apps whose credential
+    /// APNs refused in this run: they wait for a person, not for a retry).
+    func nextDue(excludingApps: [String]) async throws -> Duration?
     /// Whether its notifications are past their expiry (checked as each batch is taken).
     var isExpired: Bool { get }
     /// Whether more items may still appear without a retry (an audience still being written).
@@ -108,7 +112,8 @@ struct SendingEngine: Sendable {
                     continue
                 }
                 // Items back from transient answers wait out their backoff; a short one is waited for here.
-                guard let wait = try await source.nextDue(), wait <= options.retryWait else { return .done }
+                let refused = breakers.refusedApps.keys.sorted()
+                guard let wait = try await source.nextDue(excludingApps: refused), wait <= options.retryWait else { return .done }
                 if wait > .zero {
                     logger.debug("waiting for retries", metadata: ["seconds": "\(wait.components.seconds)"])
                 }
@@ -198,7 +203,8 @@ struct SendingEngine: Sendable {
                 case .claim(let after):
                     // Claims and writes are tasks of their own, awaited by a
                     // task of the group: cancelling the sends never cancels them.
-                    let claim = Task { try await source.claim(after: after) }
+                    let refused = machine.breakers.refusedApps.keys.sorted()
+                    let claim = Task { try await source.claim(after: after, excludingApps: refused) }
                     group.addTask { .claimed(await claim.result) }
                 case .send(let item):
                     // The notification is built (payload, reply token, sealed
@@ -281,7 +287,6 @@ extension SendingSession.Settings {
     init(_ options: RunOptions) {
         self.init(concurrency: options.concurrency, repeatBound: options.repeatBound,
                   writeAt: max(1, options.recordEvery / 2), recordInterval: options.recordInterval,
-                  stopGrace: options.stopGrace,
-                  refusedDelay: Double(options.retryWait.components.seconds) + 1)
+                  stopGrace: options.stopGrace)
     }
 }

@@ -89,10 +89,6 @@ struct SendingSession<Item: ClaimedItem> {
         var recordInterval: Duration
         /// How long a stopping session lets what is in flight finish.
         var stopGrace: Duration
-        /// How long the items of an app whose credential APNs refused are
-        /// given back for: beyond what the run waits for, so that it ends
-        /// its campaigns rather than claim them again.
-        var refusedDelay: Double = 61
     }
 
     /// Why a session ended.
@@ -187,16 +183,12 @@ struct SendingSession<Item: ClaimedItem> {
         let decision = DeliveryPolicy.decide(result, deliveryID: item.deliveryID, deviceID: item.deviceID,
                                              priorAttempts: item.priorAttempts)
         breakers[item.host].record(transportFailure: decision.transportFailure, error: decision.outcome.error, at: now)
-        var outcome = decision.outcome
-        if let refusal = decision.fatal {
-            // APNs refused the app's credential: that app's items wait for a
-            // person (its campaigns fail with the reason); the others go on.
-            if breakers.refusedApps[item.app] == nil {
-                breakers.refusedApps[item.app] = AppRefusal(environment: item.environment, answer: refusal)
-            }
-            outcome.delay = settings.refusedDelay
+        if let refusal = decision.fatal, breakers.refusedApps[item.app] == nil {
+            // APNs refused the app's credential: that app's items wait, queued,
+            // for a person (its campaigns fail with the reason); the others go on.
+            breakers.refusedApps[item.app] = AppRefusal(environment: item.environment, answer: refusal)
         }
-        collect(outcome)
+        collect(decision.outcome)
     }
 
     /// An item the driver could not build a notification for (no key for
@@ -260,7 +252,7 @@ struct SendingSession<Item: ClaimedItem> {
                 // Its app's credential was refused earlier in this run: given back untried.
                 next += 1
                 collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
-                                        error: refusal.answer, attempts: 0, delay: settings.refusedDelay))
+                                        error: refusal.answer, attempts: 0))
                 continue
             }
             let host = item.host
