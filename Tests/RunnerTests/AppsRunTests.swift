@@ -20,10 +20,10 @@ struct AppsRunTests {
     static let companion = APNsSimulatorHarness.companionTopic
 
     /// The job as `herald run` makes it from its settings.
-    static func job(_ database: DatabaseConfiguration) throws -> HeraldJob {
+    static func job(_ database: DatabaseConfiguration, extra: [String: String] = [:]) throws -> HeraldJob {
         let config = try HeraldConfiguration(environment: [
             "DATABASE_URL": database.description, "HERALD_REPLY_SECRET": ReplySecret.generate().base64EncodedString(),
-        ])
+        ].merging(extra) { _, new in new })
         return HeraldJob(configuration: config, logger: TestDatabase.logger)
     }
 
@@ -130,6 +130,62 @@ struct AppsRunTests {
                 throw error
             }
             await sim.stop()
+        }
+    }
+
+    @Test("an APNs key or certificate is replaced while runs send: the old one beside the new, then retired; nothing refused",
+          arguments: ["certificate", "token"])
+    func anAPNsCredentialRotatesUnderLoad(kind: String) async throws {
+        try await TestDatabase.with { client, database in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 1200))
+            try await client.exec("""
+                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(Self.companion)');
+                UPDATE devices SET app = 'companion';
+                """)
+            try await client.exec(Fixtures.campaign(name: "Before"))
+            let sim = try await APNsSimulatorHarness.start(apps: [Self.simulatedCompanion(kind)])
+            do {
+                let (revokeFirst, first) = try await Self.addCredential(kind, name: "first", sim: sim, client: client)
+                // Slow enough to overlap: small claims, few in flight.
+                let job = try Self.job(database, extra: ["HERALD_BATCH_SIZE": "20", "HERALD_CONCURRENCY": "4"])
+                let apns = sim.clientConfiguration
+                let early = Task { try await job.send(client: client, apns: apns) }
+                try await waitFor("the first run sending") {
+                    (try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) ?? 0) >= 100
+                }
+                // The new credential beside the old: a run started now sends with it, the one under way keeps the old.
+                _ = try await Self.addCredential(kind, name: "second", sim: sim, client: client)
+                let late = try await job.send(client: client, apns: apns)
+                let firstRun = try await early.value
+                #expect(firstRun.exitStatus == 0 && late.exitStatus == 0)
+                #expect(firstRun.figures.sent > 0 && late.figures.sent > 0, "both runs sent: \(firstRun.figures.sent) and \(late.figures.sent)")
+                #expect(firstRun.figures.sent + late.figures.sent == 1200)
+
+                // The old one retired, then revoked: runs go on with the new one.
+                #expect(try await AppStore(client: client, logger: TestDatabase.logger).retireCredential(app: "companion", name: first.name))
+                await revokeFirst()
+                try await client.exec(Fixtures.campaign(name: "After"))
+                let after = try await job.send(client: client, apns: apns)
+                #expect(after.exitStatus == 0 && after.figures.sent == 1200)
+                let rejected = await sim.simulator.stats.rejected
+                #expect(rejected.isEmpty, "\(rejected)")
+                let accepted = await sim.simulator.accepted
+                #expect(accepted.count == 2400)
+                #expect(Set(accepted.map { $0.deviceToken + $0.apnsID }).count == 2400)
+            } catch {
+                await sim.stop()
+                throw error
+            }
+            await sim.stop()
+        }
+    }
+
+    func waitFor(_ what: String, _ condition: () async throws -> Bool) async throws {
+        let end = ContinuousClock().now + .seconds(60)
+        while try await !condition() {
+            guard ContinuousClock().now < end else { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 
