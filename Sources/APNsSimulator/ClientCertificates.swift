@@ -66,21 +66,7 @@ struct ClientCA: Sendable {
             let name = try DistinguishedName {
                 CommonName("Herald APNs simulator client CA \(UUID().uuidString.prefix(8).lowercased())")
             }
-            let certificate = try Certificate(
-                version: .v3,
-                serialNumber: Certificate.SerialNumber(),
-                publicKey: Certificate.PrivateKey(key).publicKey,
-                notValidBefore: now.addingTimeInterval(-3600),
-                notValidAfter: now.addingTimeInterval(30 * 86400),
-                issuer: name,
-                subject: name,
-                signatureAlgorithm: .ecdsaWithSHA256,
-                extensions: try Certificate.Extensions {
-                    Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                    Critical(KeyUsage(keyCertSign: true))
-                },
-                issuerPrivateKey: Certificate.PrivateKey(key)
-            )
+            let certificate = try TLSMaterial.selfSignedCA(name: name, key: key, now: now)
             try Data(certificate.serializeAsPEM().pemString.utf8).write(to: URL(fileURLWithPath: path))
             try writePrivate(Data(key.pemRepresentation.utf8), to: keyPath)
             return ClientCA(certificate: certificate, key: key, path: path)

@@ -39,6 +39,25 @@ struct TLSMaterial {
         }
     }
 
+    /// A CA certificate for `key`, valid from an hour ago for 30 days, that signs leaves only.
+    static func selfSignedCA(name: DistinguishedName, key: P256.Signing.PrivateKey, now: Date) throws -> Certificate {
+        try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PrivateKey(key).publicKey,
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(30 * 86400),
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true))
+            },
+            issuerPrivateKey: Certificate.PrivateKey(key)
+        )
+    }
+
     /// A CA and a leaf for 127.0.0.1, ::1 and localhost, valid for 30 days, and a client CA.
     static func generate(into directory: String) throws -> TLSMaterial {
         do {
@@ -46,21 +65,7 @@ struct TLSMaterial {
             let now = Date()
             let caKey = P256.Signing.PrivateKey()
             let caName = try DistinguishedName { CommonName("Herald APNs simulator CA") }
-            let ca = try Certificate(
-                version: .v3,
-                serialNumber: Certificate.SerialNumber(),
-                publicKey: Certificate.PrivateKey(caKey).publicKey,
-                notValidBefore: now.addingTimeInterval(-3600),
-                notValidAfter: now.addingTimeInterval(30 * 86400),
-                issuer: caName,
-                subject: caName,
-                signatureAlgorithm: .ecdsaWithSHA256,
-                extensions: try Certificate.Extensions {
-                    Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                    Critical(KeyUsage(keyCertSign: true))
-                },
-                issuerPrivateKey: Certificate.PrivateKey(caKey)
-            )
+            let ca = try selfSignedCA(name: caName, key: caKey, now: now)
             let leafKey = P256.Signing.PrivateKey()
             let leafName = try DistinguishedName { CommonName("localhost") }
             let leaf = try Certificate(

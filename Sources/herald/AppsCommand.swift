@@ -22,15 +22,8 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var settings: ConfigFileOption
 
         func run() async throws {
-            do {
-                let config = try settings.load()
-                let logger = makeLogger("herald", config)
-                let apps = try await withPostgres(config.database, logger: logger) { client in
-                    try await AppStore(client: client, logger: logger).all()
-                }
-                for line in AppsReport.lines(apps, defaultTopic: config.topic, now: Date()) { print(line) }
-            } catch {
-                throw readable(error)
+            try await withApps(settings) { apps, config in
+                for line in AppsReport.lines(try await apps.all(), defaultTopic: config.topic, now: Date()) { print(line) }
             }
         }
     }
@@ -49,18 +42,11 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var settings: ConfigFileOption
 
         func run() async throws {
-            do {
-                let config = try settings.load()
-                let logger = makeLogger("herald", config)
-                let pems = try registrationKeys.map(readPublicKey)
-                let (name, topic, display) = (name, topic, displayName ?? name)
-                try await withPostgres(config.database, logger: logger) { client in
-                    try await AppStore(client: client, logger: logger)
-                        .add(name: name, displayName: display, topic: topic, registrationKeys: pems)
-                }
+            let pems = try registrationKeys.map(readPublicKey)
+            let (name, topic, display) = (name, topic, displayName ?? name)
+            try await withApps(settings) { apps, _ in
+                try await apps.add(name: name, displayName: display, topic: topic, registrationKeys: pems)
                 print("app \(name) added (topic \(topic)); add its APNs credential: herald apps add-credential \(name) …")
-            } catch {
-                throw readable(error)
             }
         }
     }
@@ -108,27 +94,21 @@ struct AppsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            do {
-                let config = try settings.load()
-                let logger = makeLogger("herald", config)
-                let absolute = { (path: String?) in path.map { URL(fileURLWithPath: $0).standardizedFileURL.path } }
-                let record: AppCredentialRecord
-                if let p8 {
-                    record = AppCredentialRecord(app: app, name: name, environment: environment, kind: .token,
-                                                 keyPath: absolute(p8), keyID: keyID, teamID: teamID)
-                } else {
-                    record = AppCredentialRecord(app: app, name: name, environment: environment, kind: .certificate,
-                                                 certificatePath: absolute(p12 ?? certificate), passwordFile: absolute(passwordFile),
-                                                 privateKeyPath: absolute(privateKey))
-                }
+            let absolute = { (path: String?) in path.map { URL(fileURLWithPath: $0).standardizedFileURL.path } }
+            let record: AppCredentialRecord
+            if let p8 {
+                record = AppCredentialRecord(app: app, name: name, environment: environment, kind: .token,
+                                             keyPath: absolute(p8), keyID: keyID, teamID: teamID)
+            } else {
+                record = AppCredentialRecord(app: app, name: name, environment: environment, kind: .certificate,
+                                             certificatePath: absolute(p12 ?? certificate), passwordFile: absolute(passwordFile),
+                                             privateKeyPath: absolute(privateKey))
+            }
+            try await withApps(settings) { apps, _ in
                 // Read now: a wrong file or password is refused here, not by a run at night.
                 let credential = try AppCredentials.load(record)
-                try await withPostgres(config.database, logger: logger) { client in
-                    try await AppStore(client: client, logger: logger).addCredential(record)
-                }
+                try await apps.addCredential(record)
                 print("credential \(record.qualifiedName) added: \(AppCredentials.summary(credential, now: Date()))")
-            } catch {
-                throw readable(error)
             }
         }
     }
@@ -141,17 +121,12 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var settings: ConfigFileOption
 
         func run() async throws {
-            do {
-                let config = try settings.load()
-                let logger = makeLogger("herald", config)
-                let (app, name) = (app, name)
-                let done = try await withPostgres(config.database, logger: logger) { client in
-                    try await AppStore(client: client, logger: logger).retireCredential(app: app, name: name)
+            let (app, name) = (app, name)
+            try await withApps(settings) { apps, _ in
+                guard try await apps.retireCredential(app: app, name: name) else {
+                    throw ValidationError("app \(app) has no credential \(name) in use")
                 }
-                guard done else { throw ValidationError("app \(app) has no credential \(name) in use") }
                 print("credential \(app)/\(name) retired")
-            } catch {
-                throw readable(error)
             }
         }
     }
@@ -165,19 +140,29 @@ struct AppsCommand: AsyncParsableCommand {
         @OptionGroup var settings: ConfigFileOption
 
         func run() async throws {
-            do {
-                let config = try settings.load()
-                let logger = makeLogger("herald", config)
-                let pem = try readPublicKey(key)
-                let app = app
-                let added = try await withPostgres(config.database, logger: logger) { client in
-                    try await AppStore(client: client, logger: logger).addRegistrationKey(app: app, publicKeyPEM: pem)
-                }
+            let pem = try readPublicKey(key)
+            let app = app
+            try await withApps(settings) { apps, _ in
+                let added = try await apps.addRegistrationKey(app: app, publicKeyPEM: pem)
                 print(added ? "registration key added to app \(app)" : "app \(app) already has this key (or there is no app \(app))")
-            } catch {
-                throw readable(error)
             }
         }
+    }
+}
+
+/// Runs `body` with the apps of the configured database; any error becomes one readable line.
+private func withApps(_ settings: ConfigFileOption,
+                      _ body: @escaping @Sendable (AppStore, HeraldConfiguration) async throws -> Void) async throws {
+    do {
+        let config = try settings.load()
+        let logger = makeLogger("herald", config)
+        try await withPostgres(config.database, logger: logger) { client in
+            try await body(AppStore(client: client, logger: logger), config)
+        }
+    } catch let error as ValidationError {
+        throw error
+    } catch {
+        throw readable(error)
     }
 }
 

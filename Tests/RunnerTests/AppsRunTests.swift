@@ -52,6 +52,18 @@ struct AppsRunTests {
         return ({ await sim.simulator.revokeKey(keyID: keyID) }, record)
     }
 
+    /// A simulator serving the app `default` and `companion` (on `kind`), stopped afterwards whatever happens.
+    static func withCompanion(_ kind: String, _ body: (RunningAPNsSimulator) async throws -> Void) async throws {
+        let sim = try await APNsSimulatorHarness.start(apps: [simulatedCompanion(kind)])
+        do {
+            try await body(sim)
+        } catch {
+            await sim.stop()
+            throw error
+        }
+        await sim.stop()
+    }
+
     static func simulatedCompanion(_ kind: String) -> SimulatedApp {
         SimulatedApp(topic: companion, auth: kind == "certificate" ? .certificate : .token(teamID: "COMPTEAM01", keys: [:]))
     }
@@ -85,8 +97,7 @@ struct AppsRunTests {
                 UPDATE campaigns SET apps = ARRAY['default'] WHERE name = 'Shop only';
                 UPDATE campaigns SET apps = ARRAY['companion'] WHERE name = 'Companion only';
                 """)
-            let sim = try await APNsSimulatorHarness.start(apps: [Self.simulatedCompanion(kind)])
-            do {
+            try await Self.withCompanion(kind) { sim in
                 let (revoke, first) = try await Self.addCredential(kind, name: "first", sim: sim, client: client)
                 await revoke()
                 let job = try Self.job(database)
@@ -125,11 +136,7 @@ struct AppsRunTests {
                 let byApp = try await client.scalar(
                     "SELECT string_agg(app || ' ' || sent || ' sent', ', ' ORDER BY app) FROM analyst.apps", as: String.self)
                 #expect(byApp == "companion 200 sent, default 400 sent")
-            } catch {
-                await sim.stop()
-                throw error
             }
-            await sim.stop()
         }
     }
 
@@ -144,8 +151,7 @@ struct AppsRunTests {
                 UPDATE devices SET app = 'companion';
                 """)
             try await client.exec(Fixtures.campaign(name: "Before"))
-            let sim = try await APNsSimulatorHarness.start(apps: [Self.simulatedCompanion(kind)])
-            do {
+            try await Self.withCompanion(kind) { sim in
                 let (revokeFirst, first) = try await Self.addCredential(kind, name: "first", sim: sim, client: client)
                 // Slow enough to overlap: small claims, few in flight.
                 let job = try Self.job(database, extra: ["HERALD_BATCH_SIZE": "20", "HERALD_CONCURRENCY": "4"])
@@ -173,11 +179,7 @@ struct AppsRunTests {
                 let accepted = await sim.simulator.accepted
                 #expect(accepted.count == 2400)
                 #expect(Set(accepted.map { $0.deviceToken + $0.apnsID }).count == 2400)
-            } catch {
-                await sim.stop()
-                throw error
             }
-            await sim.stop()
         }
     }
 
@@ -199,8 +201,7 @@ struct AppsRunTests {
                 UPDATE devices SET app = 'companion' WHERE id % 2 = 0;
                 """)
             try await client.exec(Fixtures.campaign(name: "Everyone"))
-            let sim = try await APNsSimulatorHarness.start(apps: [Self.simulatedCompanion("certificate")])
-            do {
+            try await Self.withCompanion("certificate") { sim in
                 let past = Date(timeIntervalSinceNow: -30 * 86_400)...Date(timeIntervalSinceNow: -86_400)
                 let issued = try sim.issueClientCertificate(topics: [Self.companion], name: "old", validity: past)
                 try await AppStore(client: client, logger: TestDatabase.logger).addCredential(AppCredentialRecord(
@@ -215,11 +216,7 @@ struct AppsRunTests {
                 #expect(summary.refusedApps["companion"] == "app companion (credential companion/old): APNs answered CertificateExpired")
                 #expect(try await Self.figures(client)["Everyone"] == "failed 15 sent 15 queued")
                 #expect(await sim.simulator.stats.accepted == 15)
-            } catch {
-                await sim.stop()
-                throw error
             }
-            await sim.stop()
         }
     }
 }
