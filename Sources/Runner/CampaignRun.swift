@@ -214,8 +214,9 @@ public struct CampaignRun: Sendable {
         let runID = try await db("begin the run") {
             try await runs.beginRun(host: options.host, pid: pid, dryRun: options.dryRun, lease: options.lease)
         }
-        Self.ownRuns.withLockedValue { _ = $0.insert(runID) }
-        defer { Self.ownRuns.withLockedValue { _ = $0.remove(runID) } }
+        let own = OwnRun(database: ObjectIdentifier(stores.client), run: runID)
+        Self.ownRuns.withLockedValue { _ = $0.insert(own) }
+        defer { Self.ownRuns.withLockedValue { _ = $0.remove(own) } }
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"
         let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
@@ -235,7 +236,8 @@ public struct CampaignRun: Sendable {
                 if !options.dryRun {
                     let others = try await db("find live runs") { try await runs.otherLiveRuns(than: runID) }
                     let gone = others.filter {
-                        Self.isGone(run: $0.id, host: $0.host, pid: $0.pid, localHost: options.host, ownPID: pid)
+                        Self.isGone(run: OwnRun(database: own.database, run: $0.id), host: $0.host, pid: $0.pid,
+                                    localHost: options.host, ownPID: pid)
                     }.map(\.id)
                     recovered = try await db("recover abandoned deliveries") {
                         try await runs.recoverAbandoned(currentRun: runID, deadRuns: gone, lease: options.lease)
@@ -329,14 +331,22 @@ public struct CampaignRun: Sendable {
     /// A run of this host whose process no longer exists is gone, and so is
     /// a run with this process's id that this process did not start (an
     /// earlier process with the same id: a restarted container's pid 1).
-    static func isGone(run: Int64, host: String, pid: Int32, localHost: String, ownPID: Int32) -> Bool {
+    static func isGone(run: OwnRun, host: String, pid: Int32, localHost: String, ownPID: Int32) -> Bool {
         guard host == localHost else { return false }
         if pid == ownPID { return !ownRuns.withLockedValue { $0.contains(run) } }
         return kill(pid, 0) != 0 && errno == ESRCH
     }
 
+    /// A run of this process, on the database its client reaches: run ids
+    /// are a database's own, and one process may run on several (tests
+    /// running in parallel; one's run 1 is not another's).
+    struct OwnRun: Hashable {
+        var database: ObjectIdentifier
+        var run: Int64
+    }
+
     /// The runs this process started (and has not finished).
-    static let ownRuns = NIOLockedValueBox<Set<Int64>>([])
+    static let ownRuns = NIOLockedValueBox<Set<OwnRun>>([])
 
     private func runCampaign(_ id: Int64, state: inout RunState, logger: Logger) async throws -> CampaignSummary {
         var logger = logger

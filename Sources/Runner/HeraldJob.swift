@@ -61,19 +61,8 @@ public struct HeraldJob: Sendable {
     /// exactly as long as the run.
     public func send(client: PostgresClient, apns: APNsConfiguration, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let personalizer = try personalizer()
-        var options = try options(dryRun: false, stop: stop, apns: apns)
-        // Every app's topic and credential in use (Sql/0027), read now: a
-        // credential that cannot be read fails its app's campaigns only.
-        let store = AppStore(client: client, logger: logger)
-        let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
-                               logger: logger)
-        let apps = try await db("read the apps") { try await store.all() }
-        let (credentials, problems) = AppCredentials.loadAll(apps)
-        AppCredentials.warn(credentials, problems: problems, logger: logger)
-        var apns = apns
-        apns.credentials.merge(credentials) { _, loaded in loaded }
-        options.apps = AppRoutes(apps: apps, defaultTopic: configuration.topic)
-        options.apps.problems = problems
+        let (options, apns) = try await withApps(client: client, options: try options(dryRun: false, stop: stop, apns: apns),
+                                                 apns: apns)
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
         let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: options,
                               personalizer: personalizer, transport: apnsClient, logger: logger)
@@ -91,6 +80,24 @@ public struct HeraldJob: Sendable {
                 throw error
             }
         }
+    }
+
+    /// Every app's topic and credential in use (Sql/0027), read from the
+    /// database now, into the run's options and the client's configuration.
+    /// A credential that cannot be read fails its app's campaigns only.
+    func withApps(client: PostgresClient, options: RunOptions,
+                  apns: APNsConfiguration) async throws -> (RunOptions, APNsConfiguration) {
+        let store = AppStore(client: client, logger: logger)
+        let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
+                               logger: logger)
+        let apps = try await db("read the apps") { try await store.all() }
+        let (credentials, problems) = AppCredentials.loadAll(apps)
+        AppCredentials.warn(credentials, problems: problems, logger: logger)
+        var (options, apns) = (options, apns)
+        apns.credentials.merge(credentials) { _, loaded in loaded }
+        options.apps = AppRoutes(apps: apps, defaultTopic: configuration.topic)
+        options.apps.problems = problems
+        return (options, apns)
     }
 
     func personalizer() throws -> any DeliveryPersonalizer {

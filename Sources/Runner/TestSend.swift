@@ -254,10 +254,11 @@ extension HeraldJob {
                          to recipient: TestSendRecipient, variant: String? = nil,
                          stop: StopSignal = StopSignal()) async throws -> [TestSendAnswer] {
         let personalizer = try personalizer()
+        let (options, apns) = try await withApps(client: client, options: try options(dryRun: false, stop: stop, apns: apns),
+                                                 apns: apns)
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
-        let test = TestSend(stores: RunStores(client: client, logger: logger),
-                            options: try options(dryRun: false, stop: stop, apns: apns), personalizer: personalizer,
-                            transport: apnsClient, logger: logger)
+        let test = TestSend(stores: RunStores(client: client, logger: logger), options: options,
+                            personalizer: personalizer, transport: apnsClient, logger: logger)
         return try await withThrowingTaskGroup(of: [TestSendAnswer]?.self) { group in
             group.addTask {
                 try await apnsClient.run()
