@@ -81,7 +81,9 @@ public struct DemoLoop: Sendable {
             apps: [SimulatedApp(topic: Self.companionTopic, auth: .certificate)]), logger: logger)
         let apnsPort = try await simulator.start()
         let companionCertificate = try simulator.issueClientCertificate(
-            topics: [Self.companionTopic], directory: apnsDirectory.path, name: "companion", validity: nil,
+            // A year, as Apple's are: a 30-day one would be warned about at every run.
+            topics: [Self.companionTopic], directory: apnsDirectory.path, name: "companion",
+            validity: Date(timeIntervalSinceNow: -3600)...Date(timeIntervalSinceNow: 365 * 86_400),
             password: ReplySecret.generate().base64EncodedString())
         let apns = APNsConfiguration(
             signingKey: APNsSigningKey(privateKey: providerKey), keyID: keyID, teamID: teamID, topic: config.topic,
