@@ -49,7 +49,9 @@ public final class AppKeys: Sendable {
     /// The verifier of each app that has registration keys: the `default`
     /// app's configured key (`HERALD_APP_JWT_PUBLIC_KEY`) with its own
     /// `registration_keys`, and every other app's `registration_keys`.
-    public static func verifiers(apps: [AppRecord], defaultPEM: String?) async throws(AppTokenError) -> [String: AppTokenVerifier] {
+    /// `defaultSource` names where `defaultPEM` came from in an error about it.
+    public static func verifiers(apps: [AppRecord], defaultPEM: String?,
+                                 defaultSource: String? = nil) async throws(AppTokenError) -> [String: AppTokenVerifier] {
         var out: [String: AppTokenVerifier] = [:]
         var records = apps
         if !records.contains(where: { $0.name == AppRecord.defaultName }) {
@@ -62,6 +64,10 @@ public final class AppKeys: Sendable {
             do {
                 out[app.name] = try await AppTokenVerifier(publicKeyPEMs: pems, app: app.name)
             } catch {
+                if app.name == AppRecord.defaultName, let defaultPEM,
+                   (try? await AppTokenVerifier(publicKeyPEM: defaultPEM)) == nil {
+                    throw AppTokenError(message: "\(defaultSource ?? "the app JWT public key"): \(error.message)")
+                }
                 throw AppTokenError(message: "app \(app.name): \(error.message)")
             }
         }

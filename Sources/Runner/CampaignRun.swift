@@ -277,12 +277,10 @@ public struct CampaignRun: Sendable {
         }
         state.figures.campaigns = summaries.count
         let figures = state.figures
-        let refused = state.breakers.refusedApps.keys.sorted().map { app in
-            "\(options.apps.describe(app: app, environment: state.breakers.refusedApps[app]!.environment)): APNs answered \(state.breakers.refusedApps[app]!.answer)"
-        }
+        let refused = state.breakers.refusedApps.mapValues { options.apps.describe($0) }
         let end: RunStore.RunEnd = state.interruption != nil ? .stopped : refused.isEmpty ? .succeeded : .failed
         let note: String? = switch state.interruption {
-        case nil: refused.isEmpty ? nil : "credentials refused: " + refused.joined(separator: "; ")
+        case nil: refused.isEmpty ? nil : "credentials refused: " + refused.keys.sorted().map { refused[$0]! }.joined(separator: "; ")
         case .stopped?: "stopped by a signal; the next run continues"
         case .outage(let why)?: why + "; the next run continues"
         }
@@ -299,14 +297,12 @@ public struct CampaignRun: Sendable {
         } else {
             _ = try? await db("finish the run") { try await runs.finishRun(runID, figures: figures, end: end, error: note) }
         }
-        var summary = RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
-                                 duration: clock.now - started, expired: expired, recovered: recovered,
-                                 configRefresh: refresh, series: series, interruption: state.interruption)
-        for (app, text) in zip(state.breakers.refusedApps.keys.sorted(), refused) {
-            summary.refusedApps[app] = text
+        for (app, text) in refused.sorted(by: { $0.key < $1.key }) {
             logger.error("APNs refused an app's credential", metadata: ["app": "\(app)", "reason": "\(text)"])
         }
-        return summary
+        return RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
+                          duration: clock.now - started, expired: expired, recovered: recovered,
+                          configRefresh: refresh, series: series, interruption: state.interruption, refusedApps: refused)
     }
 
     /// Renews the run's leases every `renewEvery` until cancelled; each

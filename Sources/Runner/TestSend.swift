@@ -98,8 +98,8 @@ public struct TestSend: Sendable {
         var breakers = APNsBreakers(threshold: options.breakerThreshold)
         var tally = SendTally()
         let finish = try await engine.send(source, breakers: &breakers, tally: &tally)
-        if let (app, refusal) = breakers.refusedApps.first {
-            throw RunAborted.providerRefused("\(refusal.answer), \(options.apps.describe(app: app, environment: refusal.environment))")
+        if let refusal = breakers.refusedApps.values.first {
+            throw RunAborted.providerRefused(options.apps.describe(refusal))
         }
         let unsent: String = switch finish {
         case .outage(let why): "not sent: \(why)"

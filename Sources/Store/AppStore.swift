@@ -64,7 +64,9 @@ public struct AppCredentialRecord: Sendable, Hashable {
     }
 
     /// How the APNs client names it: `app/credential`.
-    public var qualifiedName: String { "\(app)/\(name)" }
+    public var qualifiedName: String { Self.qualifiedName(app: app, name: name) }
+
+    public static func qualifiedName(app: String, name: String) -> String { "\(app)/\(name)" }
 }
 
 /// The apps table and its credentials.

@@ -11,14 +11,15 @@ import ServiceLifecycle
 import Reporting
 import Store
 
-/// The reply secret is required wherever tokens are made or checked.
-func requireReplySecret(_ config: HeraldConfiguration) throws -> ReplySecret {
-    guard let secret = config.replySecret else {
+/// The reply tokens of the configured secrets (the current one, and the
+/// previous one in its grace period): required wherever tokens are checked.
+func requireReplyTokens(_ config: HeraldConfiguration) throws -> ReplyTokens {
+    guard let tokens = config.replyTokens else {
         throw ConfigurationError(
             "HERALD_REPLY_SECRET (or HERALD_REPLY_SECRET_FILE, or reply.secret or reply.secret_file in the configuration file) is not set; make one with `herald keys reply-secret`",
             key: "HERALD_REPLY_SECRET")
     }
-    return secret
+    return tokens
 }
 
 struct ServeCommand: AsyncParsableCommand {
@@ -38,7 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             let config = try settings.load()
             let logger = makeLogger("herald", config)
-            _ = try requireReplySecret(config)
+            _ = try requireReplyTokens(config)
             let client = config.database.makeClient(logger: logger)
             let settings = config.serve
             let host = self.host ?? settings.host
@@ -118,7 +119,7 @@ struct IngestCommand: AsyncParsableCommand {
         do {
             let config = try settings.load()
             let logger = makeLogger("herald", config)
-            let tokens = ReplyTokens(secret: try requireReplySecret(config))
+            let tokens = try requireReplyTokens(config)
             let path = file
             report = try await withPostgres(config.database, logger: logger) { client in
                 try await ReplyIntake(store: ReplyStore(client: client, logger: logger), tokens: tokens, logger: logger)

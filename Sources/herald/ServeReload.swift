@@ -20,7 +20,7 @@ struct ServeReload: Service {
     let load: @Sendable () async throws -> (ReplyTokens, [String: AppTokenVerifier])
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await _ in await UnixSignalsSequence(trapping: .sighup) {
@@ -60,16 +60,13 @@ struct ServeReload: Service {
 
 /// The keys `herald serve` checks with, from the configuration and the apps table.
 func serveKeys(_ config: HeraldConfiguration, apps: AppStore) async throws -> (ReplyTokens, [String: AppTokenVerifier]) {
-    _ = try requireReplySecret(config)
-    guard let tokens = config.replyTokens else { throw ConfigurationError("HERALD_REPLY_SECRET is not set") }
+    let tokens = try requireReplyTokens(config)
     let records = try await apps.all()
     let verifiers: [String: AppTokenVerifier]
     do {
-        if let pem = config.serve.appJWTPublicKeyPEM {
-            _ = try await AppTokenVerifier.configured(publicKeyPEM: pem, source: config.serve.appJWTPublicKeySource)
-        }
-        verifiers = try await AppKeys.verifiers(apps: records, defaultPEM: config.serve.appJWTPublicKeyPEM)
-    } catch let error as AppTokenError {
+        verifiers = try await AppKeys.verifiers(apps: records, defaultPEM: config.serve.appJWTPublicKeyPEM,
+                                                defaultSource: config.serve.appJWTPublicKeySource)
+    } catch {
         throw ConfigurationError(error.message)
     }
     return (tokens, verifiers)

@@ -40,7 +40,7 @@ public struct AppRoutes: Sendable {
         for app in apps {
             var credentials: [String: String] = [:]
             for (environment, name) in app.current {
-                credentials[environment] = AppCredentialRecord(app: app.name, name: name, kind: .token).qualifiedName
+                credentials[environment] = AppCredentialRecord.qualifiedName(app: app.name, name: name)
             }
             let isDefault = app.name == AppRecord.defaultName
             routes[app.name] = Route(topic: app.topic ?? defaultTopic, credentials: credentials,
@@ -56,6 +56,11 @@ public struct AppRoutes: Sendable {
     public func credential(app: String, environment: String) -> String? {
         guard let route = routes[app] else { return "\(app)/(none)" }
         return route.credentials[environment] ?? route.fallback
+    }
+
+    /// For a message: `app shop (credential shop/2026-key): APNs answered 403 InvalidProviderToken`.
+    func describe(_ refusal: AppRefusal) -> String {
+        "\(describe(app: refusal.app, environment: refusal.environment)): APNs answered \(refusal.answer)"
     }
 
     /// For a message: `app shop (credential shop/2026-key)`.

@@ -59,8 +59,9 @@ struct APNsBreakers {
     }
 }
 
-/// APNs refused an app's credential: in which environment, and its answer.
+/// APNs refused an app's credential: which app, in which environment, and its answer.
 struct AppRefusal: Sendable, Hashable {
+    var app: String
     var environment: String
     /// e.g. `403 InvalidProviderToken`.
     var answer: String

@@ -186,7 +186,7 @@ struct SendingSession<Item: ClaimedItem> {
         if let refusal = decision.fatal, breakers.refusedApps[item.app] == nil {
             // APNs refused the app's credential: that app's items wait, queued,
             // for a person (its campaigns fail with the reason); the others go on.
-            breakers.refusedApps[item.app] = AppRefusal(environment: item.environment, answer: refusal)
+            breakers.refusedApps[item.app] = AppRefusal(app: item.app, environment: item.environment, answer: refusal)
         }
         collect(decision.outcome)
     }
