@@ -328,3 +328,17 @@ func waitUntil(_ what: String, limit: Duration, _ condition: () async throws -> 
         try await Task.sleep(for: .milliseconds(50))
     }
 }
+
+/// A poster to `devices` devices, sent to each (as a run would have recorded
+/// it): the deliveries replies may answer, by id.
+func sentDeliveries(_ client: PostgresClient, devices: Int) async throws -> [Int64] {
+    try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: devices) + ";\n"
+        + Fixtures.campaign(name: "Poster") + ";\n" + """
+        INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
+        SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c CROSS JOIN devices d ORDER BY d.id
+        """)
+    var ids: [Int64] = []
+    for try await id in try await client.query("SELECT id FROM deliveries ORDER BY id", logger: TestDatabase.logger)
+        .decode(Int64.self) { ids.append(id) }
+    return ids
+}

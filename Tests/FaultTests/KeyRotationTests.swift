@@ -27,14 +27,7 @@ extension FaultSuite {
             let dir = UncheckedScratch(scratch: scratch)
             try await TestDatabase.with { client, database in
                 let devices = 60
-                try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: devices) + ";\n"
-                    + Fixtures.campaign(name: "Poster") + ";\n" + """
-                    INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
-                    SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c CROSS JOIN devices d ORDER BY d.id
-                    """)
-                var deliveries: [Int64] = []
-                for try await id in try await client.query("SELECT id FROM deliveries ORDER BY id", logger: TestDatabase.logger)
-                    .decode(Int64.self) { deliveries.append(id) }
+                let deliveries = try await sentDeliveries(client, devices: devices)
                 let shop = try await AppTokenIssuer()
                 let companionOld = try await AppTokenIssuer()
                 let companionNew = try await AppTokenIssuer(algorithm: .eddsa)

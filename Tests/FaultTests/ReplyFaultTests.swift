@@ -30,15 +30,7 @@ extension FaultSuite {
                 let count = 600
                 let deliveries = try await withPostgres(database, logger: TestDatabase.logger) { client in
                     try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
-                    try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: count) + ";\n"
-                        + Fixtures.campaign(name: "Poster") + ";\n" + """
-                        INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
-                        SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c CROSS JOIN devices d ORDER BY d.id
-                        """)
-                    var ids: [Int64] = []
-                    for try await id in try await client.query("SELECT id FROM deliveries ORDER BY id", logger: TestDatabase.logger)
-                        .decode(Int64.self) { ids.append(id) }
-                    return ids
+                    return try await sentDeliveries(client, devices: count)
                 }
                 let secret = replySecret()
                 let tokens = ReplyTokens(secret: try ReplySecret(base64: secret))

@@ -68,6 +68,16 @@ struct AppsRunTests {
         SimulatedApp(topic: companion, auth: kind == "certificate" ? .certificate : .token(teamID: "COMPTEAM01", keys: [:]))
     }
 
+    /// `count` devices of the catalogue's audience, those matching `companionWhere` on the app `companion`.
+    static func audience(_ client: PostgresClient, count: Int, companionWhere condition: String) async throws {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: count))
+        try await client.exec("""
+            INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(companion)');
+            UPDATE devices SET app = 'companion' WHERE \(condition);
+            """)
+    }
+
     static func figures(_ client: PostgresClient) async throws -> [String: String] {
         var out: [String: String] = [:]
         for try await (name, line) in try await client.query("""
@@ -84,12 +94,7 @@ struct AppsRunTests {
           arguments: ["certificate", "token"])
     func oneAppsFaultStaysThatApps(kind: String) async throws {
         try await TestDatabase.with { client, database in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 300))
-            try await client.exec("""
-                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(Self.companion)');
-                UPDATE devices SET app = 'companion' WHERE id % 3 = 0;
-                """)
+            try await Self.audience(client, count: 300, companionWhere: "id % 3 = 0")
             try await client.exec(Fixtures.campaign(name: "Shop only"))
             try await client.exec(Fixtures.campaign(name: "Companion only"))
             try await client.exec(Fixtures.campaign(name: "Everyone"))
@@ -144,12 +149,7 @@ struct AppsRunTests {
           arguments: ["certificate", "token"])
     func anAPNsCredentialRotatesUnderLoad(kind: String) async throws {
         try await TestDatabase.with { client, database in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 1200))
-            try await client.exec("""
-                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(Self.companion)');
-                UPDATE devices SET app = 'companion';
-                """)
+            try await Self.audience(client, count: 1200, companionWhere: "true")
             try await client.exec(Fixtures.campaign(name: "Before"))
             try await Self.withCompanion(kind) { sim in
                 let (revokeFirst, first) = try await Self.addCredential(kind, name: "first", sim: sim, client: client)
@@ -194,12 +194,7 @@ struct AppsRunTests {
     @Test("an expired certificate is refused before connecting: its app's campaign fails, naming it")
     func anExpiredCertificateFailsItsAppsCampaign() async throws {
         try await TestDatabase.with { client, database in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 30))
-            try await client.exec("""
-                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', '\(Self.companion)');
-                UPDATE devices SET app = 'companion' WHERE id % 2 = 0;
-                """)
+            try await Self.audience(client, count: 30, companionWhere: "id % 2 = 0")
             try await client.exec(Fixtures.campaign(name: "Everyone"))
             try await Self.withCompanion("certificate") { sim in
                 let past = Date(timeIntervalSinceNow: -30 * 86_400)...Date(timeIntervalSinceNow: -86_400)
