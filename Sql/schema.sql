@@ -455,6 +455,25 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_category_apps_problem(text, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_category_apps_problem(category text, category_apps text[], campaign_apps text[]) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT CASE
+        WHEN category_apps IS NULL THEN NULL
+        WHEN campaign_apps IS NULL THEN
+            format('category "%s" belongs to the apps %s only, and the campaign goes to every app (apps NULL): set its apps to some of those',
+                   category, array_to_string(category_apps, ', '))
+        WHEN NOT campaign_apps <@ category_apps THEN
+            format('category "%s" belongs to the apps %s only, and the campaign also goes to %s: those apps'' devices do not know it',
+                   category, array_to_string(category_apps, ', '),
+                   array_to_string(ARRAY(SELECT x FROM unnest(campaign_apps) x WHERE x <> ALL (category_apps) ORDER BY x), ', '))
+    END
+$$;
+
+--
 -- Name: herald_check_campaign_apps(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -478,6 +497,64 @@ BEGIN
             RAISE EXCEPTION 'campaign apps names no app %: see SELECT name FROM apps', missing
                 USING ERRCODE = 'check_violation';
         END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+--
+-- Name: herald_check_campaign_category_apps(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_check_campaign_category_apps() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    problem text;
+BEGIN
+    IF NEW.category_id IS NOT NULL THEN
+        SELECT herald_category_apps_problem(k.id, k.apps, NEW.apps) INTO problem FROM categories k WHERE k.id = NEW.category_id;
+        IF problem IS NOT NULL THEN
+            RAISE EXCEPTION 'campaign "%": %', NEW.name, problem
+                USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+--
+-- Name: herald_check_category_apps(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_check_category_apps() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    missing text;
+    c record;
+    problem text;
+BEGIN
+    IF NEW.apps IS NOT NULL THEN
+        IF cardinality(NEW.apps) = 0 THEN
+            RAISE EXCEPTION 'category "%": apps must name at least one app, or be NULL for every app', NEW.id
+                USING ERRCODE = 'check_violation';
+        END IF;
+        SELECT string_agg(x, ', ') INTO missing FROM unnest(NEW.apps) x WHERE NOT EXISTS (SELECT 1 FROM apps WHERE name = x);
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'category "%": apps names no app %: see SELECT name FROM apps', NEW.id, missing
+                USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    -- A campaign that may still send keeps its category usable.
+    IF TG_OP = 'UPDATE' THEN
+        FOR c IN SELECT id, name, apps FROM campaigns
+                 WHERE category_id = NEW.id AND status IN ('draft', 'scheduled', 'running', 'paused') ORDER BY id LOOP
+            problem := herald_category_apps_problem(NEW.id, NEW.apps, c.apps);
+            IF problem IS NOT NULL THEN
+                RAISE EXCEPTION 'campaign % "%" uses it: %', c.id, c.name, problem
+                    USING ERRCODE = 'check_violation',
+                          HINT = 'Change the campaign''s apps (or finish it) first.';
+            END IF;
+        END LOOP;
     END IF;
     RETURN NEW;
 END $$;
@@ -2460,6 +2537,7 @@ ALTER SEQUENCE public.campaigns_id_seq OWNED BY public.campaigns.id;
 CREATE TABLE public.categories (
     id text NOT NULL,
     options integer DEFAULT 0 NOT NULL,
+    apps text[],
     CONSTRAINT "category id must not be empty" CHECK ((id <> ''::text)),
     CONSTRAINT "category options are bit 1 (customDismissAction)" CHECK ((options = ANY (ARRAY[0, 1])))
 );
@@ -3328,6 +3406,12 @@ CREATE TRIGGER campaigns_archive BEFORE UPDATE OF status ON public.campaigns FOR
 CREATE TRIGGER campaigns_cancelled AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_cancelled();
 
 --
+-- Name: campaigns campaigns_category_apps; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_category_apps BEFORE INSERT OR UPDATE OF category_id, apps ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_check_campaign_category_apps();
+
+--
 -- Name: campaigns campaigns_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3350,6 +3434,12 @@ CREATE TRIGGER campaigns_series_status BEFORE UPDATE OF status ON public.campaig
 --
 
 CREATE TRIGGER campaigns_status_audit AFTER INSERT OR UPDATE OF status ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_status_audit();
+
+--
+-- Name: categories categories_apps_check; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER categories_apps_check BEFORE INSERT OR UPDATE OF apps ON public.categories FOR EACH ROW EXECUTE FUNCTION public.herald_check_category_apps();
 
 --
 -- Name: category_actions category_actions_at_most_4; Type: TRIGGER; Schema: public; Owner: -

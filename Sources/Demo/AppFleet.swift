@@ -150,7 +150,8 @@ public actor AppFleet {
     /// `GET /v1/notification-config` in the device's language; the ETag of
     /// what the app registered.
     private func fetchConfig(_ device: SampleDevice, registered: String?) async throws -> String? {
-        let (status, body, etag) = try await Self.send(app.notificationConfig(locale: device.locale, registeredETag: registered))
+        let builder = device.app == AppRecord.defaultName ? app : AppRequestBuilder(baseURL: app.baseURL, app: device.app)
+        let (status, body, etag) = try await Self.send(builder.notificationConfig(locale: device.locale, registeredETag: registered))
         guard status == 200 else {
             count(status, expected: 304) { _ in }
             return registered

@@ -161,11 +161,16 @@ public struct NotificationConfigDocument: Sendable, Hashable {
 public struct AppRequestBuilder: Sendable {
     /// Where `herald serve` answers, with or without a path prefix.
     public let baseURL: URL
+    /// The app's name in the Herald deployment (`herald apps list`); nil:
+    /// the app `default`. Its notification config holds its own categories.
+    public let app: String?
 
     /// A builder for the Herald server at `baseURL`
-    /// (`https://push.example.com` or `https://example.com/herald/`).
-    public init(baseURL: URL) {
+    /// (`https://push.example.com` or `https://example.com/herald/`), for
+    /// the app named `app` there (nil: a deployment's app `default`).
+    public init(baseURL: URL, app: String? = nil) {
         self.baseURL = baseURL
+        self.app = app
     }
 
     /// What the app registers with `PUT /v1/devices/{token}`.
@@ -243,12 +248,14 @@ public struct AppRequestBuilder: Sendable {
                          headers: [("Authorization", "Bearer \(bearer)")], body: Data())
     }
 
-    /// `GET /v1/notification-config?locale=…` with `If-None-Match` when the
-    /// app has a config: 304 means the registered one is current.
+    /// `GET /v1/notification-config?app=…&locale=…` with `If-None-Match`
+    /// when the app has a config: 304 means the registered one is current.
     public func notificationConfig(locale: String?, registeredETag: String?) -> ReplyHTTPRequest {
         var url = baseURL.appendingPathComponent("v1").appendingPathComponent("notification-config")
-        if let locale, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-            components.queryItems = [URLQueryItem(name: "locale", value: locale)]
+        let items = [app.map { URLQueryItem(name: "app", value: $0) }, locale.map { URLQueryItem(name: "locale", value: $0) }]
+            .compactMap { $0 }
+        if !items.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            components.queryItems = items
             url = components.url ?? url
         }
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]

@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 
 /// The categories and actions of the database, with every locale of their
-/// labels: what `GET /v1/notification-config` renders per locale (contract 5)
-/// and what a config refresh push (contract 7) announces.
+/// labels: what `GET /v1/notification-config` renders per app and locale
+/// (contract 5) and what a config refresh push (contract 7) announces.
 public struct NotificationCatalogue: Sendable, Hashable {
     public struct Labels: Sendable, Hashable {
         public var title: String
@@ -52,11 +52,19 @@ public struct NotificationCatalogue: Sendable, Hashable {
         public var options: Int
         /// Action ids in display order.
         public var actions: [String]
+        /// The apps whose documents hold it (Sql/0028); nil: every app's.
+        public var apps: [String]?
 
-        public init(id: String, options: Int, actions: [String]) {
+        public init(id: String, options: Int, actions: [String], apps: [String]? = nil) {
             self.id = id
             self.options = options
             self.actions = actions
+            self.apps = apps
+        }
+
+        /// Whether `app`'s documents hold it.
+        public func belongs(to app: String) -> Bool {
+            apps?.contains(app) ?? true
         }
     }
 
@@ -71,21 +79,27 @@ public struct NotificationCatalogue: Sendable, Hashable {
 
     public var actions: [String: Action]
     public var categories: [String: Category]
+    /// The deployment's apps (a document is asked for by one of them).
+    public var apps: Set<String>
 
-    public init(actions: [Action], categories: [Category]) {
+    public init(actions: [Action], categories: [Category], apps: Set<String> = []) {
         self.actions = Dictionary(actions.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         self.categories = Dictionary(categories.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        self.apps = apps
     }
 
-    /// The document for a device or request in `locale`.
-    public func document(for locale: String) -> Document {
+    /// The document for a device or request of `app` in `locale`: the
+    /// app's categories and the actions they list.
+    public func document(for locale: String, app: String) -> Document {
+        let held = categories.values.filter { $0.belongs(to: app) }
         var rendered: [String: NotificationConfig.Action] = [:]
-        for a in actions.values {
+        for id in Set(held.flatMap(\.actions)) {
+            guard let a = actions[id] else { continue }
             let l = a.labels(for: locale)
             rendered[a.id] = NotificationConfig.Action(id: a.id, title: l.title, options: a.options,
                                                        textButtonTitle: l.textButtonTitle, textPlaceholder: l.textPlaceholder)
         }
-        let cats = categories.values.map { NotificationConfig.Category(id: $0.id, actions: $0.actions, options: $0.options) }
+        let cats = held.map { NotificationConfig.Category(id: $0.id, actions: $0.actions, options: $0.options) }
         let body = NotificationConfig.render(categories: cats, actions: Array(rendered.values))
         let etag = "\"" + Self.hex(SHA256.hash(data: body).prefix(12)) + "\""
         // Each category as this document shows it: its options, its actions in

@@ -172,13 +172,19 @@ public struct AppEndpoints: Sendable {
         }
     }
 
-    /// `GET /v1/notification-config[?locale=]`: the document in the locale
-    /// asked for (`?locale=`, else the first of `Accept-Language`), with an
-    /// ETag per document; `If-None-Match` answers 304.
+    /// `GET /v1/notification-config[?app=][&locale=]`: the document of the
+    /// app (`?app=`, else `default`) in the locale asked for (`?locale=`,
+    /// else the first of `Accept-Language`), with an ETag per document;
+    /// `If-None-Match` answers 304.
     func notificationConfig(_ request: Request) async throws -> Response {
-        let locale = Self.requestedLocale(query: request.uri.queryParameters.get("locale"),
-                                          acceptLanguage: request.headers[.acceptLanguage])
-        let document = try await config.catalogue().document(for: locale)
+        let query = request.uri.queryParameters
+        let locale = Self.requestedLocale(query: query.get("locale"), acceptLanguage: request.headers[.acceptLanguage])
+        let app = query.get("app") ?? AppRecord.defaultName
+        let catalogue = try await config.catalogue()
+        guard catalogue.apps.contains(app) else {
+            throw IntakeError.unknownApp(app)
+        }
+        let document = catalogue.document(for: locale, app: app)
         var headers = HTTPFields()
         headers[.eTag] = document.etag
         headers[.cacheControl] = "no-cache"

@@ -29,6 +29,12 @@ extension IntakeError {
 
     public static let unknownDevice = Self(status: .notFound, code: "unknown_device", message: "no such device token")
 
+    /// 404 `unknown_app`: `?app=` names no app of the deployment.
+    public static func unknownApp(_ name: String) -> Self {
+        Self(status: .notFound, code: "unknown_app",
+             message: "no app \(StrictJSON.quote(name, max: 64)) in this deployment; ?app= takes the name its operator gave it (herald apps list)")
+    }
+
     public static let registrationDisabled = Self(
         status: .serviceUnavailable, code: "registration_disabled",
         message: "device registration is not configured: set HERALD_APP_JWT_PUBLIC_KEY")

@@ -87,29 +87,30 @@ struct ConfigRefresh: Sendable {
         let upcoming = try await db("find upcoming campaigns") { try await refreshes.upcoming(lead: lead) }
         guard !upcoming.isEmpty else { return }
         let catalogue = try await db("read the notification catalogue") { try await config.catalogue() }
-        var documents: [String: NotificationCatalogue.Document] = [:]
+        var documents: [AppLocale: NotificationCatalogue.Document] = [:]
         for campaign in upcoming {
             guard catalogue.categories[campaign.categoryID] != nil else { continue }
-            let locales: [String]
+            let pairs: [AppLocale]
             do {
-                locales = try await db("read the audience's locales") {
-                    try await refreshes.audienceLocales(segmentRule: campaign.segmentRule)
+                pairs = try await db("read the audience's apps and locales") {
+                    try await refreshes.audienceLocales(segmentRule: campaign.segmentRule, apps: campaign.apps)
                 }
             } catch let error as SegmentRuleError {
                 // The campaign itself fails with this reason when it is due.
                 logger.warning("config refresh: segment not usable", metadata: ["campaign": "\(campaign.campaignID)", "reason": "\(error)"])
                 continue
             }
-            var current: [String: (etag: String, categoryHash: String)] = [:]
+            var current: [AppLocale: (etag: String, categoryHash: String)] = [:]
             var fresh: [(locale: String, document: NotificationCatalogue.Document)] = []
-            for locale in locales {
-                if documents[locale] == nil {
-                    let d = catalogue.document(for: locale)
-                    documents[locale] = d
-                    fresh.append((locale, d))
+            for pair in pairs {
+                if documents[pair] == nil {
+                    let d = catalogue.document(for: pair.locale, app: pair.app)
+                    documents[pair] = d
+                    fresh.append((pair.locale, d))
                 }
-                if let d = documents[locale], let hash = d.categoryHashes[campaign.categoryID] {
-                    current[locale] = (d.etag, hash)
+                // A document without the category (an app it does not belong to) announces nothing.
+                if let d = documents[pair], let hash = d.categoryHashes[campaign.categoryID] {
+                    current[pair] = (d.etag, hash)
                 }
             }
             // The ETags a refresh announces are known before any device reports them.

@@ -93,9 +93,16 @@ public struct HeraldJob: Sendable {
         let apps = try await db("read the apps") { try await store.all() }
         let (credentials, problems) = AppCredentials.loadAll(apps)
         AppCredentials.warn(credentials, problems: problems, logger: logger)
+        let deploymentKey = apns.defaultCredential != nil
+        // Neither the APNS_* key nor any app's credential: nothing could be sent.
+        guard deploymentKey || apps.contains(where: { !$0.current.isEmpty }) else {
+            throw ConfigurationError(
+                "APNS_KEY_PATH is not set (nor APNS_KEY_ID and APNS_TEAM_ID), and no app has an APNs credential in the database (herald apps add-credential)",
+                key: "APNS_KEY_PATH")
+        }
         var (options, apns) = (options, apns)
         apns.credentials.merge(credentials) { _, loaded in loaded }
-        options.apps = AppRoutes(apps: apps, defaultTopic: configuration.topic)
+        options.apps = AppRoutes(apps: apps, defaultTopic: configuration.topic, deploymentKey: deploymentKey)
         options.apps.problems = problems
         return (options, apns)
     }

@@ -37,6 +37,8 @@ public struct CampaignPreview: Sendable {
     /// A recurring or on-entry campaign's schedule and occurrences, or the
     /// series an occurrence belongs to (Sql/0023).
     public var series: String?
+    /// The apps it goes to, each with its topic (Sql/0027); the samples' headers are the first's.
+    public var apps: [(name: String, topic: String)] = []
     /// The campaign's A/B variants in name order (the first is the baseline); empty when it has none.
     public var variants: [(name: String, share: Int)] = []
     /// Per variant, then per locale (one variant, nil, for a campaign without variants).
@@ -54,6 +56,12 @@ public struct CampaignPreview: Sendable {
 
     /// Builds the preview of campaign `id`. Throws `StoreError.notFound` for an unknown campaign.
     public static func make(stores: RunStores, campaign id: Int64, topic: String) async throws -> CampaignPreview {
+        try await make(stores: stores, campaign: id, apps: .single(topic: topic))
+    }
+
+    /// Builds the preview of campaign `id`, its apps' topics from `routes`
+    /// (a run's own, read from the database).
+    public static func make(stores: RunStores, campaign id: Int64, apps routes: AppRoutes) async throws -> CampaignPreview {
         // A row a run could not read throws here, naming the bad column (a run fails the campaign for it).
         let due = try await stores.campaigns.loadCampaign(id)
         let c = due.campaign
@@ -91,6 +99,9 @@ public struct CampaignPreview: Sendable {
             preview.notes.append("its audience was snapshotted when it started: the figures below count only devices not in its ledger yet")
         }
 
+        let names = try await stores.campaigns.apps(id) ?? routes.routes.keys.sorted()
+        preview.apps = names.map { ($0, routes.topic(app: $0)) }
+        let topic = preview.apps.first?.topic ?? routes.defaultTopic
         preview.variants = c.variants.map { ($0.name, $0.share) }
         // The checks a run makes before touching any device.
         var prepared: PreparedCampaign?
@@ -178,6 +189,10 @@ public struct CampaignPreview: Sendable {
         lines.append("campaign \(campaignID) \"\(name)\" [\(kind)], status \(status), send_at \(Self.iso(sendAt))"
                      + (expiresAt.map { ", expires_at \(Self.iso($0))" } ?? ""))
         lines.append("segment: \(segmentName ?? "(everyone)")")
+        if apps.count > 1 || apps.first.map({ $0.name != AppRecord.defaultName }) == true {
+            lines.append("apps: " + apps.map { "\($0.name) (\($0.topic))" }.joined(separator: ", ")
+                         + (apps.count > 1 ? "; each device with its own app's topic (the samples show the first's)" : ""))
+        }
         if let approval { lines.append("approval: \(approval.description)") }
         if let series { lines.append("series: \(series)") }
         for note in notes { lines.append("note: \(note)") }
@@ -245,6 +260,8 @@ public struct CampaignPreview: Sendable {
         if let expiresAt { w.string(Self.iso(expiresAt)) } else { w.raw("null") }
         w.raw(",\"segment\":")
         if let segmentName { w.string(segmentName) } else { w.raw("null") }
+        w.raw(",\"apps\":")
+        w.value(.array(apps.map { .object(["name": .string($0.name), "topic": .string($0.topic)]) }))
         w.raw(",\"can_go_out\":")
         w.raw(canGoOut ? "true" : "false")
         w.raw(",\"problems\":")

@@ -271,8 +271,9 @@ extension HeraldJob {
 
     /// `herald preview`.
     public func preview(client: PostgresClient, campaign: Int64) async throws -> CampaignPreview {
-        try await CampaignPreview.make(stores: RunStores(client: client, logger: logger), campaign: campaign,
-                                       topic: configuration.topic)
+        let apps = try await AppStore(client: client, logger: logger).all()
+        return try await CampaignPreview.make(stores: RunStores(client: client, logger: logger), campaign: campaign,
+                                              apps: AppRoutes(apps: apps, defaultTopic: configuration.topic))
     }
 }
 

@@ -2,8 +2,9 @@ import APNs
 import Foundation
 import Store
 
-/// The APNs client's settings: `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`,
-/// `APNS_TOPIC` (required) and `APNS_URL`, `APNS_CA_PATH`,
+/// The APNs client's settings: `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`
+/// (all three, or none when every app's credential is in the database),
+/// `APNS_TOPIC` and `APNS_URL`, `APNS_CA_PATH`,
 /// `APNS_MAX_CONNECTIONS`, `APNS_STREAMS_PER_CONNECTION`, `APNS_TIMEOUT_SECONDS`,
 /// `APNS_MAX_ATTEMPTS` (optional), from the environment or the `[apns]` table
 /// of a configuration file. Every error names the variable (and the file, for
@@ -22,17 +23,22 @@ enum APNsEnvironmentVariables {
             guard let value = source.text(key) else { throw missing(key) }
             return value.text
         }
-        guard let keyPath = source.text(.apnsKeyPath) else { throw missing(.apnsKeyPath) }
-        let key: APNsSigningKey
-        do {
-            key = try APNsSigningKey(pemPath: keyPath.text)
-        } catch {
-            throw ConfigurationError("\(keyPath.label): \(error)", key: .apnsKeyPath)
+        // No deployment key (none of the three set): the apps' credentials
+        // come from the database (`HeraldJob.withApps` refuses a run where no app has one).
+        var credentials: [String: APNsCredential] = [:]
+        if source.namesAPNs {
+            guard let keyPath = source.text(.apnsKeyPath) else { throw missing(.apnsKeyPath) }
+            let key: APNsSigningKey
+            do {
+                key = try APNsSigningKey(pemPath: keyPath.text)
+            } catch {
+                throw ConfigurationError("\(keyPath.label): \(error)", key: .apnsKeyPath)
+            }
+            credentials["default"] = .token(signingKey: key, keyID: try required(.apnsKeyID), teamID: try required(.apnsTeamID))
         }
-        let keyID = try required(.apnsKeyID)
-        let teamID = try required(.apnsTeamID)
         guard let topic = source.text(.apnsTopic)?.text ?? defaultTopic else { throw missing(.apnsTopic) }
-        var configuration = APNsConfiguration(signingKey: key, keyID: keyID, teamID: teamID, topic: topic)
+        var configuration = APNsConfiguration(credentials: credentials, defaultCredential: credentials.isEmpty ? nil : "default",
+                                              topic: topic)
         if let url = source.text(.apnsURL) {
             guard APNsConfiguration.isValidBaseURL(url.text) else {
                 throw url.invalid("must be https://host[:port]")

@@ -91,11 +91,11 @@ extension ConfigurationKey {
         "the end of the grace period, in UTC (`2026-12-01T00:00:00Z`): replies and receipts under the previous secret are accepted until then; at most 30 days ahead")
 
     // APNs.
-    static let apnsKeyPath = Self("APNS_KEY_PATH", "apns", "key_path", default: "(required by `run`, `send-test`)",
+    static let apnsKeyPath = Self("APNS_KEY_PATH", "apns", "key_path", default: "(the app `default`'s key, unless its credential is in the database)",
         "the `.p8` token-signing key (PKCS#8 P-256 PEM); refused unless only its owner may read it (`chmod 600`)")
-    static let apnsKeyID = Self("APNS_KEY_ID", "apns", "key_id", default: "(required by `run`, `send-test`)",
+    static let apnsKeyID = Self("APNS_KEY_ID", "apns", "key_id", default: "(with `APNS_KEY_PATH`)",
         "the key's id (JWT `kid`)")
-    static let apnsTeamID = Self("APNS_TEAM_ID", "apns", "team_id", default: "(required by `run`, `send-test`)",
+    static let apnsTeamID = Self("APNS_TEAM_ID", "apns", "team_id", default: "(with `APNS_KEY_PATH`)",
         "your team id (JWT `iss`)")
     static let apnsTopic = Self("APNS_TOPIC", "apns", "topic", default: "`com.example.herald`",
         "the app's bundle id, sent as `apns-topic`")

@@ -268,6 +268,13 @@ public struct CampaignStore: Sendable {
     }
 
     /// The campaign's status as stored (including those a run never reads, such as `archived`).
+    /// The apps a campaign goes to (Sql/0027): nil for every app.
+    public func apps(_ id: Int64) async throws -> [String]? {
+        let rows = try await client.query("SELECT apps FROM campaigns WHERE id = \(id)", logger: logger)
+        for try await apps in rows.decode([String]?.self) { return apps }
+        return nil
+    }
+
     public func storedStatus(_ id: Int64) async throws -> String? {
         let rows = try await client.query("SELECT status FROM campaigns WHERE id = \(id)", logger: logger)
         for try await s in rows.decode(String.self) { return s }

@@ -11,6 +11,19 @@ public struct UpcomingCategoryCampaign: Sendable, Hashable {
     public var categoryID: String
     public var segmentName: String?
     public var segmentRule: JSONValue
+    /// The apps it goes to (nil: every app).
+    public var apps: [String]?
+}
+
+/// An app and a device language: a notification-config document is made for each.
+public struct AppLocale: Sendable, Hashable {
+    public var app: String
+    public var locale: String
+
+    public init(app: String, locale: String) {
+        self.app = app
+        self.locale = locale
+    }
 }
 
 /// A claimed config refresh push.
@@ -46,7 +59,7 @@ public struct ConfigRefreshStore: Sendable {
     /// push could not reach the app before it.)
     public func upcoming(lead: TimeInterval) async throws -> [UpcomingCategoryCampaign] {
         let rows = try await client.query("""
-            SELECT c.id, c.name, c.category_id, s.name, coalesce(s.rule, '{}'::jsonb)::text
+            SELECT c.id, c.name, c.category_id, s.name, coalesce(s.rule, '{}'::jsonb)::text, c.apps
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             WHERE c.status = 'scheduled' AND c.category_id IS NOT NULL
               AND c.send_at > now() AND c.send_at <= now() + make_interval(secs => \(lead))
@@ -54,46 +67,52 @@ public struct ConfigRefreshStore: Sendable {
             ORDER BY c.send_at, c.id
             """, logger: logger)
         var out: [UpcomingCategoryCampaign] = []
-        for try await (id, name, category, segment, rule) in rows.decode((Int64, String, String, String?, String).self) {
+        for try await (id, name, category, segment, rule, apps) in rows.decode((Int64, String, String, String?, String, [String]?).self) {
             let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))) ?? .object([:])
-            out.append(UpcomingCategoryCampaign(campaignID: id, name: name, categoryID: category, segmentName: segment, segmentRule: json))
+            out.append(UpcomingCategoryCampaign(campaignID: id, name: name, categoryID: category, segmentName: segment,
+                                                segmentRule: json, apps: apps))
         }
         return out
     }
 
-    /// The locales (the device's own, else its user's) of the audience's devices.
-    public func audienceLocales(segmentRule: JSONValue) async throws -> [String] {
-        let segment = try SegmentCompiler(firstPlaceholder: 1, deviceAlias: "dv", userAlias: "u").compile(segmentRule)
-        var binds = PostgresBindings(capacity: segment.binds.count)
+    /// The apps and locales (the device's own, else its user's) of the
+    /// audience's devices: each pair has a document of its own.
+    public func audienceLocales(segmentRule: JSONValue, apps: [String]?) async throws -> [AppLocale] {
+        var binds = PostgresBindings(capacity: 8)
+        binds.append(apps)
+        let segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u").compile(segmentRule)
         binds.append(segment: segment)
         let query = PostgresQuery(unsafeSQL: """
-            SELECT DISTINCT coalesce(dv.locale, u.locale)
+            SELECT DISTINCT dv.app, coalesce(dv.locale, u.locale)
             FROM devices dv JOIN users u ON u.id = dv.user_id
-            WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL AND (\(segment.sql))
+            WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+              AND ($1::text[] IS NULL OR dv.app = ANY ($1::text[])) AND (\(segment.sql))
             """, binds: binds)
-        var out: [String] = []
-        for try await locale in try await client.query(query, logger: logger).decode(String.self) { out.append(locale) }
+        var out: [AppLocale] = []
+        for try await (app, locale) in try await client.query(query, logger: logger).decode((String, String).self) {
+            out.append(AppLocale(app: app, locale: locale))
+        }
         return out
     }
 
     /// Queues one refresh push per audience device that does not have the
     /// category's current definition (its reported config lacks it, or it
     /// never reported one), at most once per device and config version.
-    /// `current` maps each audience locale to its current document's ETag and
-    /// the hash of the category in that document.
+    /// `current` maps each audience app and locale to its current document's
+    /// ETag and the hash of the category in that document; a device of
+    /// another app or locale gets none.
     /// Returns the rows queued now.
-    public func plan(campaign: Int64, category: String, current: [String: (etag: String, categoryHash: String)],
+    public func plan(campaign: Int64, category: String, current: [AppLocale: (etag: String, categoryHash: String)],
                      segmentRule: JSONValue) async throws -> Int {
         guard !current.isEmpty else { return 0 }
-        let locales = Array(current.keys)
-        let tags = locales.map { current[$0]?.etag ?? "" }
-        let hashes = locales.map { current[$0]?.categoryHash ?? "" }
+        let keys = Array(current.keys)
         var binds = PostgresBindings(capacity: 16)
         binds.append(campaign)
         binds.append(category)
-        binds.append(locales)
-        binds.append(tags)
-        binds.append(hashes)
+        binds.append(keys.map(\.app))
+        binds.append(keys.map(\.locale))
+        binds.append(keys.map { current[$0]?.etag ?? "" })
+        binds.append(keys.map { current[$0]?.categoryHash ?? "" })
         // The segment's condition, compiled for this statement: its binds follow the five above.
         let segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
             .compile(segmentRule)
@@ -104,8 +123,8 @@ public struct ConfigRefreshStore: Sendable {
                 SELECT 'config_refresh', m.etag, $1, dv.id, u.id, 'queued', true
                 FROM devices dv
                 JOIN users u ON u.id = dv.user_id
-                JOIN unnest($3::text[], $4::text[], $5::text[]) AS m(locale, etag, hash)
-                     ON m.locale = coalesce(dv.locale, u.locale)
+                JOIN unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS m(app, locale, etag, hash)
+                     ON m.app = dv.app AND m.locale = coalesce(dv.locale, u.locale)
                 WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
                   AND NOT EXISTS (SELECT 1 FROM config_documents cd
                                   WHERE cd.etag = dv.config_etag AND cd.categories ->> $2 = m.hash)

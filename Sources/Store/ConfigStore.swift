@@ -15,7 +15,7 @@ public struct ConfigStore: Sendable {
     }
 
     /// Reads the whole catalogue (small tables) in one transaction, so that
-    /// actions and categories agree.
+    /// actions, categories and apps agree.
     public func catalogue() async throws -> NotificationCatalogue {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { conn in
@@ -37,15 +37,20 @@ public struct ConfigStore: Sendable {
                                      localized: variants))
             }
             var categories: [NotificationCatalogue.Category] = []
-            for try await (id, options, list) in try await conn.query("""
+            for try await (id, options, list, apps) in try await conn.query("""
                 SELECT c.id, c.options,
-                       coalesce(array_agg(ca.action_id ORDER BY ca.position) FILTER (WHERE ca.action_id IS NOT NULL), '{}')
+                       coalesce(array_agg(ca.action_id ORDER BY ca.position) FILTER (WHERE ca.action_id IS NOT NULL), '{}'),
+                       c.apps
                 FROM categories c LEFT JOIN category_actions ca ON ca.category_id = c.id
-                GROUP BY c.id, c.options
-                """, logger: logger).decode((String, Int32, [String]).self) {
-                categories.append(.init(id: id, options: Int(options), actions: list))
+                GROUP BY c.id, c.options, c.apps
+                """, logger: logger).decode((String, Int32, [String], [String]?).self) {
+                categories.append(.init(id: id, options: Int(options), actions: list, apps: apps))
             }
-            return NotificationCatalogue(actions: actions, categories: categories)
+            var apps: Set<String> = []
+            for try await name in try await conn.query("SELECT name FROM apps", logger: logger).decode(String.self) {
+                apps.insert(name)
+            }
+            return NotificationCatalogue(actions: actions, categories: categories, apps: apps)
         }
     }
 

@@ -119,6 +119,7 @@ struct OpenAPITests {
             ("GET", "/v1/replies", RawHTTP.request(method: "GET", path: "/v1/replies", headers: [])),
             ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [])),
             ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config?locale=fr-CA", headers: [])),
+            ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config?app=nope", headers: [])),
             ("GET", "/v1/notification-config", RawHTTP.request(method: "GET", path: "/v1/notification-config", headers: [("Accept-Language", "de;q=0.5, ja")])),
             ("DELETE", "/v1/notification-config", RawHTTP.request(method: "DELETE", path: "/v1/notification-config", headers: [])),
             ("GET", "/healthz", RawHTTP.request(method: "GET", path: "/healthz", headers: [])),

@@ -67,6 +67,9 @@ struct AppConfigTests {
         #expect(request.url.absoluteString == "https://herald.example.com/v1/notification-config?locale=zh-Hans")
         #expect(request.value(forHeader: "if-none-match") == "\"abc\"")
         #expect(request.value(forHeader: "accept-language") == "zh-Hans")
+        let companion = AppRequestBuilder(baseURL: try #require(URL(string: "https://herald.example.com")), app: "companion")
+        #expect(companion.notificationConfig(locale: "fr", registeredETag: nil).url.absoluteString
+            == "https://herald.example.com/v1/notification-config?app=companion&locale=fr")
 
         let json = #"""
         {"NotificationConfig":{"UNNotificationAction":{

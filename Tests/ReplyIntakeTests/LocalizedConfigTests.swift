@@ -86,6 +86,37 @@ struct LocalizedConfigTests {
         }
     }
 
+    @Test func eachAppGetsTheSharedCategoriesAndItsOwn() async throws {
+        try await withIntake { intake, db in
+            try await db.exec("""
+                INSERT INTO apps (name, display_name, topic) VALUES ('companion', 'Companion', 'com.example.companion');
+                INSERT INTO actions (id, title, options) VALUES ('track', 'Track my order', 4);
+                INSERT INTO categories (id, options, apps) VALUES ('order.v1', 0, ARRAY['companion']);
+                INSERT INTO category_actions (category_id, action_id, position) VALUES ('order.v1', 'track', 1);
+                """)
+            let app = Application(router: IntakeServer.router(intake: intake))
+            try await app.test(.live) { http in
+                func categories(_ uri: String) async throws -> (Int, [String], String) {
+                    try await http.execute(uri: uri, method: .get) { response in
+                        let root = try? JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+                        let config = root?["NotificationConfig"] as? [String: Any]
+                        let ids = (config?["UNNotificationCategory"] as? [String: Any])?.keys.sorted() ?? []
+                        return (Int(response.status.code), ids, (root?["error"] as? String) ?? "")
+                    }
+                }
+                let shop = try await categories("/v1/notification-config")
+                #expect(shop.1 == ["feedback.v1", "flash_sale.v1", "poster.v1"])
+                #expect(try await categories("/v1/notification-config?app=default").1 == shop.1)
+                let companion = try await categories("/v1/notification-config?app=companion&locale=fr")
+                #expect(companion.0 == 200 && companion.1 == ["feedback.v1", "flash_sale.v1", "order.v1", "poster.v1"])
+                #expect(try await get(http, "/v1/notification-config?app=companion").actions["track"]?["title"] as? String == "Track my order")
+                #expect(try await get(http, "/v1/notification-config").actions["track"] == nil, "another app's action is not shown")
+                let unknown = try await categories("/v1/notification-config?app=nope")
+                #expect(unknown.0 == 404 && unknown.2 == "unknown_app")
+            }
+        }
+    }
+
     @Test func badLocalizationsAreRefusedWithAReason() async throws {
         try await withIntake { _, db in
             let cases: [(String, String)] = [

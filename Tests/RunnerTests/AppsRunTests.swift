@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Crypto
+import ExtensionKit
 import Foundation
 import HeraldCore
 import PostgresNIO
@@ -211,6 +212,96 @@ struct AppsRunTests {
                 #expect(summary.refusedApps["companion"] == "app companion (credential companion/old): APNs answered CertificateExpired")
                 #expect(try await Self.figures(client)["Everyone"] == "failed 15 sent 15 queued")
                 #expect(await sim.simulator.stats.accepted == 15)
+            }
+        }
+    }
+
+    @Test("categories belong to apps: checked when written; each app's document holds its own; the refresh and the campaign go to that app's devices")
+    func categoriesBelongToApps() async throws {
+        try await TestDatabase.with { client, database in
+            try await Self.audience(client, count: 30, companionWhere: "id % 2 = 0")
+            try await client.exec("""
+                INSERT INTO actions (id, title, options) VALUES ('track', 'Track my order', 4);
+                INSERT INTO categories (id, options, apps) VALUES ('order.v1', 0, ARRAY['companion']);
+                INSERT INTO category_actions (category_id, action_id, position) VALUES ('order.v1', 'track', 1);
+                """)
+            #expect(await client.refusal("INSERT INTO categories (id, options, apps) VALUES ('x', 0, ARRAY['nope'])")?
+                .contains(#"category "x": apps names no app nope"#) == true)
+            // A campaign to every app may not use it; to the companion it may.
+            try await client.exec(Fixtures.campaign(name: "Order") + ";\n" + """
+                UPDATE campaigns SET apps = ARRAY['companion'] WHERE name = 'Order';
+                UPDATE campaigns SET category_id = 'order.v1', send_at = now() + interval '30 minutes' WHERE name = 'Order';
+                """)
+            #expect(await client.refusal("UPDATE campaigns SET apps = NULL WHERE name = 'Order'")?
+                .contains(#"category "order.v1" belongs to the apps companion only, and the campaign goes to every app"#) == true)
+            #expect(await client.refusal("UPDATE campaigns SET apps = ARRAY['companion', 'default'] WHERE name = 'Order'")?
+                .contains("the campaign also goes to default") == true)
+            #expect(await client.refusal("UPDATE categories SET apps = ARRAY['default'] WHERE id = 'order.v1'")?
+                .contains(#"campaign 1 "Order" uses it"#) == true)
+
+            // Each app's document: the shared categories, and its own with their actions.
+            let catalogue = try await ConfigStore(client: client, logger: TestDatabase.logger).catalogue()
+            let shop = catalogue.document(for: "en", app: "default"), companion = catalogue.document(for: "en", app: "companion")
+            #expect(shop.categoryHashes.keys.sorted() == ["feedback.v1", "flash_sale.v1", "poster.v1"])
+            #expect(companion.categoryHashes.keys.sorted() == ["feedback.v1", "flash_sale.v1", "order.v1", "poster.v1"])
+            #expect(!String(decoding: shop.body, as: UTF8.self).contains("track"))
+            #expect(shop.categoryHashes["poster.v1"] == companion.categoryHashes["poster.v1"])
+
+            try await Self.withCompanion("certificate") { sim in
+                _ = try await Self.addCredential("certificate", name: "first", sim: sim, client: client)
+                let job = try Self.job(database)
+                // Half an hour ahead: the companion's devices get a refresh naming their app's document, nobody else.
+                let before = try await job.send(client: client, apns: sim.clientConfiguration)
+                #expect(before.configRefresh.sent == 15 && before.figures.sent == 0)
+                let refreshes = await sim.simulator.accepted
+                #expect(refreshes.allSatisfy { $0.headers["apns-topic"] == Self.companion })
+                let etags = Set(refreshes.compactMap { HeraldConfigRefresh(json: Data($0.payload))?.etag })
+                let expected = Set(["en", "zh-Hans", "fr"].map { catalogue.document(for: $0, app: "companion").etag })
+                #expect(etags == expected, "one document per language, the companion's")
+
+                try await client.exec("UPDATE campaigns SET send_at = now() WHERE name = 'Order'")
+                let due = try await job.send(client: client, apns: sim.clientConfiguration)
+                #expect(due.figures.sent == 15 && due.exitStatus == 0)
+                let alerts = await sim.simulator.accepted.dropFirst(refreshes.count)
+                #expect(alerts.count == 15 && alerts.allSatisfy { $0.headers["apns-topic"] == Self.companion })
+
+                // The preview names the app and its topic.
+                let preview = try await job.preview(client: client, campaign: 1)
+                #expect(preview.text.contains("apps: companion (\(Self.companion))"), "\(preview.text)")
+                #expect(preview.locales.first?.headers.first { $0.name == "apns-topic" }?.value == Self.companion)
+            }
+        }
+    }
+
+    @Test("without the APNS_* key, the app default sends with its credential from the database; with neither, the run refuses to start")
+    func theDefaultAppsCredentialMayBeInTheDatabase() async throws {
+        try await TestDatabase.with { client, database in
+            try await Self.audience(client, count: 12, companionWhere: "false")
+            try await client.exec(Fixtures.campaign(name: "Everyone"))
+            try await Self.withCompanion("token") { sim in
+                var keyless = sim.clientConfiguration
+                keyless.credentials = [:]
+                keyless.defaultCredential = nil
+                let job = try Self.job(database)
+                do {
+                    _ = try await job.send(client: client, apns: keyless)
+                    Issue.record("a run without any credential started")
+                } catch let error as ConfigurationError {
+                    #expect(error.key == "APNS_KEY_PATH")
+                    #expect("\(error)".contains("no app has an APNs credential"))
+                }
+                #expect(try await client.scalar("SELECT count(*) FROM runs", as: Int64.self) == 0)
+
+                let key = P256.Signing.PrivateKey()
+                let path = sim.directory + "/default.p8"
+                #expect(FileManager.default.createFile(atPath: path, contents: Data(key.pemRepresentation.utf8),
+                                                       attributes: [.posixPermissions: 0o600]))
+                await sim.simulator.trustKey(keyID: "DEFKEY0001", publicKey: key.publicKey, teamID: sim.teamID)
+                try await AppStore(client: client, logger: TestDatabase.logger).addCredential(AppCredentialRecord(
+                    app: "default", name: "2026-key", kind: .token, keyPath: path, keyID: "DEFKEY0001", teamID: sim.teamID))
+                let summary = try await job.send(client: client, apns: keyless)
+                #expect(summary.exitStatus == 0 && summary.figures.sent == 12)
+                #expect(await sim.simulator.accepted.allSatisfy { $0.headers["apns-topic"] == APNsSimulatorHarness.defaultTopic })
             }
         }
     }

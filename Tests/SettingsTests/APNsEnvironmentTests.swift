@@ -41,6 +41,10 @@ struct APNsEnvironmentTests {
             }
         }
         #expect(message(["APNS_KEY_PATH": keyPath])?.contains("APNS_KEY_ID") == true)
+        #expect(message(["APNS_KEY_ID": "ABC123DEFG", "APNS_TOPIC": "t"])?.contains("APNS_KEY_PATH") == true)
+        // None of the three: the apps' credentials come from the database.
+        let keyless = try APNsEnvironmentVariables.configuration(["APNS_TOPIC": "com.example.app"])
+        #expect(keyless.credentials.isEmpty && keyless.defaultCredential == nil && keyless.topic == "com.example.app")
         #expect(message(base.merging(["APNS_TOPIC": " "]) { $1 })?.contains("APNS_TOPIC") == true)
         #expect(message(base.merging(["APNS_URL": "http://plain"]) { $1 })?.contains("APNS_URL") == true)
         #expect(message(base.merging(["APNS_MAX_ATTEMPTS": "0"]) { $1 })?.contains("APNS_MAX_ATTEMPTS") == true)

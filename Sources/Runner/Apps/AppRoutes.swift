@@ -34,8 +34,10 @@ public struct AppRoutes: Sendable {
         self.defaultTopic = defaultTopic
     }
 
-    /// The routes of `apps` as the database holds them; `defaultTopic` is APNS_TOPIC.
-    public init(apps: [AppRecord], defaultTopic: String) {
+    /// The routes of `apps` as the database holds them; `defaultTopic` is
+    /// APNS_TOPIC, and `deploymentKey` whether the APNS_* key is set (the
+    /// client's default credential, which the app `default` falls back to).
+    public init(apps: [AppRecord], defaultTopic: String, deploymentKey: Bool = true) {
         var routes: [String: Route] = [:]
         for app in apps {
             var credentials: [String: String] = [:]
@@ -44,7 +46,7 @@ public struct AppRoutes: Sendable {
             }
             let isDefault = app.name == AppRecord.defaultName
             routes[app.name] = Route(topic: app.topic ?? defaultTopic, credentials: credentials,
-                                     fallback: isDefault && credentials.isEmpty ? nil : "\(app.name)/(none)")
+                                     fallback: isDefault && credentials.isEmpty && deploymentKey ? nil : "\(app.name)/(none)")
         }
         self.init(routes: routes, defaultTopic: defaultTopic)
     }
@@ -67,7 +69,10 @@ public struct AppRoutes: Sendable {
     public func describe(app: String, environment: String) -> String {
         switch credential(app: app, environment: environment) {
         case nil: "app \(app) (credential: the APNS_* settings)"
-        case let name? where name.hasSuffix("/(none)"): "app \(app) (no APNs credential for \(environment))"
+        case let name? where name.hasSuffix("/(none)"):
+            app == AppRecord.defaultName
+                ? "app \(app) (no APNs credential for \(environment): set APNS_KEY_PATH, APNS_KEY_ID and APNS_TEAM_ID, or add one with herald apps add-credential)"
+                : "app \(app) (no APNs credential for \(environment))"
         case let name?:
             if let problem = problems[name] {
                 "app \(app) (credential \(name), unusable: \(problem))"
