@@ -162,7 +162,17 @@ public struct Campaign: Sendable, Hashable {
 
     /// Flash sales interrupt as time-sensitive unless the marketer chose otherwise.
     public var effectiveInterruptionLevel: String? {
-        interruptionLevel ?? (kind == .flashSale ? "time-sensitive" : nil)
+        Self.interruptionLevel(kind: kind, chosen: interruptionLevel)
+    }
+
+    /// The interruption level of a campaign of `kind` whose row says `chosen`.
+    public static func interruptionLevel(kind: CampaignKind, chosen: String?) -> String? {
+        chosen ?? (kind == .flashSale ? "time-sensitive" : nil)
+    }
+
+    /// Whether its notifications break through Focus (time-sensitive or critical).
+    public static func interrupts(kind: CampaignKind, chosen: String?) -> Bool {
+        ["time-sensitive", "critical"].contains(interruptionLevel(kind: kind, chosen: chosen) ?? "")
     }
 
     public var hasSensitiveFields: Bool { !(sensitive ?? [:]).isEmpty }

@@ -59,6 +59,9 @@ public struct RunOptions: Sendable {
     /// Device ids in a campaign's first audience slice; sending starts once
     /// it is written, while the next slices are (Sql/0014).
     public var firstSnapshotSlice: Int64 = AudienceStore.defaultFirstSlice
+    /// Due campaigns sent at once (in `DueOrder`), sharing the run's
+    /// concurrency and repeat bound; 1: one after another.
+    public var campaignsAtOnce = 4
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
                 recordEvery: Int = 500, recordInterval: Duration = .milliseconds(250),
@@ -220,7 +223,8 @@ public struct CampaignRun: Sendable {
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"
         let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
-        var state = RunState(runID: runID, leases: leases, breakers: APNsBreakers(threshold: options.breakerThreshold))
+        var state = RunState(runID: runID, leases: leases, breakers: APNsBreakers(threshold: options.breakerThreshold),
+                             budget: RunBudget(total: SendLimits(options)))
         var summaries: [CampaignSummary] = []
         var expired = 0
         var recovered = 0
@@ -255,14 +259,8 @@ public struct CampaignRun: Sendable {
                     refresh = try await ConfigRefresh(stores: stores, transport: transport, options: options, db: db,
                                                       logger: logger).run(state: &state)
                 }
-                for id in try await db("find due campaigns", { try await campaigns.dueCampaignIDs() }) where state.interruption == nil {
-                    if options.stop.isRequested {
-                        state.interruption = .stopped
-                        break
-                    }
-                    summaries.append(try await runCampaign(id, state: &state, logger: logger))
-                    if state.interruption != nil { break }
-                }
+                let due = try await db("find due campaigns", { try await campaigns.dueCampaigns() })
+                summaries = try await runCampaigns(DueOrder.sorted(due), state: &state, logger: logger)
             }
         } catch let outage as DatabaseUnavailable {
             logger.error("run stopped: database unavailable", metadata: ["error": "\(outage)"])
@@ -343,6 +341,41 @@ public struct CampaignRun: Sendable {
 
     /// The runs this process started (and has not finished).
     static let ownRuns = NIOLockedValueBox<Set<OwnRun>>([])
+
+    /// Sends the due campaigns in `DueOrder`, up to `campaignsAtOnce` at a
+    /// time (one in a dry run, whose payloads are one stream), each from a
+    /// state of its own that is merged into the run's as it ends; they share
+    /// the run's leases, its limits (`RunBudget`) and the APNs client's
+    /// connections. A stop or an outage starts no further campaign.
+    private func runCampaigns(_ ids: [Int64], state: inout RunState, logger: Logger) async throws -> [CampaignSummary] {
+        let width = options.dryRun ? 1 : max(1, options.campaignsAtOnce)
+        var summaries = [CampaignSummary?](repeating: nil, count: ids.count)
+        try await withThrowingTaskGroup(of: (Int, CampaignSummary, RunState).self) { group in
+            var next = 0
+            var running = 0
+            while true {
+                while running < width, next < ids.count, state.interruption == nil {
+                    if options.stop.isRequested {
+                        state.interruption = .stopped
+                        break
+                    }
+                    let (index, id, start) = (next, ids[next], state.forCampaign())
+                    group.addTask {
+                        var own = start
+                        let summary = try await self.runCampaign(id, state: &own, logger: logger)
+                        return (index, summary, own)
+                    }
+                    next += 1
+                    running += 1
+                }
+                guard running > 0, let (index, summary, own) = try await group.next() else { break }
+                running -= 1
+                summaries[index] = summary
+                state.merge(own)
+            }
+        }
+        return summaries.compactMap { $0 }
+    }
 
     private func runCampaign(_ id: Int64, state: inout RunState, logger: Logger) async throws -> CampaignSummary {
         var logger = logger

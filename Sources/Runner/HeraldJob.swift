@@ -26,6 +26,7 @@ public struct HeraldJob: Sendable {
                                  stopGrace: c.stopGrace, retryWait: c.retryWait, stop: stop)
         options.configRefreshLead = TimeInterval(c.configRefreshLeadMinutes * 60)
         options.firstSnapshotSlice = Int64(c.snapshotSlice)
+        options.campaignsAtOnce = c.campaignsAtOnce
         if let apns {
             // The longest one notification can take in the client: every
             // attempt to its deadline, every backoff at its longest, a connect.

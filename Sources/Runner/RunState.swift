@@ -7,4 +7,33 @@ struct RunState {
     var breakers: APNsBreakers
     var figures = RunFigures()
     var interruption: RunInterruption?
+    /// The run's limits, shared by the campaigns sending at once.
+    var budget: RunBudget?
+
+    /// The state a campaign sending beside others starts from: the run's
+    /// leases, breakers and budget, figures of its own.
+    func forCampaign() -> RunState {
+        RunState(runID: runID, leases: leases, breakers: breakers, budget: budget)
+    }
+
+    /// What a campaign that sent beside others learnt, added to the run's.
+    mutating func merge(_ campaign: RunState) {
+        figures.add(campaign.figures)
+        breakers.merge(campaign.breakers)
+        if interruption == nil { interruption = campaign.interruption }
+    }
+}
+
+extension RunFigures {
+    mutating func add(_ other: RunFigures) {
+        campaigns += other.campaigns
+        targeted += other.targeted
+        sent += other.sent
+        invalid += other.invalid
+        failed += other.failed
+        retried += other.retried
+        skipped += other.skipped
+        expired += other.expired
+        requeued += other.requeued
+    }
 }

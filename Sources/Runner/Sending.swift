@@ -16,7 +16,8 @@ extension CampaignRun {
         guard let transport else { return }
         let source = CampaignClaims(ledger: stores.ledger, campaigns: stores.campaigns, db: db, prepared: prepared, runID: state.runID, options: options,
                                     personalizer: personalizer, snapshotting: snapshotting)
-        let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger)
+        let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger,
+                                   budget: state.budget)
         let clock = ContinuousClock()
         var progress = CampaignProgress(campaign: prepared.campaign.id,
                                         total: summary.snapshot.flatMap { $0.complete ? $0.queued : nil }, now: clock.now)

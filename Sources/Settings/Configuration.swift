@@ -18,6 +18,8 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     public var topic: String
     public var batchSize: Int
     public var concurrency: Int
+    /// Due campaigns a run sends at once.
+    public var campaignsAtOnce: Int
     /// `HERALD_CONFIG_REFRESH_LEAD_MINUTES`: how long before a campaign its
     /// audience gets the config refresh push (default 60).
     public var configRefreshLeadMinutes: Int
@@ -93,6 +95,7 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
         topic = source.text(.apnsTopic)?.text ?? Self.defaultTopic
         batchSize = try source.number(.batchSize)
         concurrency = try source.number(.concurrency)
+        campaignsAtOnce = try source.number(.campaignsAtOnce)
         configRefreshLeadMinutes = try source.number(.configRefreshLead)
         recordEvery = try source.number(.recordEvery)
         recordInterval = .milliseconds(try source.number(.recordInterval))

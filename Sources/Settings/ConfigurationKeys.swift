@@ -116,7 +116,9 @@ extension ConfigurationKey {
     static let batchSize = Self("HERALD_BATCH_SIZE", "run", "batch_size", kind: .integer(1...100_000, default: 1000),
         "deliveries claimed from the ledger at a time")
     static let concurrency = Self("HERALD_CONCURRENCY", "run", "concurrency", kind: .integer(1...10_000, default: 200),
-        "notifications in flight at once")
+        "notifications in flight at once (over every campaign the run sends at once)")
+    static let campaignsAtOnce = Self("HERALD_CAMPAIGNS_AT_ONCE", "run", "campaigns_at_once", kind: .integer(1...64, default: 4),
+        "due campaigns a run sends at once, time-sensitive ones first, then by send_at; 1: one after another")
     static let recordEvery = Self("HERALD_RECORD_EVERY", "run", "record_every", kind: .integer(1...100_000, default: 500),
         "outcomes are written to the ledger at least every N notifications (the repeat window, see \"Reliability\")")
     static let snapshotSlice = Self("HERALD_SNAPSHOT_SLICE", "run", "snapshot_slice",
@@ -187,7 +189,7 @@ extension ConfigurationKey {
         replySecret, replySecretFile, replySecretPrevious, replySecretPreviousFile, replySecretPreviousUntil,
         apnsKeyPath, apnsKeyID, apnsTeamID, apnsTopic, apnsURL, apnsCAPath,
         apnsMaxConnections, apnsStreams, apnsTimeout, apnsMaxAttempts,
-        batchSize, concurrency, recordEvery, recordInterval, snapshotSlice, lease, outageBudget, stopGrace, retryWait,
+        batchSize, concurrency, campaignsAtOnce, recordEvery, recordInterval, snapshotSlice, lease, outageBudget, stopGrace, retryWait,
         configRefreshLead, metricsTextfile,
         httpHost, httpPort, rateAddress, rateAddressBurst, rateDelivery, rateDevice,
         httpMaxConnections, httpMaxConnectionsPerAddress, httpHeaderTimeout, httpBodyTimeout, httpMaxHeaderBytes,

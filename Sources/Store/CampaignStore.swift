@@ -55,6 +55,22 @@ public struct DueCampaign: Sendable {
     public var entry: (series: Int64, resendAfter: Double?)?
 }
 
+/// What a run orders its due campaigns by.
+public struct DueCampaignHead: Sendable, Hashable {
+    public var id: Int64
+    /// nil: a kind this build does not know (the campaign fails when loaded, naming it).
+    public var kind: CampaignKind?
+    public var interruptionLevel: String?
+    public var sendAt: Date
+
+    public init(id: Int64, kind: CampaignKind?, interruptionLevel: String?, sendAt: Date) {
+        self.id = id
+        self.kind = kind
+        self.interruptionLevel = interruptionLevel
+        self.sendAt = sendAt
+    }
+}
+
 /// Campaigns' lifecycle: which are due, loading one to send, and moving its
 /// status (`scheduled → running → completed`, or `failed` with a reason).
 public struct CampaignStore: Sendable {
@@ -89,17 +105,24 @@ public struct CampaignStore: Sendable {
     /// Ids of campaigns that are due now, oldest first (a series is never
     /// sent itself: its occurrences are).
     public func dueCampaignIDs() async throws -> [Int64] {
+        try await dueCampaigns().map(\.id)
+    }
+
+    /// The campaigns a run sends now, by `send_at` then id, with what orders them further (`DueOrder`).
+    public func dueCampaigns() async throws -> [DueCampaignHead] {
         let rows = try await client.query("""
-            SELECT id FROM campaigns
+            SELECT id, kind, interruption_level, send_at FROM campaigns
             WHERE status IN ('scheduled', 'running') AND send_at <= now()
               AND (expires_at IS NULL OR expires_at > now())
               AND repeat_unit IS NULL AND NOT on_segment_entry
               AND herald_approved(id)
             ORDER BY send_at, id
             """, logger: logger)
-        var ids: [Int64] = []
-        for try await id in rows.decode(Int64.self) { ids.append(id) }
-        return ids
+        var heads: [DueCampaignHead] = []
+        for try await (id, kind, level, sendAt) in rows.decode((Int64, String, String?, Date).self) {
+            heads.append(DueCampaignHead(id: id, kind: CampaignKind(rawValue: kind), interruptionLevel: level, sendAt: sendAt))
+        }
+        return heads
     }
 
     public func campaignStatus(_ id: Int64) async throws -> CampaignStatus? {

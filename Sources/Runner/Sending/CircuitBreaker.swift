@@ -53,6 +53,13 @@ struct APNsBreakers {
 
     init(threshold: Int) { self.threshold = threshold }
 
+    /// What another campaign's sessions learnt: its breakers (the later
+    /// word on each host) and the apps refused.
+    mutating func merge(_ other: APNsBreakers) {
+        byHost.merge(other.byHost) { _, theirs in theirs }
+        refusedApps.merge(other.refusedApps) { ours, _ in ours }
+    }
+
     subscript(host: String) -> CircuitBreaker {
         get { byHost[host] ?? CircuitBreaker(threshold: threshold) }
         set { byHost[host] = newValue }

@@ -89,6 +89,8 @@ struct SendingEngine: Sendable {
     /// nil for sources whose rows no other process can claim (test sends).
     let leases: LeaseClock?
     let logger: Logger
+    /// The run's limits shared with the sessions of overlapping campaigns (nil: its own settings alone).
+    var budget: RunBudget? = nil
 
     /// Sends what `source` has; the circuit breakers carry over from and to the caller.
     /// `progressed` is told the figures so far after each ledger write.
@@ -185,15 +187,22 @@ struct SendingEngine: Sendable {
         var machine = SendingSession<Item>(settings: settings, breakers: breakers,
                                            epoch: leases?.epoch ?? 0, now: clock.now)
         let before = tally
+        let budget = self.budget
+        let member = budget?.join()
         defer {
             breakers = machine.breakers
             tally = before + machine.tally
+            if let budget, let member { budget.leave(member) }
         }
         func conditions() -> SendingSession<Item>.Conditions {
             let now = clock.now
             let lease = leases?.check(at: now) ?? (maySend: true, epoch: 0)
-            return .init(now: now, maySend: lease.maySend, epoch: lease.epoch,
-                         stopRequestedAt: options.stop.requestedAt, expired: source.isExpired)
+            var c = SendingSession<Item>.Conditions(now: now, maySend: lease.maySend, epoch: lease.epoch,
+                                                    stopRequestedAt: options.stop.requestedAt, expired: source.isExpired)
+            if let budget, let member {
+                c.share = budget.limits(for: member, inFlight: machine.inFlight, unrecorded: machine.unrecorded)
+            }
+            return c
         }
 
         let end = try await withThrowingTaskGroup(of: Event<Item>.self) { group -> SendingSession<Item>.End in
@@ -283,10 +292,17 @@ struct SendingEngine: Sendable {
     }
 }
 
+extension SendLimits {
+    /// The run's limits: `HERALD_CONCURRENCY` in flight, its repeat bound, a write at half of `HERALD_RECORD_EVERY`.
+    init(_ options: RunOptions) {
+        self.init(concurrency: options.concurrency, repeatBound: options.repeatBound, writeAt: max(1, options.recordEvery / 2))
+    }
+}
+
 extension SendingSession.Settings {
     init(_ options: RunOptions) {
-        self.init(concurrency: options.concurrency, repeatBound: options.repeatBound,
-                  writeAt: max(1, options.recordEvery / 2), recordInterval: options.recordInterval,
-                  stopGrace: options.stopGrace)
+        let limits = SendLimits(options)
+        self.init(concurrency: limits.concurrency, repeatBound: limits.repeatBound, writeAt: limits.writeAt,
+                  recordInterval: options.recordInterval, stopGrace: options.stopGrace)
     }
 }

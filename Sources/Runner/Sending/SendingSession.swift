@@ -89,6 +89,8 @@ struct SendingSession<Item: ClaimedItem> {
         var recordInterval: Duration
         /// How long a stopping session lets what is in flight finish.
         var stopGrace: Duration
+
+        var limits: SendLimits { SendLimits(concurrency: concurrency, repeatBound: repeatBound, writeAt: writeAt) }
     }
 
     /// Why a session ended.
@@ -117,6 +119,9 @@ struct SendingSession<Item: ClaimedItem> {
         var stopRequestedAt: ContinuousClock.Instant?
         /// The notifications of this source are past their expiry.
         var expired = false
+        /// This session's share of the run's limits, when campaigns overlap
+        /// (`RunBudget`); its own settings bound it too. nil: its settings alone.
+        var share: SendLimits?
     }
 
     enum Action {
@@ -142,6 +147,10 @@ struct SendingSession<Item: ClaimedItem> {
     private(set) var tally = SendTally()
 
     private(set) var inFlight = 0
+    /// The limits of the current step: the settings', within the run's share.
+    private var limits: SendLimits
+    /// Sent and not yet in the ledger: what a kill -9 now could send again.
+    var unrecorded: Int { inFlight + pending.count + writing }
     /// Outcomes in the ledger write under way.
     private(set) var writing = 0
     private(set) var claiming = false
@@ -163,6 +172,7 @@ struct SendingSession<Item: ClaimedItem> {
 
     init(settings: Settings, breakers: APNsBreakers, epoch: Int, now: ContinuousClock.Instant) {
         self.settings = settings
+        self.limits = settings.limits
         self.breakers = breakers
         self.epoch = epoch
         self.lastWrite = now
@@ -213,12 +223,17 @@ struct SendingSession<Item: ClaimedItem> {
 
     /// The next thing to do.
     mutating func next(_ c: Conditions) -> Action {
+        limits = c.share.map { share in
+            SendLimits(concurrency: min(settings.concurrency, share.concurrency),
+                       repeatBound: min(settings.repeatBound, share.repeatBound),
+                       writeAt: min(settings.writeAt, share.writeAt))
+        } ?? settings.limits
         if let write = writeIfDue(c.now, force: false) { return write }
         if let ending { return drain(ending, c) }
         while true {
             if c.stopRequestedAt != nil { return finish(.stopped, c) }
             if !c.maySend || c.epoch != epoch { return finish(.fenced, c) }
-            if inFlight >= settings.concurrency || inFlight + pending.count + writing >= settings.repeatBound {
+            if inFlight >= limits.concurrency || unrecorded >= limits.repeatBound {
                 return .wait
             }
             if next == claimed.count {
@@ -273,7 +288,7 @@ struct SendingSession<Item: ClaimedItem> {
 
     private mutating func writeIfDue(_ now: ContinuousClock.Instant, force: Bool) -> Action? {
         guard writing == 0, !pending.isEmpty,
-              force || pending.count >= settings.writeAt || now - lastWrite >= settings.recordInterval else { return nil }
+              force || pending.count >= limits.writeAt || now - lastWrite >= settings.recordInterval else { return nil }
         let batch = pending
         pending.removeAll(keepingCapacity: true)
         writing = batch.count

@@ -1,0 +1,158 @@
+import APNs
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+@testable import Runner
+
+/// Overlapping campaigns (DESIGN point 16) on plain values: the order they
+/// start in, the run's limits shared between their sessions, and a session
+/// keeping to its share.
+@Suite("Overlapping campaigns: order and shared limits")
+struct OverlapTests {
+    static let total = SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)
+
+    @Test("each of n sessions gets 1/n of the run's limits, never more than the others leave (golden table)")
+    func shareRule() {
+        // (sessions, others in flight, others unrecorded) → (concurrency, repeat bound, write at)
+        let table: [(Int, Int, Int, SendLimits)] = [
+            (1, 0, 0, SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)),     // alone: the whole
+            (2, 0, 0, SendLimits(concurrency: 100, repeatBound: 350, writeAt: 125)),     // a fair half
+            (2, 200, 700, SendLimits(concurrency: 0, repeatBound: 0, writeAt: 125)),     // the other still holds all
+            (2, 150, 400, SendLimits(concurrency: 50, repeatBound: 300, writeAt: 125)),  // what the other left
+            (3, 0, 0, SendLimits(concurrency: 67, repeatBound: 234, writeAt: 83)),       // rounded up
+            (4, 60, 100, SendLimits(concurrency: 50, repeatBound: 175, writeAt: 62)),
+            (0, 0, 0, SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)),     // none registered: as alone
+        ]
+        for (n, inFlight, unrecorded, expected) in table {
+            let got = RunShare.limits(total: Self.total, sessions: n, othersInFlight: inFlight, othersUnrecorded: unrecorded)
+            #expect(got == expected, "\(n) sessions, others \(inFlight) in flight, \(unrecorded) unrecorded")
+        }
+        // A small total still gives every session room to send.
+        let small = RunShare.limits(total: SendLimits(concurrency: 2, repeatBound: 3, writeAt: 1), sessions: 4,
+                                    othersInFlight: 0, othersUnrecorded: 0)
+        #expect(small.concurrency == 1 && small.repeatBound == 1 && small.writeAt == 1)
+    }
+
+    @Test("sessions joining and leaving the run's budget: together they never hold more than the run's limits")
+    func budgetAcrossSessions() {
+        let budget = RunBudget(total: Self.total)
+        let a = budget.join()
+        #expect(budget.limits(for: a, inFlight: 0, unrecorded: 0).concurrency == 200)
+        // A holds its whole share when B joins: B gets nothing until A is back under its half.
+        _ = budget.limits(for: a, inFlight: 200, unrecorded: 690)
+        let b = budget.join()
+        let bFirst = budget.limits(for: b, inFlight: 0, unrecorded: 0)
+        #expect(bFirst.concurrency == 0 && bFirst.repeatBound == 10)
+        let aNow = budget.limits(for: a, inFlight: 200, unrecorded: 690)
+        #expect(aNow.concurrency == 100 && aNow.repeatBound == 350, "A's share is half now: it starts nothing until under it")
+        _ = budget.limits(for: a, inFlight: 90, unrecorded: 300)
+        let bLater = budget.limits(for: b, inFlight: 0, unrecorded: 0)
+        #expect(bLater.concurrency == 100 && bLater.repeatBound == 350)
+        // Whatever each takes within its limits, the sum stays within the run's.
+        var held = (a: (90, 300), b: (0, 0))
+        for step in 0..<50 {
+            let la = budget.limits(for: a, inFlight: held.a.0, unrecorded: held.a.1)
+            held.a = (min(la.concurrency, held.a.0 + step % 7), min(la.repeatBound, held.a.1 + step % 11))
+            _ = budget.limits(for: a, inFlight: held.a.0, unrecorded: held.a.1)
+            let lb = budget.limits(for: b, inFlight: held.b.0, unrecorded: held.b.1)
+            held.b = (min(lb.concurrency, held.b.0 + step % 5), min(lb.repeatBound, held.b.1 + step % 13))
+            _ = budget.limits(for: b, inFlight: held.b.0, unrecorded: held.b.1)
+            #expect(held.a.0 + held.b.0 <= 200 && held.a.1 + held.b.1 <= 700)
+        }
+        budget.leave(a)
+        #expect(budget.limits(for: b, inFlight: 0, unrecorded: 0) == Self.total, "alone again: the whole")
+    }
+
+    @Test("a session keeps to its share of the run's limits when it is smaller than its own settings")
+    func sessionKeepsItsShare() {
+        var s = SendingSessionTests.session(concurrency: 10, repeatBound: 20)
+        var c = SendingSessionTests.at(0)
+        c.share = SendLimits(concurrency: 2, repeatBound: 20, writeAt: 2)
+        _ = s.next(c)
+        s.claimAnswered(ClaimBatch(items: SendingSessionTests.rows(1...10), end: 10))
+        var sent = 0
+        for _ in 0..<6 where SendingSessionTests.name(s.next(c)).hasPrefix("send") { sent += 1 }
+        #expect(sent == 2 && s.inFlight == 2)
+        // No share at all (another session holds the run's limits): nothing starts.
+        c.share = SendLimits(concurrency: 0, repeatBound: 0, writeAt: 1)
+        for _ in 0..<3 { #expect(!SendingSessionTests.name(s.next(c)).hasPrefix("send")) }
+        // A larger share: its own settings still bound it.
+        c.share = SendLimits(concurrency: 100, repeatBound: 100, writeAt: 50)
+        for _ in 0..<20 where SendingSessionTests.name(s.next(c)).hasPrefix("send") { sent += 1 }
+        #expect(s.inFlight == 10)
+    }
+
+    @Test("due campaigns start time-sensitive first (a flash sale unless its row says otherwise), then by send_at, then id")
+    func dueOrder() {
+        let t = Date(timeIntervalSince1970: 1_800_000_000)
+        let due = [
+            DueCampaignHead(id: 1, kind: .poster, interruptionLevel: nil, sendAt: t),
+            DueCampaignHead(id: 2, kind: .feedback, interruptionLevel: nil, sendAt: t.addingTimeInterval(-60)),
+            DueCampaignHead(id: 3, kind: .flashSale, interruptionLevel: nil, sendAt: t.addingTimeInterval(60)),
+            DueCampaignHead(id: 4, kind: .flashSale, interruptionLevel: "passive", sendAt: t.addingTimeInterval(-120)),
+            DueCampaignHead(id: 5, kind: .poster, interruptionLevel: "critical", sendAt: t.addingTimeInterval(120)),
+            DueCampaignHead(id: 6, kind: nil, interruptionLevel: "time-sensitive", sendAt: t),
+            DueCampaignHead(id: 7, kind: .poster, interruptionLevel: nil, sendAt: t),
+        ]
+        #expect(DueOrder.sorted(due) == [3, 5, 4, 2, 1, 6, 7])
+    }
+}
+
+/// Overlapping campaigns in real runs against the simulator (HTTP/2 + TLS).
+@Suite("Overlapping campaigns in a run", .serialized)
+struct OverlapRunTests {
+    /// A paced campaign due first (30 devices at 10 a second) and a quick one to everyone (300).
+    static func night(_ client: PostgresClient) async throws {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: 300))
+        try await client.exec(#"INSERT INTO segments (name, rule) VALUES ('few', '{"attr": "attributes.orders", "op": "=", "value": 1}')"#)
+        try await client.exec(Fixtures.campaign(name: "Paced", segment: "few"))
+        try await client.exec(Fixtures.campaign(name: "Quick"))
+        try await client.exec("""
+            UPDATE campaigns SET rate_per_minute = 600, send_at = now() - interval '1 minute' WHERE name = 'Paced';
+            UPDATE campaigns SET send_at = now() - interval '10 seconds' WHERE name = 'Quick';
+            """)
+    }
+
+    /// Each campaign's first and last send, by the ledger.
+    static func spans(_ client: PostgresClient) async throws -> [String: (first: Date, last: Date, sent: Int64)] {
+        var out: [String: (first: Date, last: Date, sent: Int64)] = [:]
+        for try await (name, first, last, sent) in try await client.query("""
+            SELECT c.name, min(d.sent_at), max(d.sent_at), count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
+            WHERE d.status = 'sent' GROUP BY c.name
+            """, logger: TestDatabase.logger).decode((String, Date, Date, Int64).self) {
+            out[name] = (first, last, sent)
+        }
+        return out
+    }
+
+    @Test("a paced campaign no longer holds back the next: both send at once, sharing the run's limits; one at a time, the second waits")
+    func aSlowCampaignDoesNotHoldBackTheNext() async throws {
+        for atOnce in [2, 1] {
+            try await TestDatabase.with { client, _ in
+                try await Self.night(client)
+                try await withSimulator { sim in
+                    var options = RunOptions(topic: sim.topic, batchSize: 100, concurrency: 50)
+                    options.campaignsAtOnce = atOnce
+                    let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
+                    #expect(summary.campaigns.map(\.name) == ["Paced", "Quick"], "in DueOrder")
+                    #expect(summary.figures.sent == 330 && summary.campaigns.allSatisfy(\.completed))
+                    let accepted = await sim.simulator.accepted
+                    #expect(accepted.count == 330 && Set(accepted.map(\.deviceToken)).count == 300)
+                    let spans = try await Self.spans(client)
+                    let paced = try #require(spans["Paced"]), quick = try #require(spans["Quick"])
+                    #expect(paced.sent == 30 && quick.sent == 300)
+                    #expect(paced.last.timeIntervalSince(paced.first) >= 2.5, "the pace holds: 30 at 10 a second")
+                    if atOnce == 2 {
+                        #expect(quick.last < paced.last, "the quick campaign ended while the paced one sent")
+                    } else {
+                        #expect(quick.first >= paced.last, "one after another")
+                    }
+                }
+            }
+        }
+    }
+}
