@@ -125,7 +125,7 @@ public struct AudienceStore: Sendable {
             // run writes them all.
             let low = through ?? 0
             let grown = low.multipliedReportingOverflow(by: Self.sliceGrowth)
-            let step = max(firstSlice, grown.overflow ? .max : grown.partialValue, 1)
+            let step = max(firstSlice, min(grown.overflow ? .max : grown.partialValue, Self.maxSlice), 1)
             let high = start && low <= Int64.max - step ? low + step : Int64.max
             let last = high >= lastDevice
             // Rows of these devices already in the ledger (a dry run's, or
@@ -167,6 +167,12 @@ public struct AudienceStore: Sendable {
     /// slice), so fewer slices cost less; measured on 1,000,000 devices,
     /// doubling slices (six statements) took 7.8 s against 5.4 s for one.
     static let sliceGrowth: Int64 = 3
+
+    /// No slice spans more device ids than this (after the first), so each
+    /// commits within seconds however large the audience: ten million
+    /// devices take thirteen statements, not a last one of 7.2 million ids
+    /// held in one transaction (BENCHMARKS.md, "Ten million devices").
+    static let maxSlice: Int64 = 1_000_000
 
     /// The device ids of a run's first snapshot slice: about a second of
     /// PostgreSQL's work here, after which sending starts.

@@ -23,7 +23,10 @@ struct WholeLoopTests {
 
             // The runs: every queued delivery went out, except the three devices APNs refused.
             #expect(outcome.runs.map(\.figures.failed) == [0, 0])
-            #expect(outcome.runs.reduce(0) { $0 + $1.figures.invalid + $1.configRefresh.invalid } == 3)
+            // Campaigns sending at once may each hear a refused device's 410
+            // before the first answer marks it invalid; after that none is sent to it.
+            let invalidAnswers = outcome.runs.reduce(0) { $0 + $1.figures.invalid + $1.configRefresh.invalid }
+            #expect((3...9).contains(invalidAnswers), "\(invalidAnswers)")
             #expect(outcome.runs[1].campaigns.filter(\.completed).count == 3)
             #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status <> 'completed'", as: Int64.self) == 0)
             let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
