@@ -218,6 +218,8 @@ let package = Package(
                 server("NIOConcurrencyHelpers", "swift-nio"),
                 server("NIOPosix", "swift-nio"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
+                // The intake's same-sitting baseline (herald-bench bare-intake).
+                server("Hummingbird", "hummingbird"),
                 // The A/B transport on swift-nio-http2 (herald-bench --transport nio-http2).
                 server("NIOHTTP2", "swift-nio-http2"),
                 server("NIOHPACK", "swift-nio-http2"),

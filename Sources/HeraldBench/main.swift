@@ -9,6 +9,7 @@
 //   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
 //   herald-bench seal [-n 100000]                (HPKE seals per second per core, SealBench.swift)
 //   herald-bench replies …                       (reply bodies for the intake's benchmark: Replies.swift)
+//   herald-bench bare-intake --port P            (the intake's baseline: Hummingbird alone, BareIntake.swift)
 import APNs
 import APNsSimulator
 import Crypto
@@ -24,6 +25,9 @@ import Glibc
 
 if CommandLine.arguments.dropFirst().first == "replies" {
     exit(RepliesCommand.run(Array(CommandLine.arguments.dropFirst(2))))
+}
+if CommandLine.arguments.dropFirst().first == "bare-intake" {
+    exit(await BareIntakeCommand.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 
 struct Options {

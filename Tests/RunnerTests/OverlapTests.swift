@@ -14,36 +14,46 @@ import TestSupport
 struct OverlapTests {
     static let total = SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)
 
-    @Test("each of n sessions gets 1/n of the run's limits, never more than the others leave (golden table)")
+    @Test("each session gets a max-min fair part of the run's limits, never more than the others leave (golden table)")
     func shareRule() {
-        // (sessions, others in flight, others unrecorded) → (concurrency, repeat bound, write at)
-        let table: [(Int, Int, Int, SendLimits)] = [
-            (1, 0, 0, SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)),     // alone: the whole
-            (2, 0, 0, SendLimits(concurrency: 100, repeatBound: 350, writeAt: 125)),     // a fair half
-            (2, 200, 700, SendLimits(concurrency: 0, repeatBound: 0, writeAt: 125)),     // the other still holds all
-            (2, 150, 400, SendLimits(concurrency: 50, repeatBound: 300, writeAt: 125)),  // what the other left
-            (3, 0, 0, SendLimits(concurrency: 67, repeatBound: 234, writeAt: 83)),       // rounded up
-            (4, 60, 100, SendLimits(concurrency: 50, repeatBound: 175, writeAt: 62)),
-            (0, 0, 0, SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)),     // none registered: as alone
+        // (its demand, the others' demands, others in flight, others unrecorded) → (concurrency, repeat bound, write at)
+        let table: [(Int, [Int], Int, Int, SendLimits)] = [
+            (200, [], 0, 0, SendLimits(concurrency: 200, repeatBound: 700, writeAt: 250)),          // alone: the whole
+            (200, [200], 0, 0, SendLimits(concurrency: 100, repeatBound: 350, writeAt: 125)),       // a fair half
+            (200, [200], 200, 700, SendLimits(concurrency: 0, repeatBound: 0, writeAt: 125)),      // the other still holds all
+            (200, [200], 150, 400, SendLimits(concurrency: 50, repeatBound: 300, writeAt: 125)),   // what the other left
+            (200, [200, 200], 0, 0, SendLimits(concurrency: 67, repeatBound: 235, writeAt: 83)),   // thirds, rounded up
+            (200, [20], 20, 60, SendLimits(concurrency: 180, repeatBound: 630, writeAt: 225)),     // beside a paced campaign
+            (20, [200], 0, 0, SendLimits(concurrency: 20, repeatBound: 70, writeAt: 25)),          // the paced one: what it can use
+            (200, [20, 200, 200], 60, 100, SendLimits(concurrency: 60, repeatBound: 210, writeAt: 75)), // (200-20)/3
         ]
-        for (n, inFlight, unrecorded, expected) in table {
-            let got = RunShare.limits(total: Self.total, sessions: n, othersInFlight: inFlight, othersUnrecorded: unrecorded)
-            #expect(got == expected, "\(n) sessions, others \(inFlight) in flight, \(unrecorded) unrecorded")
+        for (demand, others, inFlight, unrecorded, expected) in table {
+            let got = RunShare.limits(total: Self.total, demand: demand, othersDemands: others,
+                                      othersInFlight: inFlight, othersUnrecorded: unrecorded)
+            #expect(got == expected, "demand \(demand) beside \(others), others \(inFlight) in flight, \(unrecorded) unrecorded")
+        }
+        // The parts of every session never exceed the whole by more than the rounding up.
+        for demands in [[200, 200, 200], [20, 200, 200, 5], [1, 1, 200], [200, 150, 120, 90, 60]] {
+            let parts = demands.indices.map { i in
+                RunShare.fairShare(of: 200, demand: demands[i], othersDemands: demands.enumerated().filter { $0.offset != i }.map(\.element))
+            }
+            #expect(parts.reduce(0, +) <= 200 + demands.count - 1, "\(demands) → \(parts)")
+            #expect(parts.allSatisfy { $0 >= 1 })
         }
         // A small total still gives every session room to send.
-        let small = RunShare.limits(total: SendLimits(concurrency: 2, repeatBound: 3, writeAt: 1), sessions: 4,
-                                    othersInFlight: 0, othersUnrecorded: 0)
-        #expect(small.concurrency == 1 && small.repeatBound == 1 && small.writeAt == 1)
+        let small = RunShare.limits(total: SendLimits(concurrency: 2, repeatBound: 3, writeAt: 1), demand: 2,
+                                    othersDemands: [2, 2, 2], othersInFlight: 0, othersUnrecorded: 0)
+        #expect(small.concurrency == 1 && small.repeatBound == 2 && small.writeAt == 1)
     }
 
     @Test("sessions joining and leaving the run's budget: together they never hold more than the run's limits")
     func budgetAcrossSessions() {
         let budget = RunBudget(total: Self.total)
-        let a = budget.join()
+        let a = budget.join(demand: 200)
         #expect(budget.limits(for: a, inFlight: 0, unrecorded: 0).concurrency == 200)
         // A holds its whole share when B joins: B gets nothing until A is back under its half.
         _ = budget.limits(for: a, inFlight: 200, unrecorded: 690)
-        let b = budget.join()
+        let b = budget.join(demand: 200)
         let bFirst = budget.limits(for: b, inFlight: 0, unrecorded: 0)
         #expect(bFirst.concurrency == 0 && bFirst.repeatBound == 10)
         let aNow = budget.limits(for: a, inFlight: 200, unrecorded: 690)

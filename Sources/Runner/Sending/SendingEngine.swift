@@ -188,7 +188,7 @@ struct SendingEngine: Sendable {
                                            epoch: leases?.epoch ?? 0, now: clock.now)
         let before = tally
         let budget = self.budget
-        let member = budget?.join()
+        let member = budget?.join(demand: settings.concurrency)
         defer {
             breakers = machine.breakers
             tally = before + machine.tally
