@@ -30,22 +30,39 @@ RETURNS text LANGUAGE sql STABLE AS $$
     END
 $$;
 
-CREATE FUNCTION herald_check_category_apps() RETURNS trigger LANGUAGE plpgsql AS $$
+-- What is wrong with a list of apps (NULL: every app), or NULL when nothing
+-- is: the one check of campaigns.apps and categories.apps.
+CREATE FUNCTION herald_apps_problem(p_apps text[]) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN p_apps IS NULL THEN NULL
+        WHEN cardinality(p_apps) = 0 THEN 'apps must name at least one app, or be NULL for every app'
+        ELSE (SELECT 'apps names no app ' || string_agg(x, ', ') || ': see SELECT name FROM apps'
+              FROM unnest(p_apps) x WHERE NOT EXISTS (SELECT 1 FROM apps WHERE name = x))
+    END
+$$;
+
+CREATE OR REPLACE FUNCTION herald_check_campaign_apps() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    missing text;
-    c record;
     problem text;
 BEGIN
-    IF NEW.apps IS NOT NULL THEN
-        IF cardinality(NEW.apps) = 0 THEN
-            RAISE EXCEPTION 'category "%": apps must name at least one app, or be NULL for every app', NEW.id
-                USING ERRCODE = 'check_violation';
-        END IF;
-        SELECT string_agg(x, ', ') INTO missing FROM unnest(NEW.apps) x WHERE NOT EXISTS (SELECT 1 FROM apps WHERE name = x);
-        IF missing IS NOT NULL THEN
-            RAISE EXCEPTION 'category "%": apps names no app %: see SELECT name FROM apps', NEW.id, missing
-                USING ERRCODE = 'check_violation';
-        END IF;
+    -- An occurrence of a series (herald_occurrence) goes to the series' apps.
+    IF TG_OP = 'INSERT' AND NEW.series_id IS NOT NULL AND NEW.apps IS NULL THEN
+        SELECT apps INTO NEW.apps FROM campaigns WHERE id = NEW.series_id;
+    END IF;
+    problem := herald_apps_problem(NEW.apps);
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'campaign %', problem USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE FUNCTION herald_check_category_apps() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    problem text := herald_apps_problem(NEW.apps);
+    c record;
+BEGIN
+    IF problem IS NOT NULL THEN
+        RAISE EXCEPTION 'category "%": %', NEW.id, problem USING ERRCODE = 'check_violation';
     END IF;
     -- A campaign that may still send keeps its category usable.
     IF TG_OP = 'UPDATE' THEN
