@@ -168,10 +168,11 @@ public struct AudienceStore: Sendable {
     /// doubling slices (six statements) took 7.8 s against 5.4 s for one.
     static let sliceGrowth: Int64 = 3
 
-    /// No slice spans more device ids than this (after the first), so each
-    /// commits within seconds however large the audience: ten million
-    /// devices take thirteen statements, not a last one of 7.2 million ids
-    /// held in one transaction (BENCHMARKS.md, "Ten million devices").
+    /// No slice spans more device ids than this, so no transaction grows
+    /// with the audience: ten million devices take thirteen statements, the
+    /// longest committing in 20 s (BENCHMARKS.md, eleventh sitting), not a
+    /// last one of 7.2 million ids. Smaller slices cost more: each reads the
+    /// users table whole (a hash join), 0.7 s a slice at three million.
     static let maxSlice: Int64 = 1_000_000
 
     /// The device ids of a run's first snapshot slice: about a second of
