@@ -290,7 +290,6 @@ public struct CampaignStore: Sendable {
         return false
     }
 
-    /// The campaign's status as stored (including those a run never reads, such as `archived`).
     /// The apps a campaign goes to (Sql/0027): nil for every app.
     public func apps(_ id: Int64) async throws -> [String]? {
         let rows = try await client.query("SELECT apps FROM campaigns WHERE id = \(id)", logger: logger)
@@ -298,6 +297,7 @@ public struct CampaignStore: Sendable {
         return nil
     }
 
+    /// The campaign's status as stored (including those a run never reads, such as `archived`).
     public func storedStatus(_ id: Int64) async throws -> String? {
         let rows = try await client.query("SELECT status FROM campaigns WHERE id = \(id)", logger: logger)
         for try await s in rows.decode(String.self) { return s }

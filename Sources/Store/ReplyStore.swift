@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import HeraldCore
 import Logging
@@ -153,25 +152,4 @@ public struct ReplyStore: Sendable {
     /// milliseconds; the minute leaves room for a lock held a while (a
     /// device's erasure waits for the batches storing replies, and they for it).
     public static let storeDeadline: Duration = .seconds(60)
-
-    /// The notification config document (contract 5) and its ETag.
-    public func notificationConfig() async throws -> (body: [UInt8], etag: String) {
-        var actions: [NotificationConfig.Action] = []
-        for try await (id, title, options, button, placeholder) in try await client.query(
-            "SELECT id, title, options, text_button_title, text_placeholder FROM actions", logger: logger
-        ).decode((String, String, Int32, String?, String?).self) {
-            actions.append(.init(id: id, title: title, options: Int(options), textButtonTitle: button, textPlaceholder: placeholder))
-        }
-        var categories: [NotificationConfig.Category] = []
-        for try await (id, options, list) in try await client.query("""
-            SELECT c.id, c.options, coalesce(array_agg(ca.action_id ORDER BY ca.position) FILTER (WHERE ca.action_id IS NOT NULL), '{}')
-            FROM categories c LEFT JOIN category_actions ca ON ca.category_id = c.id
-            GROUP BY c.id, c.options
-            """, logger: logger).decode((String, Int32, [String]).self) {
-            categories.append(.init(id: id, actions: list, options: Int(options)))
-        }
-        let body = NotificationConfig.render(categories: categories, actions: actions)
-        let digest = SHA256.hash(data: body).prefix(12).map { String(format: "%02x", $0) }.joined()
-        return (body, "\"\(digest)\"")
-    }
 }

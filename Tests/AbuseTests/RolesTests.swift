@@ -85,8 +85,11 @@ struct RolesTests {
                 defer { try? FileManager.default.removeItem(atPath: path) }
                 let ingested = try await intake.ingest(file: path)
                 #expect(ingested.stored == 1 && ingested.bad.isEmpty)
-                let config = try await intake.store.notificationConfig()
-                #expect(config.body.count > 100)
+                // The notification config, read and recorded as `herald serve` does.
+                let configs = ConfigStore(client: client, logger: TestDatabase.logger)
+                let document = try await configs.catalogue().document(for: "en", app: AppRecord.defaultName)
+                #expect(document.body.count > 100)
+                try await configs.record([("en", document)])
                 // Device registration (contract 6): a new device with its key, the
                 // same device again without one (its key stays), then for another user.
                 let devices = DeviceStore(client: client, logger: TestDatabase.logger)
