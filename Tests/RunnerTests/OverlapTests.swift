@@ -114,7 +114,8 @@ struct OverlapTests {
 /// Overlapping campaigns in real runs against the simulator (HTTP/2 + TLS).
 @Suite("Overlapping campaigns in a run", .serialized)
 struct OverlapRunTests {
-    /// A paced campaign due first (30 devices at 10 a second) and a quick one to everyone (300).
+    /// A paced campaign due first (30 devices at 4 a second: about 7 s) and a quick one to everyone (300),
+    /// which ends within the paced one's time with room to spare on a loaded machine.
     static func night(_ client: PostgresClient) async throws {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: 300))
@@ -122,7 +123,7 @@ struct OverlapRunTests {
         try await client.exec(Fixtures.campaign(name: "Paced", segment: "few"))
         try await client.exec(Fixtures.campaign(name: "Quick"))
         try await client.exec("""
-            UPDATE campaigns SET rate_per_minute = 600, send_at = now() - interval '1 minute' WHERE name = 'Paced';
+            UPDATE campaigns SET rate_per_minute = 240, send_at = now() - interval '1 minute' WHERE name = 'Paced';
             UPDATE campaigns SET send_at = now() - interval '10 seconds' WHERE name = 'Quick';
             """)
     }
@@ -155,7 +156,7 @@ struct OverlapRunTests {
                     let spans = try await Self.spans(client)
                     let paced = try #require(spans["Paced"]), quick = try #require(spans["Quick"])
                     #expect(paced.sent == 30 && quick.sent == 300)
-                    #expect(paced.last.timeIntervalSince(paced.first) >= 2.5, "the pace holds: 30 at 10 a second")
+                    #expect(paced.last.timeIntervalSince(paced.first) >= 5, "the pace holds: 30 at 4 a second (sent_at is the write's time)")
                     if atOnce == 2 {
                         #expect(quick.last < paced.last, "the quick campaign ended while the paced one sent")
                     } else {
