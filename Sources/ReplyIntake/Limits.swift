@@ -146,7 +146,10 @@ public struct ClientAddress: Sendable {
     }
 
     static func normalized(_ text: some StringProtocol) -> String {
-        var s = String(text).lowercased()
+        var s = String(text)
+        // Lowercased only when there is something to lower (an address is
+        // ASCII; a peer's IPv4 address has no letters): one allocation less a request.
+        if s.utf8.contains(where: { ($0 >= 0x41 && $0 <= 0x5A) || $0 >= 0x80 }) { s = s.lowercased() }
         if s.hasPrefix("::ffff:"), s.contains(".") { s.removeFirst(7) }
         return s
     }

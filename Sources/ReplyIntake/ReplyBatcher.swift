@@ -158,6 +158,7 @@ final class ReplyBatcher: Sendable {
         // What was stored is answered first: nothing after it may fail it.
         let refused = Set(batch.refused)
         let duplicates = Set(batch.duplicates)
+        IntakeMetrics.replies(stored: batch.stored, duplicates: batch.duplicates.count)
         for (index, item) in items.enumerated() where !refused.contains(index) {
             if duplicates.contains(index) {
                 answer(item, .success(.success(.duplicate)))

@@ -83,5 +83,10 @@ struct LimitTests {
         #expect(addresses.resolve(peer: proxy, forwardedFor: []) == "10.0.0.5")
         #expect(addresses.resolve(peer: proxy, forwardedFor: ["not-an-address"]) == "10.0.0.5")
         #expect(ClientAddress(trustedProxies: []).resolve(peer: proxy, forwardedFor: ["1.2.3.4"]) == "10.0.0.5")
+        // Addresses are compared lowercased, an IPv4-mapped one as IPv4, whatever case they are written in.
+        let v6 = try SocketAddress(ipAddress: "2001:db8::5", port: 4000)
+        let mixed = ClientAddress(trustedProxies: ["2001:DB8::5"])
+        #expect(mixed.resolve(peer: v6, forwardedFor: ["::FFFF:198.51.100.7"]) == "198.51.100.7")
+        #expect(mixed.resolve(peer: v6, forwardedFor: ["2001:DB8::9"]) == "2001:db8::9")
     }
 }
