@@ -3090,12 +3090,6 @@ CREATE INDEX campaigns_series ON public.campaigns USING btree (id) WHERE (((repe
 CREATE INDEX conversions_user_event ON public.conversions USING btree (user_id, event, occurred_at);
 
 --
--- Name: deliveries_campaign; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX deliveries_campaign ON ONLY public.deliveries USING btree (campaign_id, id);
-
---
 -- Name: deliveries_campaign_once; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3108,6 +3102,12 @@ CREATE UNIQUE INDEX deliveries_campaign_once ON ONLY public.deliveries USING btr
 CREATE UNIQUE INDEX deliveries_config_refresh_once ON ONLY public.deliveries USING btree (campaign_id, device_id, config_etag) NULLS NOT DISTINCT WHERE (kind = 'config_refresh'::text);
 
 --
+-- Name: deliveries_default_campaign; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX deliveries_default_campaign ON public.deliveries_default USING btree (campaign_id, id);
+
+--
 -- Name: deliveries_default_campaign_id_device_id_config_etag_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3118,12 +3118,6 @@ CREATE UNIQUE INDEX deliveries_default_campaign_id_device_id_config_etag_idx ON 
 --
 
 CREATE UNIQUE INDEX deliveries_default_campaign_id_device_id_idx ON public.deliveries_default USING btree (campaign_id, device_id) WHERE (kind = 'campaign'::text);
-
---
--- Name: deliveries_default_campaign_id_id_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX deliveries_default_campaign_id_id_idx ON public.deliveries_default USING btree (campaign_id, id);
 
 --
 -- Name: deliveries_device; Type: INDEX; Schema: public; Owner: -
@@ -3172,12 +3166,6 @@ CREATE UNIQUE INDEX deliveries_refresh_campaign_id_device_id_config_etag_idx ON 
 --
 
 CREATE UNIQUE INDEX deliveries_refresh_campaign_id_device_id_idx ON public.deliveries_refresh USING btree (campaign_id, device_id) WHERE (kind = 'campaign'::text);
-
---
--- Name: deliveries_refresh_campaign_id_id_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX deliveries_refresh_campaign_id_id_idx ON public.deliveries_refresh USING btree (campaign_id, id);
 
 --
 -- Name: deliveries_refresh_device_id_idx; Type: INDEX; Schema: public; Owner: -
@@ -3258,12 +3246,6 @@ ALTER INDEX public.deliveries_config_refresh_once ATTACH PARTITION public.delive
 ALTER INDEX public.deliveries_campaign_once ATTACH PARTITION public.deliveries_default_campaign_id_device_id_idx;
 
 --
--- Name: deliveries_default_campaign_id_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.deliveries_campaign ATTACH PARTITION public.deliveries_default_campaign_id_id_idx;
-
---
 -- Name: deliveries_default_device_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
@@ -3292,12 +3274,6 @@ ALTER INDEX public.deliveries_config_refresh_once ATTACH PARTITION public.delive
 --
 
 ALTER INDEX public.deliveries_campaign_once ATTACH PARTITION public.deliveries_refresh_campaign_id_device_id_idx;
-
---
--- Name: deliveries_refresh_campaign_id_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
---
-
-ALTER INDEX public.deliveries_campaign ATTACH PARTITION public.deliveries_refresh_campaign_id_id_idx;
 
 --
 -- Name: deliveries_refresh_device_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
