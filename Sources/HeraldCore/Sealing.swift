@@ -46,21 +46,41 @@ public struct DeviceKey: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses standard base64 of the 32 raw key bytes (surrounding whitespace ignored).
     public init(base64 text: String) throws(DeviceKeyError) {
-        guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw .notBase64
-        }
-        try self.init(rawRepresentation: bytes)
+        try self.init(rawRepresentation: try Self.bytes(base64: text))
     }
 
     /// Parses the 32 raw key bytes.
     public init(rawRepresentation bytes: some DataProtocol) throws(DeviceKeyError) {
+        self.init(publicKey: try Self.checkedKey(bytes))
+    }
+
+    /// The public key of standard base64 text, checked as `init(base64:)`
+    /// checks it, without its key id (SHA-256 of the key: a seal names the
+    /// key id the device registered, and the hash was 2% of a sealing run's
+    /// CPU).
+    public static func publicKey(base64 text: String) throws(DeviceKeyError) -> Curve25519.KeyAgreement.PublicKey {
+        try checkedKey(try bytes(base64: text))
+    }
+
+    /// The bytes of standard base64 text, surrounding whitespace ignored
+    /// (trimmed only when the text does not decode as it is: a registered
+    /// key has none).
+    private static func bytes(base64 text: String) throws(DeviceKeyError) -> Data {
+        if let bytes = Data(base64Encoded: text) { return bytes }
+        guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw .notBase64
+        }
+        return bytes
+    }
+
+    private static func checkedKey(_ bytes: some DataProtocol) throws(DeviceKeyError) -> Curve25519.KeyAgreement.PublicKey {
         guard bytes.count == HeraldUserInfo.keyByteCount,
               let key = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: Data(bytes))
         else {
             throw .wrongLength(byteCount: bytes.count)
         }
         guard !X25519Points.hasSmallOrder(bytes) else { throw .smallOrder }
-        self.init(publicKey: key)
+        return key
     }
 
     /// The key as standard base64 of its 32 raw bytes.

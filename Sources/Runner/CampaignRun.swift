@@ -223,8 +223,9 @@ public struct CampaignRun: Sendable {
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"
         let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
+        let budget = RunBudget(total: SendLimits(options))
         var state = RunState(runID: runID, leases: leases, breakers: APNsBreakers(threshold: options.breakerThreshold),
-                             budget: RunBudget(total: SendLimits(options)))
+                             budget: budget, writer: OutcomeWriter(ledger: stores.ledger, db: db, run: runID, budget: budget))
         var summaries: [CampaignSummary] = []
         var expired = 0
         var recovered = 0

@@ -135,8 +135,7 @@ public struct ReplyLoopPersonalizer: DeliveryPersonalizer {
             return .failure(CampaignProblem(AudienceStore.noKey))
         }
         do {
-            let device = try DeviceKey(base64: key)
-            let envelope = try Sealer.seal(fields: fields, to: device.publicKey, keyID: keyID,
+            let envelope = try Sealer.seal(fields: fields, to: try DeviceKey.publicKey(base64: key), keyID: keyID,
                                            campaign: prepared.campaign.id, delivery: target.deliveryID)
             return .success((token, envelope))
         } catch {

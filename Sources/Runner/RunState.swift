@@ -9,11 +9,13 @@ struct RunState {
     var interruption: RunInterruption?
     /// The run's limits, shared by the campaigns sending at once.
     var budget: RunBudget?
+    /// Their outcome writes, one statement at a time.
+    var writer: OutcomeWriter?
 
     /// The state a campaign sending beside others starts from: the run's
     /// leases, breakers and budget, figures of its own.
     func forCampaign() -> RunState {
-        RunState(runID: runID, leases: leases, breakers: breakers, budget: budget)
+        RunState(runID: runID, leases: leases, breakers: breakers, budget: budget, writer: writer)
     }
 
     /// What a campaign that sent beside others learnt, added to the run's.

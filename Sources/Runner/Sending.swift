@@ -15,7 +15,7 @@ extension CampaignRun {
               logger: Logger, snapshotting: SnapshotWriting? = nil) async throws {
         guard let transport else { return }
         let source = CampaignClaims(ledger: stores.ledger, campaigns: stores.campaigns, db: db, prepared: prepared, runID: state.runID, options: options,
-                                    personalizer: personalizer, snapshotting: snapshotting)
+                                    personalizer: personalizer, snapshotting: snapshotting, writer: state.writer)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger,
                                    budget: state.budget)
         let clock = ContinuousClock()

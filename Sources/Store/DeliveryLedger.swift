@@ -331,16 +331,49 @@ public struct DeliveryLedger: Sendable {
     /// written.
     @discardableResult
     public func record(_ outcomes: [DeliveryOutcome], run: Int64, campaign: Int64?) async throws -> Int {
-        guard !outcomes.isEmpty else { return 0 }
+        guard let campaign else {
+            return try await write(outcomes, campaigns: [], run: run, partitions: "d.campaign_id IS NULL")[nil] ?? 0
+        }
+        return try await record(byCampaign: [campaign: outcomes], run: run)[campaign] ?? 0
+    }
+
+    /// Writes the outcomes of several campaigns' deliveries with one
+    /// statement (the run's sessions that send at once share their writes:
+    /// one commit instead of one a campaign), as `record` writes one
+    /// campaign's; each row is looked up in its campaign's partition only.
+    /// Returns how many outcomes of each campaign were written.
+    @discardableResult
+    public func record(byCampaign: [Int64: [DeliveryOutcome]], run: Int64) async throws -> [Int64: Int] {
+        let groups = byCampaign.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
+        guard !groups.isEmpty else { return [:] }
+        let outcomes = groups.flatMap(\.value)
+        let campaigns = groups.flatMap { group in Array(repeating: group.key, count: group.value.count) }
+        // Campaign ids are numbers: written as literals, the statement is
+        // planned for their partitions alone, and each row's lookup is pruned
+        // to its own at run time.
+        let list = groups.map { String($0.key) }.joined(separator: ", ")
+        let written = try await write(outcomes, campaigns: campaigns, run: run,
+                                      partitions: "d.campaign_id IN (\(list)) AND d.campaign_id = o.campaign")
+        var out: [Int64: Int] = [:]
+        for (campaign, _) in groups { out[campaign] = written[campaign] ?? 0 }
+        return out
+    }
+
+    /// The outcome write of `record`: `partitions` names the partitions the
+    /// rows are in, `campaigns` each outcome's campaign (empty: config refresh pushes).
+    private func write(_ outcomes: [DeliveryOutcome], campaigns: [Int64], run: Int64,
+                       partitions: String) async throws -> [Int64?: Int] {
+        guard !outcomes.isEmpty else { return [:] }
         let ids = outcomes.map(\.deliveryID)
         let statuses = outcomes.map(\.status.rawValue)
         let errors = outcomes.map { $0.error ?? "" }
         let attempts = outcomes.map { Int32(clamping: $0.attempts) }
         let delays = outcomes.map(\.delay)
+        let owners = campaigns.isEmpty ? Array(repeating: Int64(0), count: outcomes.count) : campaigns
         let rows = try await client.query("""
             WITH o AS (
-                SELECT * FROM unnest(\(ids)::bigint[], \(statuses)::text[], \(errors)::text[], \(attempts)::int4[], \(delays)::float8[])
-                    AS o(id, status, error, attempts, delay)
+                SELECT * FROM unnest(\(owners)::bigint[], \(ids)::bigint[], \(statuses)::text[], \(errors)::text[], \(attempts)::int4[], \(delays)::float8[])
+                    AS o(campaign, id, status, error, attempts, delay)
             ), w AS (
                 UPDATE deliveries AS d SET
                     status = CASE WHEN o.status NOT IN ('queued', 'retry') THEN o.status
@@ -363,17 +396,18 @@ public struct DeliveryLedger: Sendable {
                 -- IS NOT DISTINCT FROM keeps the planner on the ids: a run's id
                 -- is always new to the statistics, and reading all its rows
                 -- through deliveries_claimed grows with every write.
-                WHERE \(unescaped: campaign.map { "d.campaign_id = \($0)" } ?? "d.campaign_id IS NULL")
+                WHERE \(unescaped: partitions)
                   AND d.id = o.id AND d.claimed_by IS NOT DISTINCT FROM \(run) AND d.status = 'in_flight'
-                RETURNING d.id
+                RETURNING d.campaign_id
             )
-            SELECT count(*)::bigint FROM w
+            SELECT campaign_id, count(*)::bigint FROM w GROUP BY campaign_id
             """, logger: logger)
-        var written = 0
-        for try await n in rows.decode(Int64.self) { written = Int(n) }
-        if written < outcomes.count {
+        var written: [Int64?: Int] = [:]
+        for try await (campaign, n) in rows.decode((Int64?, Int64).self) { written[campaign] = Int(n) }
+        let total = written.values.reduce(0, +)
+        if total < outcomes.count {
             logger.warning("outcomes of deliveries this run no longer holds were not written", metadata: [
-                "run": "\(run)", "outcomes": "\(outcomes.count)", "written": "\(written)",
+                "run": "\(run)", "outcomes": "\(outcomes.count)", "written": "\(total)",
             ])
         }
         let invalid = outcomes.filter { $0.status == .invalid }

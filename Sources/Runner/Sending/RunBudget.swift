@@ -80,6 +80,9 @@ final class RunBudget: Sendable {
         }
     }
 
+    /// The sessions sending now.
+    var sessions: Int { state.withLockedValue { $0.sessions.count } }
+
     /// A session ended: it holds nothing any more.
     func leave(_ id: Int) {
         state.withLockedValue { _ = $0.sessions.removeValue(forKey: id) }
