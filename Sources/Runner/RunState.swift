@@ -10,7 +10,7 @@ struct RunState {
     /// The run's limits, shared by the campaigns sending at once.
     var budget: RunBudget?
     /// Their outcome writes, one statement at a time.
-    var writer: OutcomeWriter?
+    var writer: OutcomeWriter
 
     /// The state a campaign sending beside others starts from: the run's
     /// leases, breakers and budget, figures of its own.

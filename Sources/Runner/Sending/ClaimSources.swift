@@ -39,8 +39,8 @@ struct CampaignClaims: ClaimSource {
     let personalizer: any DeliveryPersonalizer
     /// Set while the campaign's audience is still being written.
     let snapshotting: SnapshotWriting?
-    /// The run's writer, shared with the campaigns sending at once (nil: this source writes its own).
-    var writer: OutcomeWriter? = nil
+    /// The run's outcome writer, shared with the campaigns sending at once.
+    let writer: OutcomeWriter
 
     func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<CampaignItem> {
         let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
@@ -98,9 +98,7 @@ struct CampaignClaims: ClaimSource {
     }
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {
-        let (ledger, run, campaign) = (ledger, runID, prepared.campaign.id)
-        if let writer { return try await writer.record(outcomes, campaign: campaign) }
-        _ = try await db("record outcomes") { try await ledger.record(outcomes, run: run, campaign: campaign) }
+        try await writer.record(outcomes, campaign: prepared.campaign.id)
     }
 
     func nextDue(excludingApps apps: [String]) async throws -> Duration? {
