@@ -64,7 +64,7 @@ public struct RunOptions: Sendable {
     public var campaignsAtOnce = 4
 
     public init(topic: String, dryRun: Bool = false, batchSize: Int = 1000, concurrency: Int = 200,
-                recordEvery: Int = 500, recordInterval: Duration = .milliseconds(250),
+                recordEvery: Int = 1000, recordInterval: Duration = .milliseconds(250),
                 host: String = ProcessInfo.processInfo.hostName,
                 lease: Duration = .seconds(300), sendSpan: Duration = .seconds(185),
                 outageBudget: Duration = .seconds(300), breakerThreshold: Int = 3,

@@ -119,7 +119,7 @@ extension ConfigurationKey {
         "notifications in flight at once (over every campaign the run sends at once)")
     static let campaignsAtOnce = Self("HERALD_CAMPAIGNS_AT_ONCE", "run", "campaigns_at_once", kind: .integer(1...64, default: 4),
         "due campaigns a run sends at once, time-sensitive ones first, then by send_at; 1: one after another")
-    static let recordEvery = Self("HERALD_RECORD_EVERY", "run", "record_every", kind: .integer(1...100_000, default: 500),
+    static let recordEvery = Self("HERALD_RECORD_EVERY", "run", "record_every", kind: .integer(1...100_000, default: 1000),
         "outcomes are written to the ledger at least every N notifications (the repeat window, see \"Reliability\")")
     static let snapshotSlice = Self("HERALD_SNAPSHOT_SLICE", "run", "snapshot_slice",
         kind: .integer(1...1_000_000_000, default: 50_000),
