@@ -38,7 +38,7 @@ enum SealBench {
             }
         }
         let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         let cpu = (cpuMicroseconds() - cpuBefore) / 1e6
         print(String(format: "sealing: %.0f HPKE seals/s per core (%.1f µs of CPU each; %d seals in %.2f s, %d ciphertext bytes each)",
                      Double(count) / cpu, cpu * 1e6 / Double(count), count, seconds, bytes / count))

@@ -21,6 +21,7 @@ import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
+import HeraldCore
 #endif
 
 if CommandLine.arguments.dropFirst().first == "replies" {
@@ -335,7 +336,7 @@ try await withThrowingTaskGroup(of: Void.self) { group in
     }
     let elapsed = ContinuousClock.now - start
     let cpu = cpuMicroseconds() - cpuStart
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let seconds = elapsed.inSeconds
     let total = tally.withLockedValue { $0 }
     let done = total.sent + total.failed
     print(

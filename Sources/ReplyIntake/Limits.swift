@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import HeraldCore
 
 /// How much one client may ask of the intake (docs/operators.md, "Limits"). Every
 /// value has a default fit for production; `herald serve` reads overrides
@@ -67,7 +68,7 @@ public final class RateLimiter: Sendable {
     private let state = NIOLockedValueBox<[String: Double]>([:])
 
     public init(_ rate: IntakeLimits.Rate, maxKeys: Int = 100_000) {
-        let period = Double(rate.period.components.seconds) + Double(rate.period.components.attoseconds) / 1e18
+        let period = rate.period.inSeconds
         interval = period / Double(rate.count)
         tolerance = interval * Double(rate.burst - 1)
         self.maxKeys = max(16, maxKeys)
@@ -75,7 +76,7 @@ public final class RateLimiter: Sendable {
 
     private var now: Double {
         let d = ContinuousClock.now - start
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return d.inSeconds
     }
 
     public func acquire(_ key: String) -> Decision {

@@ -162,7 +162,7 @@ public struct RunSummary: Sendable {
     public var refusedApps: [String: String] = [:]
 
     public var rate: Double {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = duration.inSeconds
         return seconds > 0 ? Double(figures.sent) / seconds : 0
     }
 }

@@ -173,7 +173,7 @@ extension RunSummary {
             let kind = c.kind?.rawValue ?? "?"
             lines.append("  campaign \(c.id) \"\(c.name)\" [\(kind)]: " + parts.joined(separator: "; "))
         }
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = duration.inSeconds
         let f = figures
         var total = "\(mode) \(runID): \(campaigns.count) campaigns, targeted \(f.targeted), sent \(f.sent), invalid \(f.invalid), failed \(f.failed), retried \(f.retried), skipped \(f.skipped), expired \(f.expired)"
         total += String(format: " in %.2f s", seconds)

@@ -5,6 +5,7 @@ import Logging
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import HeraldCore
 #endif
 
 /// A long campaign's progress for the operator: on a terminal, one live line
@@ -51,7 +52,7 @@ struct CampaignProgress {
     mutating func update(done: Int, now: ContinuousClock.Instant, logger: Logger) {
         guard now - lastShown >= interval else { return }
         lastShown = now
-        let elapsed = Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18
+        let elapsed = (now - started).inSeconds
         let line = Self.text(campaign: campaign, done: done, total: total, elapsed: elapsed)
         if live {
             FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))

@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import HeraldCore
 
 /// A run's figures as Prometheus metrics, for node exporter's textfile
 /// collector (`HERALD_METRICS_TEXTFILE`): gauges of the last run, replaced
@@ -23,7 +24,7 @@ extension RunSummary {
                                    help: "Notifications of the last run, by campaign and outcome").set(Double(n))
             }
         }
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = duration.inSeconds
         registry.makeGauge(name: "herald_run_campaigns", help: "Campaigns the last run worked on").set(Double(campaigns.count))
         registry.makeGauge(name: "herald_run_duration_seconds", help: "How long the last run took").set(seconds)
         registry.makeGauge(name: "herald_run_rate_per_second", help: "Notifications sent a second in the last run").set(rate)

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import HeraldCore
 
 /// A finished campaign whose ledger `herald prune` may drop.
 public struct PruneCandidate: Sendable, Hashable {
@@ -61,7 +62,7 @@ public struct PruneStore: Sendable {
     /// and than the frequency window (settings.frequency_window: the cap
     /// counts sent deliveries of that long ago). Oldest first.
     public func candidates(olderThan: Duration) async throws -> [PruneCandidate] {
-        let seconds = Double(olderThan.components.seconds) + Double(olderThan.components.attoseconds) / 1e18
+        let seconds = olderThan.inSeconds
         let rows = try await client.query("""
             WITH parts AS (
                 SELECT p.relname::text AS relname, substring(p.relname FROM '^deliveries_c([0-9]+)$')::bigint AS campaign_id
