@@ -176,8 +176,15 @@ public struct DeliveryLedger: Sendable {
             ORDER BY c.id
             """, logger: logger)
         var window = ClaimWindow(deliveries: [], end: after, full: false)
-        for try await (last, n, runLive, id, deviceID, token, env, locale, key, kid, apnsID, variant, attempts, app) in rows.decode(
-            (Int64?, Int64, Bool, Int64?, Int64?, String?, String?, String?, String?, String?, UUID?, String?, Int32?, String?).self) {
+        // Column by column (`RowCells`): a claim's rows are the run's most
+        // decoded (BENCHMARKS.md, "A claimed row decoded column by column").
+        for try await row in rows {
+            var cells = RowCells(row)
+            let last = try cells.next(Int64?.self), n = try cells.next(Int64.self), runLive = try cells.next(Bool.self)
+            let id = try cells.next(Int64?.self), deviceID = try cells.next(Int64?.self)
+            let token = try cells.next(String?.self), env = try cells.next(String?.self), locale = try cells.next(String?.self)
+            let key = try cells.next(String?.self), kid = try cells.next(String?.self), apnsID = try cells.next(UUID?.self)
+            let variant = try cells.next(String?.self), attempts = try cells.next(Int32?.self), app = try cells.next(String?.self)
             window.end = last ?? after
             window.full = n >= limit
             window.runLive = runLive
