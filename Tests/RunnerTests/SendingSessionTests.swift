@@ -58,11 +58,13 @@ struct SendingSessionTests {
         var s = Self.session()
         #expect(Self.name(s.next(Self.at(0))) == "claim after 0")
         #expect(Self.name(s.next(Self.at(0))) == "wait", "one claim at a time")
+        #expect(s.waitCause == .claim)
         s.claimAnswered(ClaimBatch(items: Self.rows(1...3), end: 3))
         #expect(Self.name(s.next(Self.at(1))) == "claim after 3", "the next batch is claimed while this one is sent")
         #expect(Self.name(s.next(Self.at(1))) == "send 1")
         #expect(Self.name(s.next(Self.at(1))) == "send 2")
         #expect(Self.name(s.next(Self.at(1))) == "wait", "concurrency 2")
+        #expect(s.waitCause == .window)
         s.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
         #expect(Self.name(s.next(Self.at(2))) == "send 3")
         s.sent(Row(deliveryID: 2), result: Self.ok, at: Self.start)
@@ -70,6 +72,7 @@ struct SendingSessionTests {
         s.claimAnswered(ClaimBatch(items: [], end: 3))
         // Drained: waits for what is in flight and the write, then ends.
         #expect(Self.name(s.next(Self.at(3))) == "wait")
+        #expect(s.waitCause == .other, "draining")
         s.recorded()
         s.sent(Row(deliveryID: 3), result: Self.ok, at: Self.start)
         #expect(Self.name(s.next(Self.at(4))) == "write 3:sent", "the last outcomes are written before the end")
@@ -94,6 +97,7 @@ struct SendingSessionTests {
         for id: Int64 in 1...3 { s.sent(Row(deliveryID: id), result: Self.ok, at: Self.start) }
         #expect(Self.name(s.next(Self.at(1))) == "write 1:sent,2:sent,3:sent")
         #expect(Self.name(s.next(Self.at(1))) == "wait", "the write under way counts against the bound")
+        #expect(s.waitCause == .repeatBound)
         s.recorded()
         #expect(Self.name(s.next(Self.at(2))) == "send 4")
     }

@@ -144,6 +144,11 @@ struct SendingEngine: Sendable {
         }
     }
 
+    /// A duration in seconds with millisecond precision, for logs.
+    static func seconds(_ d: Duration) -> String {
+        String(format: "%.3f", d.inSeconds)
+    }
+
     /// Sleeps, waking early when the run is asked to stop; false then.
     func pause(for duration: Duration) async -> Bool {
         await pause(until: ContinuousClock().now + duration)
@@ -205,6 +210,16 @@ struct SendingEngine: Sendable {
             return c
         }
 
+        // Where the session's time went while it waited, by cause (logged at its end).
+        var waited = [Duration](repeating: .zero, count: SendingSession<Item>.WaitCause.allCases.count)
+        let began = clock.now
+        defer {
+            var metadata: Logger.Metadata = ["seconds": "\(Self.seconds(clock.now - began))"]
+            for cause in SendingSession<Item>.WaitCause.allCases {
+                metadata["waited_\(cause)"] = "\(Self.seconds(waited[cause.rawValue]))"
+            }
+            logger.debug("sending session ended", metadata: metadata)
+        }
         let end = try await withThrowingTaskGroup(of: Event<Item>.self) { group -> SendingSession<Item>.End in
             var ticking = false
             while true {
@@ -269,7 +284,11 @@ struct SendingEngine: Sendable {
                             return .tick
                         }
                     }
-                    guard let event = try await group.next() else { continue }
+                    let waitCause = machine.waitCause
+                    let waitStart = clock.now
+                    let next = try await group.next()
+                    waited[waitCause.rawValue] += clock.now - waitStart
+                    guard let event = next else { continue }
                     switch event {
                     case .tick:
                         ticking = false

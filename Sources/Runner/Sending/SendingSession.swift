@@ -124,6 +124,18 @@ struct SendingSession<Item: ClaimedItem> {
         var share: SendLimits?
     }
 
+    /// What a `.wait` waits for, for the session's account of its time.
+    enum WaitCause: Int, CaseIterable, Sendable {
+        /// `HERALD_CONCURRENCY` (or the session's share of it) is in flight.
+        case window
+        /// Sent outcomes not yet written fill the repeat bound: a write must commit first.
+        case repeatBound
+        /// Everything claimed is sent and the next claim has not answered.
+        case claim
+        /// A probe of a host whose breaker half-opened, or an ending session draining.
+        case other
+    }
+
     enum Action {
         /// Claim the next batch, reading on after this row.
         case claim(after: Int64)
@@ -147,6 +159,8 @@ struct SendingSession<Item: ClaimedItem> {
     private(set) var tally = SendTally()
 
     private(set) var inFlight = 0
+    /// Why the last `.wait` was decided.
+    private(set) var waitCause = WaitCause.other
     /// The limits of the current step: the settings', within the run's share.
     private var limits: SendLimits
     /// Sent and not yet in the ledger: what a kill -9 now could send again.
@@ -234,11 +248,15 @@ struct SendingSession<Item: ClaimedItem> {
             if c.stopRequestedAt != nil { return finish(.stopped, c) }
             if !c.maySend || c.epoch != epoch { return finish(.fenced, c) }
             if inFlight >= limits.concurrency || unrecorded >= limits.repeatBound {
+                waitCause = inFlight >= limits.concurrency ? .window : .repeatBound
                 return .wait
             }
             if next == claimed.count {
                 guard let ready = answer else {
-                    if claiming { return .wait }
+                    if claiming {
+                        waitCause = .claim
+                        return .wait
+                    }
                     claiming = true
                     return .claim(after: cursor)
                 }
@@ -277,7 +295,10 @@ struct SendingSession<Item: ClaimedItem> {
                 inFlight += 1
                 return .send(item)
             case .waitForProbe:
-                guard inFlight == 0 else { return .wait }
+                guard inFlight == 0 else {
+                    waitCause = .other
+                    return .wait
+                }
                 breakers[host].probing = false
             case .open(let until):
                 giveBackDelay = max(0, Double((until - c.now).components.seconds))
@@ -304,6 +325,7 @@ struct SendingSession<Item: ClaimedItem> {
     /// Ending: what is in flight finishes (within the stop's grace), every
     /// outcome is written, unsent claims go back to the queue as they were.
     private mutating func drain(_ end: End, _ c: Conditions) -> Action {
+        waitCause = .other
         if end == .stopped, inFlight > 0, let asked = c.stopRequestedAt {
             if c.now < asked + settings.stopGrace { return .wait }
             if !transportShutDown {
