@@ -86,6 +86,17 @@ CONF
   done
 }
 
+# sink_cpu DIR — CPU seconds the sink's nginx has used so far (its master and
+# worker), to give the sink's cost a notification beside h2load's.
+sink_cpu() {
+  local master ticks=0 pid
+  master=$(cat "$1/nginx.pid")
+  for pid in "$master" $(pgrep -P "$master"); do
+    ticks=$((ticks + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }')))
+  done
+  awk -v t="$ticks" -v k="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / k }'
+}
+
 sink_stop() {
   if [ -f "$1/nginx.pid" ]; then
     kill "$(cat "$1/nginx.pid")" 2>/dev/null || true
