@@ -59,6 +59,12 @@ public struct RunOptions: Sendable {
     /// Device ids in a campaign's first audience slice; sending starts once
     /// it is written, while the next slices are (Sql/0014).
     public var firstSnapshotSlice: Int64 = AudienceStore.defaultFirstSlice
+    /// The next audience slice starts only while at most this many rows
+    /// written are not yet read by the campaign's claims (or when the
+    /// claims found nothing to take): about 30 s of sending on 2 cores,
+    /// where the largest slice (`AudienceStore` caps it at 1,000,000
+    /// device ids) commits in about 17 s.
+    public var snapshotLead = 600_000
     /// Due campaigns sent at once (in `DueOrder`), sharing the run's
     /// concurrency and repeat bound; 1: one after another.
     public var campaignsAtOnce = 4
@@ -439,16 +445,21 @@ public struct CampaignRun: Sendable {
         let audience = stores.audience
         let db = self.db
         let options = self.options
-        let writing = SnapshotWriting()
+        let writing = SnapshotWriting(written: summary.snapshot?.inserted ?? 0, lead: options.snapshotLead)
         try await withThrowingTaskGroup(of: SnapshotResult.self) { group in
             group.addTask {
                 defer { writing.finish() }
                 var rest = SnapshotResult(complete: false)
                 while !rest.complete, !writing.stopRequested, !options.stop.isRequested {
+                    if !writing.mayWriteNext {
+                        try? await Task.sleep(for: .milliseconds(20))
+                        continue
+                    }
                     let slice = try await db("snapshot the audience") {
                         try await audience.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice)
                     }
                     rest.add(slice)
+                    writing.wrote(slice.inserted)
                 }
                 return rest
             }
@@ -553,16 +564,56 @@ enum DryRunLine {
 }
 
 /// Whether a campaign's audience is still being written by a run's child
-/// task, and whether that task should stop starting slices.
+/// task, whether that task should stop starting slices, and whether it may
+/// start the next one yet.
+///
+/// A slice is started only while the rows written and not yet read by the
+/// campaign's claims are at most `lead`, or when a claim found nothing to
+/// take: the audience is written shortly before it is sent, not minutes
+/// ahead. Written far ahead, a large campaign's ledger pages left the
+/// database's buffers and a checkpoint came between a page's insert and its
+/// claim, which then wrote the whole page to the WAL again (BENCHMARKS.md,
+/// "The audience written shortly before it is sent").
 final class SnapshotWriting: Sendable {
     private struct State {
         var writing = true
         var stopRequested = false
+        var written: Int
+        var read = 0
+        var caughtUp = false
     }
-    private let state = NIOLockedValueBox(State())
+    private let state: NIOLockedValueBox<State>
+    let lead: Int
+
+    /// `written`: the rows of the slices written before sending began.
+    init(written: Int, lead: Int) {
+        state = NIOLockedValueBox(State(written: written))
+        self.lead = lead
+    }
 
     var isWriting: Bool { state.withLockedValue { $0.writing } }
     var stopRequested: Bool { state.withLockedValue { $0.stopRequested } }
     func finish() { state.withLockedValue { $0.writing = false } }
     func requestStop() { state.withLockedValue { $0.stopRequested = true } }
+
+    /// A slice of `rows` committed.
+    func wrote(_ rows: Int) {
+        state.withLockedValue {
+            $0.written += rows
+            $0.caughtUp = false
+        }
+    }
+
+    /// A claim read `read` rows of the campaign's ledger; `empty`: it found none to take.
+    func claimed(read: Int, empty: Bool) {
+        state.withLockedValue {
+            $0.read += read
+            $0.caughtUp = empty
+        }
+    }
+
+    /// Whether the next slice may start now.
+    var mayWriteNext: Bool {
+        state.withLockedValue { $0.caughtUp || $0.written - $0.read <= lead }
+    }
 }

@@ -21,6 +21,9 @@ public struct ClaimAnswer: Sendable, Hashable {
     public var status: CampaignStatus?
     /// Another run declared this one gone: it must stop.
     public var runGone: Bool
+    /// Rows the claim's windows read (claimed or not): how far the claims
+    /// have come through the campaign's ledger.
+    public var read: Int = 0
 }
 
 /// What one claim read and took: the rows claimed, the last row of the
@@ -34,6 +37,8 @@ public struct ClaimWindow: Sendable, Hashable {
     /// gone (its process seemed to have ended, or it stopped renewing). It
     /// claims nothing more and must stop: its deliveries are another's now.
     public var runLive: Bool
+    /// Rows the window read.
+    public var read = 0
 
     public init(deliveries: [ClaimedDelivery], end: Int64, full: Bool, runLive: Bool = true) {
         self.deliveries = deliveries
@@ -187,6 +192,7 @@ public struct DeliveryLedger: Sendable {
             let variant = try cells.next(String?.self), attempts = try cells.next(Int32?.self), app = try cells.next(String?.self)
             window.end = last ?? after
             window.full = n >= limit
+            window.read = Int(n)
             window.runLive = runLive
             guard let id, let deviceID, let token, let env, let locale else { continue }
             window.deliveries.append(ClaimedDelivery(
@@ -250,8 +256,12 @@ public struct DeliveryLedger: Sendable {
     /// refused in this run) are left where they are.
     public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64,
                           excludingApps apps: [String] = []) async throws -> ClaimAnswer {
+        var read = 0
         func take(_ from: Int64) async throws -> ClaimWindow {
-            try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from, excludingApps: apps)
+            let window = try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from,
+                                               excludingApps: apps)
+            read += window.read
+            return window
         }
         var window = ClaimWindow(deliveries: [], end: after, full: false)
         func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive }
@@ -266,10 +276,10 @@ public struct DeliveryLedger: Sendable {
             window = try await take(behind - 1)
             while goOn() { window = try await take(window.end) }
         }
-        if !window.runLive { return ClaimAnswer(deliveries: [], end: window.end, status: nil, runGone: true) }
+        if !window.runLive { return ClaimAnswer(deliveries: [], end: window.end, status: nil, runGone: true, read: read) }
         // Nothing claimable: a marketer's pause or cancel, or the end.
         let status = window.deliveries.isEmpty ? try await CampaignStore(client: client, logger: logger).sendingStatus(campaign) : nil
-        return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status, runGone: false)
+        return ClaimAnswer(deliveries: window.deliveries, end: window.end, status: status, runGone: false, read: read)
     }
 
     /// Claims up to `limit` of the campaign's claimable rows for `run`, from the first on.

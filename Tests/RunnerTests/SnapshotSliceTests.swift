@@ -39,6 +39,35 @@ struct SnapshotSliceTests {
         }
     }
 
+    /// With a lead of 100 rows, the slices of 600 and 2,400 ids wait until the
+    /// claims have read all but 100 of the rows written: the audience is
+    /// written shortly before it is sent, and every device still gets one.
+    @Test func theNextSliceWaitsForTheClaimsToComeWithinTheLead() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 3000))
+            try await client.exec(Fixtures.campaign(name: "Paced snapshot"))
+            try await withSimulator { sim in
+                var options = RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 50)
+                options.firstSnapshotSlice = 200
+                options.snapshotLead = 100
+                let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
+                #expect(summary.figures.sent == 3000)
+                #expect(summary.campaigns.first?.completed == true)
+                #expect(Set(await sim.simulator.accepted.map(\.deviceToken)).count == 3000)
+            }
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 3000)
+            // The last slice (device ids above 800) began once the claims had
+            // read at least 700 rows: of those, all but a batch claimed ahead
+            // and the sends in flight had been sent before it was written.
+            let sentBefore = try await client.scalar("""
+                SELECT count(*) FROM deliveries
+                WHERE sent_at < (SELECT min(created_at) FROM deliveries WHERE device_id > 800)
+                """, as: Int64.self)
+            #expect((sentBefore ?? 0) >= 400, "\(sentBefore ?? 0) sent before the last slice was written")
+        }
+    }
+
     @Test func aSnapshotStoppedBetweenSlicesGoesOnWhereItStopped() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)

@@ -49,6 +49,7 @@ struct CampaignClaims: ClaimSource {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor,
                                        excludingApps: apps)
         }
+        snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty)
         var items = answer.deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
         if prepared.campaign.pace != nil, !items.isEmpty {
             // The slots are taken once the rows are: none is spent on a row another run holds.
