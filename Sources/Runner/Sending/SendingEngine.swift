@@ -214,11 +214,13 @@ struct SendingEngine: Sendable {
         var waited = [Duration](repeating: .zero, count: SendingSession<Item>.WaitCause.allCases.count)
         let began = clock.now
         defer {
-            var metadata: Logger.Metadata = ["seconds": "\(Self.seconds(clock.now - began))"]
-            for cause in SendingSession<Item>.WaitCause.allCases {
-                metadata["waited_\(cause)"] = "\(Self.seconds(waited[cause.rawValue]))"
+            if logger.logLevel <= .debug {
+                var metadata: Logger.Metadata = ["seconds": "\(Self.seconds(clock.now - began))"]
+                for cause in SendingSession<Item>.WaitCause.allCases {
+                    metadata["waited_\(cause)"] = "\(Self.seconds(waited[cause.rawValue]))"
+                }
+                logger.debug("sending session ended", metadata: metadata)
             }
-            logger.debug("sending session ended", metadata: metadata)
         }
         let end = try await withThrowingTaskGroup(of: Event<Item>.self) { group -> SendingSession<Item>.End in
             var ticking = false
