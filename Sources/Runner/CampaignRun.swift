@@ -579,6 +579,7 @@ final class SnapshotWriting: Sendable {
         var writing = true
         var stopRequested = false
         var written: Int
+        var slices = 0
         var read = 0
         var caughtUp = false
     }
@@ -600,15 +601,21 @@ final class SnapshotWriting: Sendable {
     func wrote(_ rows: Int) {
         state.withLockedValue {
             $0.written += rows
+            $0.slices += 1
             $0.caughtUp = false
         }
     }
 
-    /// A claim read `read` rows of the campaign's ledger; `empty`: it found none to take.
-    func claimed(read: Int, empty: Bool) {
+    /// The slices committed so far: a claim notes them before it reads.
+    var slicesWritten: Int { state.withLockedValue { $0.slices } }
+
+    /// A claim read `read` rows of the campaign's ledger; `empty`: it found
+    /// none to take, which says the claims caught up only when no slice
+    /// committed since it began (`slicesBefore`).
+    func claimed(read: Int, empty: Bool, slicesBefore: Int) {
         state.withLockedValue {
             $0.read += read
-            $0.caughtUp = empty
+            $0.caughtUp = empty && slicesBefore == $0.slices
         }
     }
 

@@ -10,24 +10,32 @@ import TestSupport
 /// snapshot going on where it stopped.
 @Suite("Audience snapshots in slices", .serialized)
 struct SnapshotSliceTests {
+    /// 3,000 devices sent by one run in slices of 200, 600 and 2,400 device
+    /// ids, each next slice started within `lead` rows of the claims (nil: the default).
+    static func sendSliced(_ client: PostgresClient, campaign: String, lead: Int? = nil) async throws {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: 3000))
+        try await client.exec(Fixtures.campaign(name: campaign))
+        try await withSimulator { sim in
+            // Outcomes written every 5 (a ledger row's `sent_at` is its write's time).
+            var options = RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 50, recordEvery: 10)
+            options.firstSnapshotSlice = 200
+            if let lead { options.snapshotLead = lead }
+            let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
+            #expect(summary.figures.sent == 3000)
+            #expect(summary.figures.targeted == 3000)
+            #expect(summary.campaigns.first?.snapshot?.inserted == 3000)
+            #expect(summary.campaigns.first?.snapshot?.queued == 3000)
+            #expect(summary.campaigns.first?.completed == true)
+            let accepted = await sim.simulator.accepted
+            #expect(accepted.count == 3000)
+            #expect(Set(accepted.map(\.deviceToken)).count == 3000)
+        }
+    }
+
     @Test func aLargeAudienceIsSentWhileItsSlicesAreWritten() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 3000))
-            try await client.exec(Fixtures.campaign(name: "Big"))
-            try await withSimulator { sim in
-                var options = RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 50)
-                options.firstSnapshotSlice = 200
-                let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
-                #expect(summary.figures.sent == 3000)
-                #expect(summary.figures.targeted == 3000)
-                #expect(summary.campaigns.first?.snapshot?.inserted == 3000)
-                #expect(summary.campaigns.first?.snapshot?.queued == 3000)
-                #expect(summary.campaigns.first?.completed == true)
-                let accepted = await sim.simulator.accepted
-                #expect(accepted.count == 3000)
-                #expect(Set(accepted.map(\.deviceToken)).count == 3000)
-            }
+            try await Self.sendSliced(client, campaign: "Big")
             // One ledger row per device, all sent; the snapshot is complete.
             #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 3000)
             #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 3000)
@@ -44,22 +52,12 @@ struct SnapshotSliceTests {
     /// written shortly before it is sent, and every device still gets one.
     @Test func theNextSliceWaitsForTheClaimsToComeWithinTheLead() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 3000))
-            try await client.exec(Fixtures.campaign(name: "Paced snapshot"))
-            try await withSimulator { sim in
-                var options = RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 50)
-                options.firstSnapshotSlice = 200
-                options.snapshotLead = 100
-                let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
-                #expect(summary.figures.sent == 3000)
-                #expect(summary.campaigns.first?.completed == true)
-                #expect(Set(await sim.simulator.accepted.map(\.deviceToken)).count == 3000)
-            }
+            try await Self.sendSliced(client, campaign: "Paced snapshot", lead: 100)
             #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 3000)
             // The last slice (device ids above 800) began once the claims had
-            // read at least 700 rows: of those, all but a batch claimed ahead
-            // and the sends in flight had been sent before it was written.
+            // read at least 700 rows: of those, all but a batch claimed ahead,
+            // the sends in flight and the outcomes not yet written had been
+            // recorded as sent before it was written.
             let sentBefore = try await client.scalar("""
                 SELECT count(*) FROM deliveries
                 WHERE sent_at < (SELECT min(created_at) FROM deliveries WHERE device_id > 800)

@@ -10,9 +10,9 @@ struct SnapshotWritingTests {
         #expect(writing.mayWriteNext, "50,000 written, none read: within the lead")
         writing.wrote(150_000)
         #expect(!writing.mayWriteNext, "200,000 not yet read")
-        writing.claimed(read: 99_999, empty: false)
+        writing.claimed(read: 99_999, empty: false, slicesBefore: 1)
         #expect(!writing.mayWriteNext, "100,001 not yet read")
-        writing.claimed(read: 1, empty: false)
+        writing.claimed(read: 1, empty: false, slicesBefore: 1)
         #expect(writing.mayWriteNext, "100,000 not yet read")
     }
 
@@ -21,13 +21,24 @@ struct SnapshotWritingTests {
         // read the rest, a session began again from the first claimable
         // row): a claim with nothing to take never leaves the audience unwritten.
         let writing = SnapshotWriting(written: 500_000, lead: 100_000)
-        writing.claimed(read: 1_000, empty: true)
+        writing.claimed(read: 1_000, empty: true, slicesBefore: writing.slicesWritten)
         #expect(writing.mayWriteNext)
         writing.wrote(1_000)
         #expect(!writing.mayWriteNext, "a slice committed: its rows are to be read first")
-        writing.claimed(read: 1_000, empty: false)
+        writing.claimed(read: 1_000, empty: false, slicesBefore: writing.slicesWritten)
         #expect(!writing.mayWriteNext)
-        writing.claimed(read: 0, empty: true)
+        writing.claimed(read: 0, empty: true, slicesBefore: writing.slicesWritten)
+        #expect(writing.mayWriteNext)
+    }
+
+    @Test func aClaimThatBeganBeforeASliceCommittedSaysNothingOfItsRows() {
+        let writing = SnapshotWriting(written: 200, lead: 100)
+        let before = writing.slicesWritten
+        writing.wrote(600)
+        // The claim read the ledger before the slice's rows were there.
+        writing.claimed(read: 0, empty: true, slicesBefore: before)
+        #expect(!writing.mayWriteNext, "800 written, none read")
+        writing.claimed(read: 0, empty: true, slicesBefore: writing.slicesWritten)
         #expect(writing.mayWriteNext)
     }
 }

@@ -45,11 +45,12 @@ struct CampaignClaims: ClaimSource {
     func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<CampaignItem> {
         let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
         let limit = claimSize
+        let slicesBefore = snapshotting?.slicesWritten ?? 0
         let answer = try await db("claim deliveries") {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor,
                                        excludingApps: apps)
         }
-        snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty)
+        snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty, slicesBefore: slicesBefore)
         var items = answer.deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
         if prepared.campaign.pace != nil, !items.isEmpty {
             // The slots are taken once the rows are: none is spent on a row another run holds.
