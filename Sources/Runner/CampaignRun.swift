@@ -59,9 +59,9 @@ public struct RunOptions: Sendable {
     /// Device ids in a campaign's first audience slice; sending starts once
     /// it is written, while the next slices are (Sql/0014).
     public var firstSnapshotSlice: Int64 = AudienceStore.defaultFirstSlice
-    /// The next audience slice starts only while at most this many rows
-    /// written are not yet read by the campaign's claims (or when the
-    /// claims found nothing to take): about 30 s of sending on 2 cores,
+    /// The next audience slice of a campaign without a pace starts only
+    /// while at most this many rows written are not yet read by its claims
+    /// (or when they found nothing to take): about 30 s of sending on 2 cores,
     /// where the largest slice (`AudienceStore` caps it at 1,000,000
     /// device ids) commits in about 17 s.
     public var snapshotLead = 600_000
@@ -445,7 +445,10 @@ public struct CampaignRun: Sendable {
         let audience = stores.audience
         let db = self.db
         let options = self.options
-        let writing = SnapshotWriting(written: summary.snapshot?.inserted ?? 0, lead: options.snapshotLead)
+        // A paced campaign's audience is written as before, in its first
+        // minutes: paced over hours, its slices would pick their devices hours apart.
+        let lead = prepared.campaign.pace == nil ? options.snapshotLead : .max
+        let writing = SnapshotWriting(written: summary.snapshot?.inserted ?? 0, lead: lead)
         try await withThrowingTaskGroup(of: SnapshotResult.self) { group in
             group.addTask {
                 defer { writing.finish() }
