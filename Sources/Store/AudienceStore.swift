@@ -162,17 +162,19 @@ public struct AudienceStore: Sendable {
 
     /// Each next slice of a snapshot spans this many times the device ids
     /// of all slices before it: 50,000, 200,000, 800,000 and 3,200,000 ids
-    /// (four statements for a million devices). Every slice reads its range
-    /// of devices and joins the users (a hash of them all, for a large
-    /// slice), so fewer slices cost less; measured on 1,000,000 devices,
-    /// doubling slices (six statements) took 7.8 s against 5.4 s for one.
+    /// (four statements for a million devices). Each slice is a statement
+    /// with fixed costs of its own (planning, JIT compilation), so fewer
+    /// slices cost less; measured on 1,000,000 devices (when a slice still
+    /// joined the users whole), doubling slices (six statements) took 7.8 s
+    /// against 5.4 s for one.
     static let sliceGrowth: Int64 = 3
 
     /// No slice spans more device ids than this, so no transaction grows
     /// with the audience: ten million devices take thirteen statements, the
     /// longest committing in 20 s (BENCHMARKS.md, eleventh sitting), not a
-    /// last one of 7.2 million ids. Smaller slices cost more: each reads the
-    /// users table whole (a hash join), 0.7 s a slice at three million.
+    /// last one of 7.2 million ids. A slice looks up its own devices'
+    /// users by id (`snapshotQuery`), so it does not read more of the
+    /// users table as the audience grows.
     static let maxSlice: Int64 = 1_000_000
 
     /// The device ids of a run's first snapshot slice: about a second of
@@ -271,6 +273,15 @@ public struct AudienceStore: Sendable {
             throw CampaignProblem("\(due.segmentName.map { "segment \"\($0)\"" } ?? "segment"): \(error.description)")
         }
         binds.append(segment: segment)
+        // A slice reads each of its devices' users by id (the subquery's
+        // OFFSET 0 keeps the planner from flattening it): planned as a join,
+        // a slice of a large audience hashed its devices and read the users
+        // table whole, every slice again (ten million users: 13 slices read
+        // 130 million user rows, BENCHMARKS.md, sixteenth sitting). The
+        // whole audience at once (a dry run, a preview) is a join.
+        let sliced = devices != 0...Int64.max
+        let users = sliced ? "CROSS JOIN LATERAL (SELECT * FROM users WHERE users.id = dv.user_id OFFSET 0) u"
+                           : "JOIN users u ON u.id = dv.user_id"
         let sql = """
             WITH capped AS (
                 SELECT d.user_id FROM deliveries d, settings st
@@ -307,7 +318,7 @@ public struct AudienceStore: Sendable {
                        CASE WHEN cardinality($5::text[]) > 0 AND ho.why IS NULL
                             THEN ($5::text[])[width_bucket(herald_variant_bucket($1, dv.id), $6::int4[])] END
                 FROM devices dv
-                JOIN users u ON u.id = dv.user_id
+                \(users)
                 CROSS JOIN settings st
                 -- A campaign at a local time (Sql/0022): each device is due
                 -- when its user's zone reaches it, at once when that had
