@@ -169,7 +169,7 @@ public struct AudienceStore: Sendable {
     /// Each next slice of a snapshot spans this many times the device ids
     /// of all slices before it: 50,000, 200,000, 800,000 and 3,200,000 ids
     /// (four statements for a million devices). Each slice is a statement
-    /// with fixed costs of its own (planning, JIT compilation), so fewer
+    /// with fixed costs of its own (planning, its commit), so fewer
     /// slices cost less; measured on 1,000,000 devices (when a slice still
     /// joined the users whole), doubling slices (six statements) took 7.8 s
     /// against 5.4 s for one.

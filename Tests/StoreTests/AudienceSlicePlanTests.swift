@@ -16,13 +16,16 @@ struct AudienceSlicePlanTests {
     /// index lookups (as it would not for a slice of ten million devices).
     static func reads(_ relation: String, in query: PostgresQuery, _ client: PostgresClient) async throws -> [String] {
         let text = try await client.withConnection { conn in
-            try await conn.query("SET enable_nestloop = off", logger: TestDatabase.logger)
+            // For this statement only: the connection goes back to the pool.
+            try await conn.query("BEGIN", logger: TestDatabase.logger)
+            try await conn.query("SET LOCAL enable_nestloop = off", logger: TestDatabase.logger)
             var text = ""
             for try await plan in try await conn.query(
                 PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) " + query.sql, binds: query.binds),
                 logger: TestDatabase.logger).decode(String.self) {
                 text += plan
             }
+            try await conn.query("ROLLBACK", logger: TestDatabase.logger)
             return text
         }
         let json = try JSONSerialization.jsonObject(with: Data(text.utf8))
