@@ -17,7 +17,7 @@ struct SnapshotSliceTests {
         try await client.exec(Fixtures.audience(count: 3000))
         try await client.exec(Fixtures.campaign(name: campaign))
         try await withSimulator { sim in
-            // Outcomes written every 5 (a ledger row's `sent_at` is its write's time).
+            // Outcomes written every 10 (a ledger row's `sent_at` is its write's time).
             var options = RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 50, recordEvery: 10)
             options.firstSnapshotSlice = 200
             if let lead { options.snapshotLead = lead }
