@@ -1054,6 +1054,19 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_snapshot_caps_done(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_snapshot_caps_done() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    DELETE FROM snapshot_caps WHERE campaign_id = NEW.id;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_store_checked_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2776,6 +2789,22 @@ CREATE TABLE public.settings (
 );
 
 --
+-- Name: snapshot_caps; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.snapshot_caps (
+    campaign_id bigint NOT NULL,
+    users bigint[] NOT NULL,
+    found_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE snapshot_caps; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.snapshot_caps IS 'a campaign''s frequency-capped users, found by the first slice of its audience snapshot and read by the next ones; deleted with the last slice';
+
+--
 -- Name: users_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -3038,6 +3067,13 @@ ALTER TABLE ONLY public.segments
 
 ALTER TABLE ONLY public.settings
     ADD CONSTRAINT settings_pkey PRIMARY KEY (id);
+
+--
+-- Name: snapshot_caps snapshot_caps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.snapshot_caps
+    ADD CONSTRAINT snapshot_caps_pkey PRIMARY KEY (campaign_id);
 
 --
 -- Name: users users_external_id_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3405,6 +3441,12 @@ CREATE TRIGGER campaigns_keep_history BEFORE DELETE ON public.campaigns FOR EACH
 CREATE TRIGGER campaigns_series_status BEFORE UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION public.herald_series_status();
 
 --
+-- Name: campaigns campaigns_snapshot_caps_done; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_snapshot_caps_done AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.status = ANY (ARRAY['completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))) EXECUTE FUNCTION public.herald_snapshot_caps_done();
+
+--
 -- Name: campaigns campaigns_status_audit; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -3584,3 +3626,10 @@ ALTER TABLE ONLY public.pruned_test_deliveries
 
 ALTER TABLE ONLY public.pruned_test_deliveries
     ADD CONSTRAINT pruned_test_deliveries_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: snapshot_caps snapshot_caps_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.snapshot_caps
+    ADD CONSTRAINT snapshot_caps_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;

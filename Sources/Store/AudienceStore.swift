@@ -136,13 +136,18 @@ public struct AudienceStore: Sendable {
                 SELECT EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(c.id) AND kind = 'campaign'
                                                        AND device_id > \(low) AND device_id <= \(high))
                 """, logger: logger).decode(Bool.self) { written = exists }
-            let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written)
             // Not compiled by PostgreSQL's JIT: planned as lookups a device,
             // a slice's cost estimate is far above `jit_above_cost`, and the
             // compilation took 0.49 s a slice and saved nothing (ten million
             // devices, slices of 200,000 and 1,000,000: 2.27/2.56 and
             // 11.83/11.16 s with it, 2.04/2.02 and 10.79/10.72 without).
             try await conn.query("SET LOCAL jit = off", logger: logger)
+            // A capped campaign's slices count the sends before the first
+            // one (Sql/0030): found once, not by each slice from the ledger.
+            // (A snapshot of one slice finds them in its own statement.)
+            let storedCaps = start && c.frequencyCapped && !(low == 0 && last)
+            if storedCaps { try await Self.storeCaps(campaign: c.id, on: conn, logger: logger) }
+            let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written, storedCaps: storedCaps)
             var done = try await Self.insertAudience(query, on: conn, logger: logger)
             done.complete = last
             if start {
@@ -152,6 +157,9 @@ public struct AudienceStore: Sendable {
                         snapshot_through = \(last ? nil : high as Int64?)
                     WHERE id = \(c.id)
                     """, logger: logger)
+                if last && storedCaps {
+                    try await conn.query("DELETE FROM snapshot_caps WHERE campaign_id = \(c.id)", logger: logger)
+                }
             }
             // The claims are planned with statistics that know the campaign
             // (PostgreSQL scales them to the partition's size as it grows):
@@ -192,6 +200,37 @@ public struct AudienceStore: Sendable {
     /// must know the campaign (measured: a first claim planned on statistics
     /// that did not took 33 s for 1,000 rows of a 200,000-row campaign).
     static let analyzeAfter = 10_000
+
+    /// SQL: the users who got `settings.frequency_cap` campaigns within
+    /// `settings.frequency_window`, when `enabled` (an SQL boolean) holds:
+    /// the cap's one statement, for a whole audience at once and for the
+    /// set a run's slices share (`storeCaps`).
+    static func cappedUsers(when enabled: String) -> String {
+        """
+        SELECT d.user_id FROM deliveries d, settings st
+        WHERE \(enabled) AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
+          -- The campaigns that may have sent within the window (not
+          -- those that ended before it): the ledger partitions to read.
+          AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
+                                         WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
+        GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
+        """
+    }
+
+    /// Keeps the campaign's frequency-capped users for the slices of its
+    /// snapshot (Sql/0030), unless kept already (by an earlier slice, or
+    /// one before a crash): the first slice finds them, the next ones read
+    /// them back. Each slice aggregated the window's whole ledger again
+    /// (1.2 s a slice for a million recent sends, BENCHMARKS.md).
+    static func storeCaps(campaign: Int64, on conn: PostgresConnection, logger: Logger) async throws {
+        try await conn.query("""
+            INSERT INTO snapshot_caps (campaign_id, users)
+            SELECT \(campaign), coalesce(array_agg(capped.user_id), '{}')
+            FROM (\(unescaped: cappedUsers(when: "true"))) capped
+            WHERE NOT EXISTS (SELECT 1 FROM snapshot_caps WHERE campaign_id = \(campaign))
+            ON CONFLICT (campaign_id) DO NOTHING
+            """, logger: logger)
+    }
 
     /// Gives the campaign a partition of the ledger of its own, when it has
     /// none yet (Sql/0010, `herald_delivery_partition`), in a transaction of
@@ -250,8 +289,10 @@ public struct AudienceStore: Sendable {
     /// 1.01M without).
     /// `devices` bounds the device ids written (a slice: above its lower
     /// bound, up to its upper one).
+    /// `storedCaps` reads the frequency-capped users from `snapshot_caps`
+    /// (a run's slices, `storeCaps`); else the statement finds them itself.
     static func snapshotQuery(_ due: DueCampaign, devices: ClosedRange<Int64> = 0...Int64.max,
-                              skippingWritten: Bool = true) throws -> PostgresQuery {
+                              skippingWritten: Bool = true, storedCaps: Bool = false) throws -> PostgresQuery {
         let c = due.campaign
         var binds = PostgresBindings(capacity: 16)
         binds.append(c.id)
@@ -290,13 +331,8 @@ public struct AudienceStore: Sendable {
                            : "JOIN users u ON u.id = dv.user_id"
         let sql = """
             WITH capped AS (
-                SELECT d.user_id FROM deliveries d, settings st
-                WHERE $3 AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
-                  -- The campaigns that may have sent within the window (not
-                  -- those that ended before it): the ledger partitions to read.
-                  AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
-                                                 WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
-                GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
+                \(storedCaps ? "SELECT unnest(sc.users) AS user_id FROM snapshot_caps sc WHERE $3 AND sc.campaign_id = $1"
+                             : Self.cappedUsers(when: "$3"))
             ), had AS (
                 -- Sent on segment entry: the users the series has had (a row
                 -- not skipped) before this look at the segment, within

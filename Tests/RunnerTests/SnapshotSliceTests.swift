@@ -66,6 +66,73 @@ struct SnapshotSliceTests {
         }
     }
 
+    /// A frequency-capped campaign's slices leave out the users at the cap
+    /// when its first slice was written (Sql/0030), found once: a send to a
+    /// user between two slices does not change what a later slice writes.
+    @Test func aCappedCampaignsSlicesCountTheSendsBeforeTheFirst() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 1000))
+            try await client.exec("UPDATE settings SET frequency_cap = 1, frequency_window = '24 hours'")
+            try await client.exec(Fixtures.campaign(name: "Earlier"))
+            try await client.exec(Fixtures.campaign(name: "Tonight"))
+            // Users 50 (in the first slice) and 500 (in the last) got a campaign an hour ago.
+            try await client.exec("""
+                UPDATE campaigns SET status = 'completed', completed_at = now() - interval '1 hour' WHERE name = 'Earlier';
+                INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
+                SELECT c.id, d.id, d.user_id, 'sent', now() - interval '1 hour'
+                FROM campaigns c, devices d WHERE c.name = 'Earlier' AND d.id IN (50, 500);
+                """)
+            try await client.exec(Fixtures.campaign(name: "Capped"))
+            try await client.exec("UPDATE campaigns SET frequency_capped = true WHERE name = 'Capped'")
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            let id = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Capped'", as: Int64.self))
+            let due = try await stores.campaigns.loadCampaign(id)
+
+            let first = try await stores.audience.snapshot(due, start: true, firstSlice: 100)
+            #expect(first.inserted == 100)
+            #expect(first.skippedCapped == 1)
+            #expect(try await client.scalar("SELECT cardinality(users) FROM snapshot_caps WHERE campaign_id = \(id)", as: Int64.self) == 2)
+
+            // Between the slices another campaign reaches user 700: the cap
+            // counted what was sent before the first slice, so 700 stays in.
+            try await client.exec("""
+                UPDATE campaigns SET status = 'running' WHERE name = 'Tonight';
+                INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)
+                SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c, devices d WHERE c.name = 'Tonight' AND d.id = 700;
+                """)
+            var total = first
+            while !total.complete { total.add(try await stores.audience.snapshot(due, start: true, firstSlice: 100)) }
+            #expect(total.inserted == 1000)
+            #expect(total.skippedCapped == 2)
+            #expect(try await client.scalar("""
+                SELECT string_agg(device_id::text || ' ' || status, ', ' ORDER BY device_id) FROM deliveries
+                WHERE campaign_id = \(id) AND device_id IN (50, 500, 700)
+                """, as: String.self) == "50 skipped, 500 skipped, 700 queued")
+            // The last slice leaves nothing behind.
+            #expect(try await client.scalar("SELECT count(*) FROM snapshot_caps", as: Int64.self) == 0)
+        }
+    }
+
+    /// A capped campaign cancelled between slices leaves no kept users behind.
+    @Test func aCancelledSnapshotsCapsAreDropped() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 300))
+            try await client.exec(Fixtures.campaign(name: "Capped"))
+            try await client.exec("UPDATE campaigns SET frequency_capped = true")
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
+            let due = try await stores.campaigns.loadCampaign(id)
+            #expect(try await !stores.audience.snapshot(due, start: true, firstSlice: 100).complete)
+            #expect(try await client.scalar("SELECT count(*) FROM snapshot_caps", as: Int64.self) == 1)
+            try await client.exec("UPDATE campaigns SET status = 'paused'")
+            #expect(try await client.scalar("SELECT count(*) FROM snapshot_caps", as: Int64.self) == 1)
+            try await client.exec("UPDATE campaigns SET status = 'cancelled'")
+            #expect(try await client.scalar("SELECT count(*) FROM snapshot_caps", as: Int64.self) == 0)
+        }
+    }
+
     @Test func aSnapshotStoppedBetweenSlicesGoesOnWhereItStopped() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)
