@@ -971,6 +971,25 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_reply_allowed(text, boolean, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_reply_allowed(p_action text, p_has_text boolean, p_allowed text[], p_with_text text[]) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN p_action IN ('com.apple.UNNotificationDefaultActionIdentifier',
+                                  'com.apple.UNNotificationDismissActionIdentifier')
+                THEN NOT p_has_text
+                ELSE p_action = ANY (p_allowed) AND (NOT p_has_text OR p_action = ANY (p_with_text)) END
+$$;
+
+--
+-- Name: FUNCTION herald_reply_allowed(p_action text, p_has_text boolean, p_allowed text[], p_with_text text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_reply_allowed(p_action text, p_has_text boolean, p_allowed text[], p_with_text text[]) IS 'whether a reply''s action (and its text) is allowed, given its category''s actions and those that take text';
+
+--
 -- Name: herald_reply_delivery(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1110,6 +1129,42 @@ BEGIN
     PERFORM set_config('herald.replies_checked', 'on', true);
 
     BEGIN
+      IF total <= 500 THEN
+        -- A small batch (the intake's, at most ReplyBatching.maxBatch):
+        -- one INSERT over all its campaigns' ranges, each delivery found in
+        -- its range's partition (pruned per row). A statement's fixed cost
+        -- is most of a small batch's, and the intake's batches span many
+        -- campaigns; a large one (ingest's 5,000) is cheaper by range, below.
+        WITH ranges AS MATERIALIZED (
+            SELECT g.campaign_id, g.ids, c.category_id
+            FROM delivery_id_ranges g JOIN campaigns c ON c.id = g.campaign_id
+            WHERE g.ids && int8range(least(p_delivery_ids[1], p_delivery_ids[total]),
+                                     least(greatest(p_delivery_ids[1], p_delivery_ids[total]), 9223372036854775806) + 1)
+        ), categories AS MATERIALIZED (
+            -- Each category's actions, and those that take text, read once.
+            SELECT k.category_id,
+                   coalesce(array_agg(ca.action_id) FILTER (WHERE ca.action_id IS NOT NULL), '{}') AS allowed,
+                   coalesce(array_agg(ca.action_id) FILTER (WHERE a.kind = 'text_input'), '{}') AS with_text
+            FROM (SELECT DISTINCT ranges.category_id FROM ranges) k
+            LEFT JOIN category_actions ca ON ca.category_id = k.category_id
+            LEFT JOIN actions a ON a.id = ca.action_id
+            GROUP BY k.category_id
+        ), ins AS (
+            INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text,
+                                 occurred_at, source, delivery_kind)
+            SELECT p_reply_ids[u.at], u.id, d.campaign_id, d.device_id, d.user_id, p_actions[u.at],
+                   CASE WHEN p_has_text[u.at] THEN p_texts[u.at] END, to_timestamp(p_occurred[u.at]), p_source, d.kind
+            FROM unnest(p_delivery_ids) WITH ORDINALITY AS u(id, at)
+            JOIN ranges g ON g.ids @> u.id
+            JOIN categories k ON k.category_id IS NOT DISTINCT FROM g.category_id
+            -- OFFSET 0 keeps the campaign a parameter of the partition scan.
+            CROSS JOIN LATERAL (SELECT dl.campaign_id, dl.device_id, dl.user_id, dl.kind FROM deliveries dl
+                                WHERE dl.campaign_id = g.campaign_id AND dl.id = u.id OFFSET 0) d
+            WHERE p_checked[u.at] AND herald_reply_allowed(p_actions[u.at], p_has_text[u.at], k.allowed, k.with_text)
+            RETURNING delivery_id, reply_id)
+        SELECT count(*)::integer, coalesce(array_agg(ins.delivery_id), '{}'), coalesce(array_agg(ins.reply_id), '{}')
+        INTO stored, inserted_deliveries, inserted_replies FROM ins;
+      ELSE
         FOR r IN
             SELECT g.campaign_id, lower(g.ids) AS first_id, upper(g.ids) AS end_id, c.category_id
             FROM delivery_id_ranges g JOIN campaigns c ON c.id = g.campaign_id
@@ -1140,17 +1195,14 @@ BEGIN
                 FROM (SELECT s.id, first_at - 1 + s.o::integer AS at
                       FROM unnest(p_delivery_ids[first_at:last_at]) WITH ORDINALITY AS s(id, o)) u
                 JOIN deliveries d ON d.campaign_id = r.campaign_id AND d.id = u.id
-                WHERE p_checked[u.at]
-                  AND CASE WHEN p_actions[u.at] IN ('com.apple.UNNotificationDefaultActionIdentifier',
-                                                    'com.apple.UNNotificationDismissActionIdentifier')
-                           THEN NOT p_has_text[u.at]
-                           ELSE p_actions[u.at] = ANY (allowed) AND (NOT p_has_text[u.at] OR p_actions[u.at] = ANY (with_text)) END
+                WHERE p_checked[u.at] AND herald_reply_allowed(p_actions[u.at], p_has_text[u.at], allowed, with_text)
                 RETURNING delivery_id, reply_id)
             SELECT count(*)::integer, inserted_deliveries || coalesce(array_agg(ins.delivery_id), '{}'),
                    inserted_replies || coalesce(array_agg(ins.reply_id), '{}')
             INTO n, inserted_deliveries, inserted_replies FROM ins;
             stored := stored + n;
         END LOOP;
+      END IF;
         IF stored = total THEN
             PERFORM set_config('herald.replies_checked', coalesce(outside, ''), true);
             RETURN;

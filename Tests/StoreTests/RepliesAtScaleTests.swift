@@ -9,7 +9,7 @@ import TestSupport
 /// checked path (Sql/0018): `ReplyStore.store` looks each reply's delivery
 /// up and checks its action in the INSERT itself; an INSERT written by
 /// hand is checked by the statement trigger.
-@Suite("Replies at scale (Sql/0013, Sql/0018)")
+@Suite("Replies at scale (Sql/0013, Sql/0018, Sql/0031)")
 struct RepliesAtScaleTests {
     /// The two ledgers a reply is looked up in: rows written by hand (the
     /// general path) and rows as runs write them (a partition and a range
@@ -89,6 +89,32 @@ struct RepliesAtScaleTests {
                 SELECT count(*) FROM replies r JOIN deliveries d ON d.id = r.delivery_id
                 WHERE (r.campaign_id, r.device_id, r.user_id) = (d.campaign_id, d.device_id, d.user_id)
                 """, as: Int64.self) == 3)
+        }
+    }
+
+    /// A batch of at most 500 replies is stored by one INSERT over all its
+    /// ranges, a larger one by one INSERT per range (Sql/0031): the same
+    /// replies are stored and refused, with the same reasons, either way.
+    @Test(arguments: [0, 600]) func bothFormsOfTheFastPathStoreAndRefuseAlike(padding: Int) async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.threeDeliveriesAsRunsWriteThem)
+            let store = ReplyStore(client: client, logger: TestDatabase.logger)
+            let batch = [
+                Self.reply(3),                                         // 0 stored
+                Self.reply(999),                                       // 1 no such delivery
+                Self.reply(2, action: "love_it"),                      // 2 not an action of the feedback prompt
+                Self.reply(1, action: "love_it", text: "no"),          // 3 text where none is allowed
+                Self.reply(2, action: "comment", text: "fine"),        // 4 stored
+                Self.reply(1, action: "com.apple.UNNotificationDefaultActionIdentifier", text: "no"), // 5 text on the default action
+                Self.reply(1, action: "com.apple.UNNotificationDismissActionIdentifier"), // 6 stored
+            ] + (0..<padding).map { Self.reply($0 % 2 == 0 ? 1 : 3) }
+            #expect(try await store.store(batch, source: "ingest") == ReplyStore.StoredBatch(stored: 3 + padding, refusals: [
+                .init(position: 1, reason: .unknownDelivery),
+                .init(position: 2, reason: .actionNotAllowed, category: "feedback.v1"),
+                .init(position: 3, reason: .textNotAllowed, category: "poster.v1"),
+                .init(position: 5, reason: .textNotAllowed, category: "poster.v1"),
+            ], duplicates: []))
+            #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == Int64(3 + padding))
         }
     }
 
