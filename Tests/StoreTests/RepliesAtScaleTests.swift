@@ -28,6 +28,26 @@ struct RepliesAtScaleTests {
         ids.map { $0 == 2 ? reply($0, action: "comment", text: "answer \($0)") : reply($0) }
     }
 
+    /// A batch with a reply of each kind the fixture's deliveries refuse,
+    /// and three they accept; `mixedRefusals` says why each is refused.
+    static let mixed = [
+        reply(3),                                        // 0 stored
+        reply(999),                                      // 1 no such delivery
+        reply(2, action: "love_it"),                     // 2 not an action of the feedback prompt
+        reply(1, action: "love_it", text: "no"),         // 3 text where none is allowed
+        reply(2, action: "comment", text: "fine"),       // 4 stored
+        reply(2, action: "comment", textAllowed: false), // 5 refused whatever its delivery
+        reply(1, action: "com.apple.UNNotificationDismissActionIdentifier"), // 6 stored
+        reply(1, action: "com.apple.UNNotificationDefaultActionIdentifier", text: "no"), // 7 text on the default action
+    ]
+    static let mixedRefusals: [ReplyStore.Refusal] = [
+        .init(position: 1, reason: .unknownDelivery),
+        .init(position: 2, reason: .actionNotAllowed, category: "feedback.v1"),
+        .init(position: 3, reason: .textNotAllowed, category: "poster.v1"),
+        .init(position: 5, reason: .textRefused, category: "feedback.v1"),
+        .init(position: 7, reason: .textNotAllowed, category: "poster.v1"),
+    ]
+
     @Test func repliesHaveNoForeignKeysLeft() async throws {
         try await TestDatabase.with { client, _ in
             let keys = try await client.scalar(
@@ -66,22 +86,8 @@ struct RepliesAtScaleTests {
         try await TestDatabase.with { client, _ in
             try await client.exec(ledger)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
-            let batch = [
-                Self.reply(3),                                        // 0 stored
-                Self.reply(999),                                      // 1 no such delivery
-                Self.reply(2, action: "love_it"),                     // 2 not an action of the feedback prompt
-                Self.reply(1, action: "love_it", text: "no"),         // 3 text where none is allowed
-                Self.reply(2, action: "comment", text: "fine"),       // 4 stored
-                Self.reply(2, action: "comment", textAllowed: false), // 5 refused whatever its delivery
-                Self.reply(1, action: "com.apple.UNNotificationDismissActionIdentifier"), // 6 stored
-            ]
-            let stored = try await store.store(batch, source: "api")
-            #expect(stored == ReplyStore.StoredBatch(stored: 3, refusals: [
-                .init(position: 1, reason: .unknownDelivery),
-                .init(position: 2, reason: .actionNotAllowed, category: "feedback.v1"),
-                .init(position: 3, reason: .textNotAllowed, category: "poster.v1"),
-                .init(position: 5, reason: .textRefused, category: "feedback.v1"),
-            ], duplicates: []))
+            let stored = try await store.store(Self.mixed, source: "api")
+            #expect(stored == ReplyStore.StoredBatch(stored: 3, refusals: Self.mixedRefusals, duplicates: []))
             let rows = try await PartitionTests.lines(client, "SELECT delivery_id || ':' || action || ':' || coalesce(text, '-') FROM replies ORDER BY id")
             #expect(Set(rows) == ["3:love_it:-", "2:comment:fine", "1:com.apple.UNNotificationDismissActionIdentifier:-"])
             // The campaign, device and user come from the ledger.
@@ -99,21 +105,9 @@ struct RepliesAtScaleTests {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.threeDeliveriesAsRunsWriteThem)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
-            let batch = [
-                Self.reply(3),                                         // 0 stored
-                Self.reply(999),                                       // 1 no such delivery
-                Self.reply(2, action: "love_it"),                      // 2 not an action of the feedback prompt
-                Self.reply(1, action: "love_it", text: "no"),          // 3 text where none is allowed
-                Self.reply(2, action: "comment", text: "fine"),        // 4 stored
-                Self.reply(1, action: "com.apple.UNNotificationDefaultActionIdentifier", text: "no"), // 5 text on the default action
-                Self.reply(1, action: "com.apple.UNNotificationDismissActionIdentifier"), // 6 stored
-            ] + (0..<padding).map { Self.reply($0 % 2 == 0 ? 1 : 3) }
-            #expect(try await store.store(batch, source: "ingest") == ReplyStore.StoredBatch(stored: 3 + padding, refusals: [
-                .init(position: 1, reason: .unknownDelivery),
-                .init(position: 2, reason: .actionNotAllowed, category: "feedback.v1"),
-                .init(position: 3, reason: .textNotAllowed, category: "poster.v1"),
-                .init(position: 5, reason: .textNotAllowed, category: "poster.v1"),
-            ], duplicates: []))
+            let batch = Self.mixed + (0..<padding).map { Self.reply($0 % 2 == 0 ? 1 : 3) }
+            #expect(try await store.store(batch, source: "ingest") == ReplyStore.StoredBatch(
+                stored: 3 + padding, refusals: Self.mixedRefusals, duplicates: []))
             #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == Int64(3 + padding))
         }
     }
