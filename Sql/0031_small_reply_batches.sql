@@ -17,7 +17,8 @@
 -- first INSERT did not store.
 --
 -- The check of an action (and its text) against its category's actions,
--- the same in both forms, is herald_reply_allowed, inlined into each.
+-- the same in both forms and in the general path, is herald_reply_allowed,
+-- inlined into each.
 -- applied-if: SELECT to_regprocedure('public.herald_reply_allowed(text,boolean,text[],text[])') IS NOT NULL
 
 -- Whether a reply's action (with text or not) passes, given its category's
@@ -193,12 +194,12 @@ BEGIN
     ), passing AS MATERIALIZED (
         SELECT c.at, c.reply_id, c.delivery_id, f.campaign_id, f.device_id, f.user_id, c.action, c.has_text
         FROM c JOIN found f ON f.id = c.delivery_id
-        WHERE c.checked
-          AND CASE WHEN c.action IN ('com.apple.UNNotificationDefaultActionIdentifier',
-                                     'com.apple.UNNotificationDismissActionIdentifier') THEN NOT c.has_text
-                   ELSE EXISTS (SELECT 1 FROM category_actions ca JOIN actions a ON a.id = ca.action_id
-                                WHERE ca.category_id = f.category_id AND ca.action_id = c.action
-                                  AND (NOT c.has_text OR a.kind = 'text_input')) END
+        CROSS JOIN LATERAL (
+            SELECT coalesce(array_agg(ca.action_id), '{}') AS allowed,
+                   coalesce(array_agg(ca.action_id) FILTER (WHERE a.kind = 'text_input'), '{}') AS with_text
+            FROM category_actions ca JOIN actions a ON a.id = ca.action_id
+            WHERE ca.category_id = f.category_id) k
+        WHERE c.checked AND herald_reply_allowed(c.action, c.has_text, k.allowed, k.with_text)
     ), ins AS (
         INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at, source)
         SELECT p.reply_id, p.delivery_id, p.campaign_id, p.device_id, p.user_id, p.action,
