@@ -124,7 +124,7 @@ struct AppsCommand: AsyncParsableCommand {
             let (app, name) = (app, name)
             try await withApps(settings) { apps, _ in
                 guard try await apps.retireCredential(app: app, name: name) else {
-                    throw ValidationError("app \(app) has no credential \(name) in use")
+                    throw AppsRefusal(description: "app \(app) has no credential \(name) in use (herald apps list shows them)")
                 }
                 print("credential \(app)/\(name) retired")
             }
@@ -143,11 +143,22 @@ struct AppsCommand: AsyncParsableCommand {
             let pem = try readPublicKey(key)
             let app = app
             try await withApps(settings) { apps, _ in
-                let added = try await apps.addRegistrationKey(app: app, publicKeyPEM: pem)
-                print(added ? "registration key added to app \(app)" : "app \(app) already has this key (or there is no app \(app))")
+                if try await apps.addRegistrationKey(app: app, publicKeyPEM: pem) {
+                    print("registration key added to app \(app)")
+                } else if try await apps.all().contains(where: { $0.name == app }) {
+                    print("app \(app) already has this key")
+                } else {
+                    throw AppsRefusal(description: "no app \(app) (herald apps list shows them)")
+                }
             }
         }
     }
+}
+
+/// What the database holds does not allow it (no such app or credential):
+/// one readable line and exit status 1, not a usage error.
+private struct AppsRefusal: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// Runs `body` with the apps of the configured database; any error becomes one readable line.

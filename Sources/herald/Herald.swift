@@ -14,7 +14,7 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "Campaign push orchestrator: campaigns in PostgreSQL → APNs → replies back in PostgreSQL.",
         version: HeraldVersion.text,
-        subcommands: [MigrateCommand.self, RunCommand.self, ServeCommand.self, IngestCommand.self, IngestConversionsCommand.self, ReportCommand.self, KeysCommand.self, PreviewCommand.self, SendTestCommand.self, PruneCommand.self, ConfigCommand.self, APNsSimCommand.self, DemoCommand.self, HealthcheckCommand.self])
+        subcommands: [MigrateCommand.self, RunCommand.self, ServeCommand.self, IngestCommand.self, IngestConversionsCommand.self, ReportCommand.self, KeysCommand.self, PreviewCommand.self, SendTestCommand.self, PruneCommand.self, ConfigCommand.self, AppsCommand.self, APNsSimCommand.self, DemoCommand.self, HealthcheckCommand.self])
 }
 
 /// Logs to standard error at LOG_LEVEL (default: info), as JSON lines or
