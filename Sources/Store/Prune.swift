@@ -30,18 +30,20 @@ public enum PruneResult: Sendable, Hashable {
 /// What pruning one campaign did.
 public struct PruneOutcome: Sendable, Hashable {
     public var candidate: PruneCandidate
-    /// Rows dropped (counted and kept in pruned_delivery_counts / pruned_test_deliveries).
+    /// Rows dropped (their figures kept in the pruned_* tables).
     public var deliveries: Int64
     /// The export file, when asked for one.
     public var exportedTo: URL?
 }
 
 /// `herald prune`: drops the ledger partitions of finished campaigns
-/// (Sql/0010). Each campaign goes in one transaction that writes its figures
-/// to pruned_delivery_counts (what the analyst views show of it from then
-/// on), keeps its test sends in pruned_test_deliveries, and detaches and
-/// drops its partition. Replies are never touched. Needs the schema owner:
-/// detaching and dropping a partition is the owner's right, not herald_job's.
+/// (Sql/0010). Each campaign goes in one transaction that keeps what the
+/// analyst views read of its ledger (Sql/0033: pruned_delivery_counts,
+/// pruned_test_deliveries, pruned_answered_deliveries, pruned_sent_minutes,
+/// pruned_lift_assignments; the views add them to the live ledger), and
+/// detaches and drops its partition. Replies are never touched. Needs the
+/// schema owner: detaching and dropping a partition is the owner's right,
+/// not herald_job's.
 public struct PruneStore: Sendable {
     public let client: PostgresClient
     public let logger: Logger
@@ -168,12 +170,43 @@ public struct PruneStore: Sendable {
                 """, logger: logger).decode(Int64.self) {
                 dropped = n
             }
+            // What the analyst views read of the ledger, kept (Sql/0033):
+            // the counts by status, reason, app and variant (campaign_funnel,
+            // delivery_problems, apps, variant_comparison); ...
             try await conn.query("""
-                INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries, app)
-                SELECT \(id), d.status, d.last_error, count(*), coalesce(dv.app, 'default')
+                INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries, app, variant)
+                SELECT \(id), d.status, d.last_error, count(*), coalesce(dv.app, 'default'), d.variant
                 FROM deliveries d LEFT JOIN devices dv ON dv.id = d.device_id
                 WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
-                GROUP BY d.status, d.last_error, coalesce(dv.app, 'default')
+                GROUP BY d.status, d.last_error, coalesce(dv.app, 'default'), d.variant
+                """, logger: logger)
+            // ... the deliveries a receipt or a reply refers to, for their
+            // variant and sent_at (variant_comparison, variant_actions,
+            // delivery_confirmation) ...
+            try await conn.query("""
+                INSERT INTO pruned_answered_deliveries (id, campaign_id, variant, sent_at)
+                SELECT d.id, d.campaign_id, d.variant, d.sent_at FROM deliveries d
+                WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
+                  AND (EXISTS (SELECT 1 FROM receipts r WHERE r.campaign_id = d.campaign_id AND r.delivery_id = d.id)
+                       OR EXISTS (SELECT 1 FROM replies r WHERE r.campaign_id = d.campaign_id AND r.delivery_id = d.id))
+                """, logger: logger)
+            // ... the sent deliveries per minute (pace) ...
+            try await conn.query("""
+                INSERT INTO pruned_sent_minutes (campaign_id, minute, sent, first_sent, last_sent)
+                SELECT \(id), date_trunc('minute', d.sent_at), count(*), min(d.sent_at), max(d.sent_at)
+                FROM deliveries d
+                WHERE d.campaign_id = \(id) AND d.kind = 'campaign' AND d.status = 'sent'
+                GROUP BY date_trunc('minute', d.sent_at)
+                """, logger: logger)
+            // ... and, when it held users out, each user's arm (lift).
+            try await conn.query("""
+                INSERT INTO pruned_lift_assignments (campaign_id, user_id, treated, variant, assigned_at)
+                SELECT \(id), d.user_id, bool_or(d.status <> 'held_out'),
+                       min(d.variant) FILTER (WHERE d.status <> 'held_out'), min(d.created_at)
+                FROM deliveries d
+                WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
+                  AND EXISTS (SELECT 1 FROM deliveries h WHERE h.campaign_id = \(id) AND h.kind = 'campaign' AND h.status = 'held_out')
+                GROUP BY d.user_id
                 """, logger: logger)
             // The test sends, by the columns pruned_test_deliveries has (a
             // column added to deliveries later is kept once added there too).

@@ -11,9 +11,11 @@ struct PruneCommand: AsyncParsableCommand {
         discussion: """
             A campaign goes when it is completed, cancelled, failed or archived, has nothing queued or \
             in flight, and its last activity (completion, last ledger write) is older than --older-than \
-            and than settings.frequency_window. In one transaction per campaign its delivery counts by \
-            status and reason are kept in pruned_delivery_counts (the analyst views show them as before), \
-            its test sends in pruned_test_deliveries, and its ledger partition is detached and dropped. \
+            and than settings.frequency_window. In one transaction per campaign what the analyst views \
+            read of its ledger is kept (its deliveries counted by status, reason, app and variant; its test \
+            sends; the deliveries a receipt or a reply refers to; its sends per minute; each user's arm \
+            when it held users out), so every view reads as before, and its ledger partition is detached \
+            and dropped. \
             Replies are kept. Running campaigns are never touched; a second prune finds nothing to do. \
             Connect as the schema owner (the role that ran herald migrate): herald_job may not drop \
             tables. Exit status: 0 done; 75 a campaign's lock was busy (run it again later); 1 an error.

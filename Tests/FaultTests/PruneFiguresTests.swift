@@ -1,0 +1,178 @@
+import Foundation
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+
+/// `herald prune` keeps every analyst figure: on a database where every
+/// feature left its rows, each view of the `analyst` schema (listed from the
+/// catalogue, so a view added later is covered without being named here)
+/// reads the same rows before and after the prune, and none is empty.
+@Suite("herald prune keeps the figures", .serialized)
+struct PruneFiguresTests {
+    /// Every view of the analyst schema, by name.
+    static func analystViews(_ client: PostgresClient) async throws -> [String] {
+        var names: [String] = []
+        for try await name in try await client.query("""
+            SELECT c.relname::text FROM pg_class c
+            WHERE c.relnamespace = 'analyst'::regnamespace AND c.relkind IN ('v', 'm')
+            ORDER BY 1
+            """, logger: TestDatabase.logger).decode(String.self) {
+            names.append(name)
+        }
+        return names
+    }
+
+    /// Each view's rows as text, in a stable order.
+    static func snapshot(_ client: PostgresClient, views: [String]) async throws -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for view in views {
+            let quoted = "\"" + view.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            let rows = try await client.scalar("""
+                SELECT coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '') FROM analyst.\(quoted) t
+                """, as: String.self) ?? ""
+            out[view] = rows.isEmpty ? [] : rows.components(separatedBy: "\n")
+        }
+        return out
+    }
+
+    @Test func everyAnalystViewReadsTheSameAfterAPrune() async throws {
+        try await TestDatabase.with { client, database in
+            try await withScratch { dir in
+                // The audience, a second app, the global control group.
+                try await client.exec(Fixtures.catalogue)
+                try await client.exec(Fixtures.audience(count: 120))
+                try await client.exec("UPDATE settings SET control_group_pct = 10")
+                // An A/B campaign with a holdout, a conversion event and a pace.
+                try await client.exec(Fixtures.campaign(name: "AB"))
+                try await client.exec("""
+                    UPDATE campaigns SET holdout_pct = 20, conversion_event = 'purchase', attribution_window = '1 day',
+                                         rate_per_minute = 6000
+                    WHERE name = 'AB';
+                    INSERT INTO campaign_variants (campaign_id, name, share, content)
+                    SELECT id, v, 50, jsonb_build_object('en', jsonb_build_object('title', 'Hi ' || v, 'body', 'There'))
+                    FROM campaigns, unnest(ARRAY['A', 'B']) v WHERE name = 'AB'
+                    """)
+                // A question answered by typing.
+                try await client.exec(Fixtures.campaign(name: "Ask", kind: "feedback"))
+                // An hourly series: the run makes its occurrence and sends it.
+                try await client.exec(Fixtures.campaign(name: "Hourly"))
+                try await client.exec("""
+                    UPDATE campaigns SET repeat_unit = 'hour', send_at = date_trunc('minute', now()) - interval '90 minutes'
+                    WHERE name = 'Hourly'
+                    """)
+                let ab = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'AB'", as: Int64.self))
+
+                // One real run sends them through the APNs simulator.
+                let sim = try SimulatorProcess(directory: dir)
+                try await sim.start()
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret())
+                var runs = 0
+                try await FaultSuite.runToCompletion(env: env, dir: dir, runs: &runs)
+                // A test send of the A/B campaign, as a marketer makes it.
+                let token = try #require(try await client.scalar(
+                    "SELECT token FROM devices ORDER BY id LIMIT 1", as: String.self))
+                let test = try Child(name: "send-test", arguments: ["send-test", "\(ab)", "--device", token],
+                                     environment: env, directory: dir)
+                let testStatus = try await test.wait(limit: .seconds(60))
+                #expect(testStatus == 0, "herald send-test exited \(testStatus)\n\(test.tail())")
+                try await sim.stop()
+                let occurrence = try #require(try await client.scalar("""
+                    SELECT o.id FROM campaigns o JOIN campaigns s ON s.id = o.series_id WHERE s.name = 'Hourly'
+                    """, as: Int64.self))
+                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE kind = 'test'", as: Int64.self) == 1)
+
+                // A campaign of two apps, written as a run writes its ledger
+                // (some devices unregistered, some failed), and config
+                // refresh pushes prompted by the A/B campaign.
+                try await client.exec("""
+                    INSERT INTO apps (name, display_name, topic) VALUES ('shop', 'Shop', 'com.example.shop');
+                    INSERT INTO devices (user_id, token, environment, app, app_version, last_seen_at)
+                    SELECT id, lpad(to_hex(100000 + id), 64, '0'), 'production', 'shop', '1.0', now()
+                    FROM users WHERE id % 4 = 0;
+                    """)
+                try await client.exec(Fixtures.campaign(name: "Two apps"))
+                try await client.exec("""
+                    UPDATE campaigns SET apps = ARRAY['default', 'shop'], status = 'running', started_at = now()
+                    WHERE name = 'Two apps';
+                    INSERT INTO deliveries (campaign_id, device_id, user_id, status, last_error, sent_at, apns_id, attempts)
+                    SELECT c.id, d.id, d.user_id,
+                           CASE WHEN d.id % 11 = 0 THEN 'invalid' WHEN d.id % 13 = 0 THEN 'failed' ELSE 'sent' END,
+                           CASE WHEN d.id % 11 = 0 THEN 'Unregistered' WHEN d.id % 13 = 0 THEN 'InternalServerError' END,
+                           CASE WHEN d.id % 11 <> 0 AND d.id % 13 <> 0 THEN now() - make_interval(secs => d.id % 50) END,
+                           gen_random_uuid(), 1
+                    FROM campaigns c, devices d WHERE c.name = 'Two apps';
+                    UPDATE campaigns SET status = 'completed', completed_at = now() WHERE name = 'Two apps';
+                    INSERT INTO deliveries (device_id, user_id, status, kind, config_etag, prompted_by, sent_at, apns_id, attempts)
+                    SELECT d.id, d.user_id, 'sent', 'config_refresh', 'etag-7', \(ab), now(), gen_random_uuid(), 1
+                    FROM devices d WHERE d.id % 4 = 0;
+                    """)
+                let twoApps = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Two apps'", as: Int64.self))
+                #expect(try await client.scalar("""
+                    SELECT count(DISTINCT dv.app) FROM deliveries d JOIN devices dv ON dv.id = d.device_id WHERE d.campaign_id = \(twoApps)
+                    """, as: Int64.self) == 2)
+
+                // What the devices and the shop said: receipts, replies
+                // (buttons, opens, typed answers), and conversions.
+                try await client.exec("""
+                    INSERT INTO receipts (delivery_id, campaign_id, device_id, arrived_at, sealed_opened, media_attached)
+                    SELECT d.id, d.campaign_id, d.device_id, d.sent_at + make_interval(secs => 1 + d.id % 7),
+                           CASE WHEN dv.public_key IS NOT NULL THEN d.id % 5 <> 0 END,
+                           CASE WHEN c.media_url IS NOT NULL THEN d.id % 4 <> 0 END
+                    FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN campaigns c ON c.id = d.campaign_id
+                    WHERE d.kind = 'campaign' AND d.status = 'sent' AND d.id % 2 = 0;
+                    INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at)
+                    SELECT gen_random_uuid(), d.id, d.campaign_id, d.device_id, d.user_id,
+                           CASE WHEN c.kind = 'feedback' THEN 'comment'
+                                WHEN d.id % 3 = 0 THEN 'love_it' WHEN d.id % 3 = 1 THEN 'dont_care'
+                                ELSE 'com.apple.UNNotificationDefaultActionIdentifier' END,
+                           CASE WHEN c.kind = 'feedback' THEN 'answer ' || d.id END,
+                           least(now(), d.sent_at + interval '1 second')
+                    FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
+                    WHERE d.kind IN ('campaign', 'test') AND d.status = 'sent' AND (d.kind = 'test' OR d.id % 5 < 3);
+                    INSERT INTO conversions (user_id, event, occurred_at, amount, currency, idempotency_key)
+                    SELECT id, 'purchase', now(), 20.00, 'EUR', 'k' || id FROM users WHERE id % 3 = 0
+                    """)
+
+                // Everything finished, the frequency window short: prunable a moment later.
+                try await client.exec("UPDATE settings SET frequency_window = '1 second'")
+                try await Task.sleep(for: .seconds(2))
+                let views = try await Self.analystViews(client)
+                #expect(views.count >= 17, "\(views)")
+                let before = try await Self.snapshot(client, views: views)
+                for view in views {
+                    #expect(!(before[view] ?? []).isEmpty,
+                            "analyst.\(view) is empty before the prune: give the fixture what this view shows")
+                }
+
+                var penv = ProcessInfo.processInfo.environment
+                penv["DATABASE_URL"] = database.description
+                penv["LOG_LEVEL"] = "warning"
+                let prune = try Child(name: "prune", arguments: ["prune", "--older-than", "1s"], environment: penv, directory: dir)
+                let status = try await prune.wait(limit: .seconds(60))
+                let out = prune.text()
+                #expect(status == 0, "herald prune exited \(status)\n\(out)")
+                for campaign in [ab, occurrence, twoApps] {
+                    #expect(out.contains("pruned campaign \(campaign) "), "campaign \(campaign) not pruned:\n\(out)")
+                }
+                let ask = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Ask'", as: Int64.self))
+                #expect(out.contains("pruned campaign \(ask) "), "\(out)")
+                #expect(try await client.scalar("""
+                    SELECT count(*) FROM deliveries WHERE campaign_id IN (\(ab), \(ask), \(occurrence), \(twoApps))
+                    """, as: Int64.self) == 0)
+
+                let after = try await Self.snapshot(client, views: views)
+                for view in views {
+                    let was = before[view] ?? [], now = after[view] ?? []
+                    let lost = was.filter { !now.contains($0) }, gained = now.filter { !was.contains($0) }
+                    #expect(was == now, """
+                        analyst.\(view) changed with the prune: \(lost.count) rows lost, \(gained.count) gained
+                        lost: \(lost.prefix(5).joined(separator: "\n      "))
+                        gained: \(gained.prefix(5).joined(separator: "\n        "))
+                        """)
+                }
+                print("prune figures: \(views.count) analyst views, \(before.values.map(\.count).reduce(0, +)) rows, the same after pruning 4 campaigns")
+            }
+        }
+    }
+}
