@@ -58,8 +58,9 @@ struct AppsCommand: AsyncParsableCommand {
             discussion: """
                 The newest credential not retired is the one a run sends with, for its environment: \
                 add the new one beside the old, and retire the old one once a run sent with the new \
-                (docs/operators.md, "Rotating keys"). Paths are stored, never key material; they must \
-                be absolute and readable by `herald run`.
+                (docs/operators.md, "Rotating keys"). Paths are stored, never key material (a relative \
+                path as the absolute path it names from the current directory); `herald run` must be \
+                able to read them.
                 """)
         @Argument(help: "The app's name.")
         var app: String

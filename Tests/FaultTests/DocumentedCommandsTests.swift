@@ -166,9 +166,12 @@ struct DocumentedCommandsTests {
                 #expect(out.contains("credential shop/2026-key [any; in use for production, sandbox]: token, key id ABC123DEFG"), "\(out)")
 
                 // Rotation: the new key beside the old; the newest is in use; then the old one retired.
-                (status, out) = try await herald(["add-credential", "shop", "2027-key", "--p8", key2027,
+                // Given as a path relative to the command's directory (the checkout), stored absolute.
+                let upToRoot = String(repeating: "../", count: HeraldBinary.repository.standardizedFileURL.pathComponents.count - 1)
+                (status, out) = try await herald(["add-credential", "shop", "2027-key", "--p8", upToRoot + key2027.dropFirst(),
                                                   "--key-id", "XYZ987WVUT", "--team-id", "TEAM123456", "--environment", "any"])
                 #expect(status == 0, "\(out)")
+                #expect(try await client.scalar("SELECT key_path FROM app_credentials WHERE name = '2027-key'", as: String.self) == key2027)
                 (status, out) = try await herald(["list"])
                 #expect(out.contains("credential shop/2027-key [any; in use for production, sandbox]"), "\(out)")
                 #expect(out.contains("credential shop/2026-key [any; not in use]"), "\(out)")
