@@ -61,6 +61,17 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_approval_open(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_approval_open(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT EXISTS (SELECT 1 FROM approval_grants WHERE xact = pg_current_xact_id() AND campaign_id = p_campaign)
+$$;
+
+--
 -- Name: herald_approve(bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -77,14 +88,15 @@ BEGIN
     END IF;
     IF NOT pg_has_role(session_user, 'herald_approver', 'MEMBER') THEN
         RAISE EXCEPTION '% may not approve campaigns: only members of herald_approver may', session_user
-            USING HINT = 'An administrator grants it: GRANT herald_approver TO ' || quote_ident(session_user) || ';';
+            USING ERRCODE = 'insufficient_privilege', HINT = 'An administrator grants it: GRANT herald_approver TO ' || quote_ident(session_user) || ';';
     END IF;
     IF v_author = session_user THEN
-        RAISE EXCEPTION 'campaign % was written by %: someone else must approve it', p_campaign, v_author;
+        RAISE EXCEPTION 'campaign % was written by %: someone else must approve it', p_campaign, v_author
+            USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM set_config('herald.approving', 'on', true);
+    PERFORM herald_open_approval(p_campaign);
     UPDATE campaigns SET approved_by = session_user, approved_at = clock_timestamp() WHERE id = p_campaign;
-    PERFORM set_config('herald.approving', 'off', true);
+    PERFORM herald_close_approval(p_campaign);
     INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
     VALUES (p_campaign, 'approved', session_user, p_reason);
 END $$;
@@ -145,39 +157,34 @@ CREATE FUNCTION public.herald_campaign_approval_guard() RETURNS trigger
     SET search_path TO 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_changed text[] := ARRAY[]::text[];
+    v_changed text[];
 BEGIN
-    IF current_setting('herald.approving', true) IS DISTINCT FROM 'on' THEN
-        IF TG_OP = 'INSERT' THEN
-            IF NEW.approved_by IS NOT NULL OR NEW.approved_at IS NOT NULL THEN
-                RAISE EXCEPTION 'a campaign is approved with SELECT herald_approve(id), by someone other than its author';
-            END IF;
-            NEW.created_by := session_user;
-            RETURN NEW;
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.approved_by IS NOT NULL OR NEW.approved_at IS NOT NULL THEN
+            RAISE EXCEPTION 'a campaign is approved with SELECT herald_approve(id), by someone other than its author'
+                USING ERRCODE = 'insufficient_privilege';
         END IF;
+        NEW.created_by := session_user;
+        RETURN NEW;
+    END IF;
+    IF NOT herald_approval_open(OLD.id) THEN
         IF NEW.approved_by IS DISTINCT FROM OLD.approved_by OR NEW.approved_at IS DISTINCT FROM OLD.approved_at THEN
-            RAISE EXCEPTION 'a campaign is approved with SELECT herald_approve(%), by someone other than its author', OLD.id;
+            RAISE EXCEPTION 'a campaign is approved with SELECT herald_approve(%), by someone other than its author', OLD.id
+                USING ERRCODE = 'insufficient_privilege';
         END IF;
         IF NEW.created_by IS DISTINCT FROM OLD.created_by THEN
-            RAISE EXCEPTION 'a campaign''s author (created_by) cannot be changed';
+            RAISE EXCEPTION 'a campaign''s author (created_by) cannot be changed'
+                USING ERRCODE = 'insufficient_privilege';
         END IF;
     END IF;
-    IF TG_OP = 'UPDATE' AND OLD.approved_at IS NOT NULL AND NEW.approved_at IS NOT NULL THEN
-        IF NEW.content IS DISTINCT FROM OLD.content THEN v_changed := array_append(v_changed, 'content'); END IF;
-        IF NEW.media_url IS DISTINCT FROM OLD.media_url OR NEW.media_type IS DISTINCT FROM OLD.media_type THEN
-            v_changed := array_append(v_changed, 'media'); END IF;
-        IF NEW.segment_id IS DISTINCT FROM OLD.segment_id THEN v_changed := array_append(v_changed, 'segment'); END IF;
-        IF NEW.category_id IS DISTINCT FROM OLD.category_id THEN v_changed := array_append(v_changed, 'category'); END IF;
-        IF NEW.sensitive IS DISTINCT FROM OLD.sensitive OR NEW.custom IS DISTINCT FROM OLD.custom THEN
-            v_changed := array_append(v_changed, 'fields'); END IF;
-        IF NEW.send_at IS DISTINCT FROM OLD.send_at OR NEW.expires_at IS DISTINCT FROM OLD.expires_at
-           OR NEW.repeat_unit IS DISTINCT FROM OLD.repeat_unit OR NEW.repeat_every IS DISTINCT FROM OLD.repeat_every
-           OR NEW.repeat_on IS DISTINCT FROM OLD.repeat_on OR NEW.repeat_day IS DISTINCT FROM OLD.repeat_day
-           OR NEW.repeat_until IS DISTINCT FROM OLD.repeat_until OR NEW.repeat_count IS DISTINCT FROM OLD.repeat_count
-           OR NEW.on_segment_entry IS DISTINCT FROM OLD.on_segment_entry OR NEW.resend_after IS DISTINCT FROM OLD.resend_after THEN
-            v_changed := array_append(v_changed, 'schedule'); END IF;
-        IF NEW.rate_per_minute IS DISTINCT FROM OLD.rate_per_minute OR NEW.finish_within IS DISTINCT FROM OLD.finish_within THEN
-            v_changed := array_append(v_changed, 'pace'); END IF;
+    IF OLD.approved_at IS NOT NULL AND NEW.approved_at IS NOT NULL THEN
+        SELECT array_agg(DISTINCT coalesce(c.withdraws, n.key) ORDER BY coalesce(c.withdraws, n.key))
+        INTO v_changed
+        FROM jsonb_each(to_jsonb(NEW)) n
+        JOIN jsonb_each(to_jsonb(OLD)) o ON o.key = n.key
+        LEFT JOIN campaign_approval_columns c ON c.column_name = n.key
+        WHERE n.value IS DISTINCT FROM o.value
+          AND (c.column_name IS NULL OR c.withdraws IS NOT NULL);
         IF cardinality(v_changed) > 0 THEN
             NEW.approved_by := NULL;
             NEW.approved_at := NULL;
@@ -193,7 +200,8 @@ END $$;
 --
 
 CREATE FUNCTION public.herald_campaign_archive() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 BEGIN
     IF OLD.status = 'archived' AND NEW.status <> 'archived' THEN
@@ -214,7 +222,8 @@ END $$;
 --
 
 CREATE FUNCTION public.herald_campaign_cancelled() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 BEGIN
     UPDATE deliveries SET status = 'cancelled', last_error = 'campaign cancelled', updated_at = now()
@@ -331,7 +340,8 @@ END $$;
 --
 
 CREATE FUNCTION public.herald_campaign_delete_check() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
     AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = OLD.id)
@@ -470,6 +480,34 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_category_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_category_approval_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'categories' THEN
+        IF to_jsonb(NEW) IS DISTINCT FROM to_jsonb(OLD) THEN
+            PERFORM herald_withdraw_users_of(NULL, ARRAY[OLD.id, NEW.id], 'changed: category ' || OLD.id);
+        END IF;
+    ELSIF TG_TABLE_NAME = 'category_actions' THEN
+        PERFORM herald_withdraw_users_of(NULL,
+            ARRAY[CASE WHEN TG_OP = 'INSERT' THEN NULL ELSE OLD.category_id END,
+                  CASE WHEN TG_OP = 'DELETE' THEN NULL ELSE NEW.category_id END],
+            'changed: category ' || CASE WHEN TG_OP = 'DELETE' THEN OLD.category_id ELSE NEW.category_id END);
+    ELSE -- actions: its titles, kind and options show on every category that holds it
+        IF to_jsonb(NEW) IS DISTINCT FROM to_jsonb(OLD) THEN
+            PERFORM herald_withdraw_users_of(NULL,
+                ARRAY(SELECT category_id FROM category_actions WHERE action_id IN (OLD.id, NEW.id)),
+                'changed: action ' || OLD.id);
+        END IF;
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_category_apps_problem(text, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -569,16 +607,27 @@ CREATE FUNCTION public.herald_clear_approval(p_campaign bigint, p_reason text) R
 DECLARE
     v_rows integer;
 BEGIN
-    PERFORM set_config('herald.approving', 'on', true);
+    PERFORM herald_open_approval(p_campaign);
     UPDATE campaigns SET approved_by = NULL, approved_at = NULL WHERE id = p_campaign AND approved_at IS NOT NULL;
     GET DIAGNOSTICS v_rows = ROW_COUNT;
-    PERFORM set_config('herald.approving', 'off', true);
+    PERFORM herald_close_approval(p_campaign);
     IF v_rows > 0 THEN
         INSERT INTO campaign_approvals (campaign_id, action, by_role, reason)
         VALUES (p_campaign, 'withdrawn', session_user, p_reason);
     END IF;
     RETURN v_rows > 0;
 END $$;
+
+--
+-- Name: herald_close_approval(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_close_approval(p_campaign bigint) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    DELETE FROM approval_grants WHERE xact = pg_current_xact_id() AND campaign_id = p_campaign
+$$;
 
 --
 -- Name: herald_commit_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text, integer, integer[], integer[]); Type: PROCEDURE; Schema: public; Owner: -
@@ -813,13 +862,41 @@ BEGIN
     INSERT INTO campaign_variants (campaign_id, name, share, content, media_url, media_type)
     SELECT v_id, name, share, content, media_url, media_type FROM campaign_variants WHERE campaign_id = p_series;
     -- Written by the series' author, approved as the series is.
-    PERFORM set_config('herald.approving', 'on', true);
+    PERFORM herald_open_approval(v_id);
     UPDATE campaigns SET created_by = s.created_by, approved_by = s.approved_by, approved_at = s.approved_at
     WHERE id = v_id;
-    PERFORM set_config('herald.approving', 'off', true);
+    PERFORM herald_close_approval(v_id);
     UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now())
     WHERE id = p_series AND status = 'scheduled';
     RETURN v_id;
+END $$;
+
+--
+-- Name: herald_open_approval(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_open_approval(p_campaign bigint) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    INSERT INTO approval_grants (xact, campaign_id) VALUES (pg_current_xact_id(), p_campaign)
+    ON CONFLICT DO NOTHING
+$$;
+
+--
+-- Name: herald_owner_writes_only(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_owner_writes_only() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = TG_RELID), 'MEMBER') THEN
+        RAISE EXCEPTION '% is written by Herald''s own functions only, not by %', TG_TABLE_NAME, current_user
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
 END $$;
 
 --
@@ -1049,6 +1126,21 @@ END $$;
 COMMENT ON FUNCTION public.herald_reply_targets(ids bigint[]) IS 'the deliveries among ids that exist, with their campaign, device, user and category (the reply intake''s lookup)';
 
 --
+-- Name: herald_segment_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_segment_approval_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.rule IS DISTINCT FROM OLD.rule THEN
+        PERFORM herald_withdraw_users_of(OLD.id, NULL, 'changed: segment ' || OLD.name);
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_series_status(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1069,6 +1161,30 @@ BEGIN
     ELSIF NEW.status IN ('cancelled', 'archived') AND OLD.status NOT IN ('cancelled', 'archived', 'completed', 'failed') THEN
         UPDATE campaigns SET status = 'cancelled' WHERE series_id = NEW.id AND status IN ('scheduled', 'running', 'paused');
     END IF;
+    RETURN NEW;
+END $$;
+
+--
+-- Name: herald_settings_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_settings_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_owner name := (SELECT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename = 'settings');
+BEGIN
+    IF NOT pg_has_role(session_user, 'herald_admin', 'MEMBER') AND NOT pg_has_role(session_user, v_owner, 'MEMBER') THEN
+        RAISE EXCEPTION '% may not change settings: only members of herald_admin may', session_user
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'An administrator grants it: GRANT herald_admin TO ' || quote_ident(session_user) || ';';
+    END IF;
+    INSERT INTO settings_changes (by_role, setting, old_value, new_value)
+    SELECT session_user, n.key, o.value #>> '{}', n.value #>> '{}'
+    FROM jsonb_each(to_jsonb(NEW)) n
+    JOIN jsonb_each(CASE WHEN TG_OP = 'INSERT' THEN '{}'::jsonb ELSE to_jsonb(OLD) END) o ON o.key = n.key
+    WHERE n.value IS DISTINCT FROM o.value;
     RETURN NEW;
 END $$;
 
@@ -1384,6 +1500,27 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_withdraw_users_of(bigint, text[], text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_withdraw_users_of(p_segment bigint, p_categories text[], p_reason text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_id bigint;
+BEGIN
+    FOR v_id IN
+        SELECT id FROM campaigns
+        WHERE approved_at IS NOT NULL AND status IN ('draft', 'scheduled', 'running', 'paused')
+          AND (segment_id = p_segment OR category_id = ANY (p_categories))
+        ORDER BY id
+    LOOP
+        PERFORM herald_clear_approval(v_id, p_reason);
+    END LOOP;
+END $$;
+
+--
 -- Name: actions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1649,7 +1786,8 @@ CREATE TABLE public.pruned_delivery_counts (
     status text NOT NULL,
     reason text,
     deliveries bigint NOT NULL,
-    app text DEFAULT 'default'::text NOT NULL
+    app text DEFAULT 'default'::text NOT NULL,
+    variant text
 );
 
 --
@@ -1856,6 +1994,23 @@ CREATE VIEW analyst.config_refreshes AS
   GROUP BY d.prompted_by, d.config_etag, d.status;
 
 --
+-- Name: pruned_answered_deliveries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pruned_answered_deliveries (
+    id bigint NOT NULL,
+    campaign_id bigint NOT NULL,
+    variant text,
+    sent_at timestamp with time zone
+);
+
+--
+-- Name: TABLE pruned_answered_deliveries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pruned_answered_deliveries IS 'of a pruned campaign, each campaign delivery a receipt or a reply refers to';
+
+--
 -- Name: delivery_confirmation; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -1864,7 +2019,14 @@ CREATE VIEW analyst.delivery_confirmation AS
          SELECT r.campaign_id,
             r.delivery_id
            FROM (public.receipts r
-             JOIN public.deliveries d ON (((d.campaign_id = r.campaign_id) AND (d.id = r.delivery_id) AND (d.kind = 'campaign'::text))))
+             JOIN ( SELECT deliveries.campaign_id,
+                    deliveries.id
+                   FROM public.deliveries
+                  WHERE (deliveries.kind = 'campaign'::text)
+                UNION ALL
+                 SELECT pruned_answered_deliveries.campaign_id,
+                    pruned_answered_deliveries.id
+                   FROM public.pruned_answered_deliveries) d ON (((d.campaign_id = r.campaign_id) AND (d.id = r.delivery_id))))
         UNION
          SELECT rp.campaign_id,
             rp.delivery_id
@@ -1885,7 +2047,16 @@ CREATE VIEW analyst.delivery_confirmation AS
             count(*) FILTER (WHERE r.media_attached) AS media_attached,
             count(*) FILTER (WHERE (NOT r.media_attached)) AS media_failed
            FROM (public.receipts r
-             JOIN public.deliveries d ON (((d.campaign_id = r.campaign_id) AND (d.id = r.delivery_id) AND (d.kind = 'campaign'::text))))
+             JOIN ( SELECT deliveries.campaign_id,
+                    deliveries.id,
+                    deliveries.sent_at
+                   FROM public.deliveries
+                  WHERE (deliveries.kind = 'campaign'::text)
+                UNION ALL
+                 SELECT pruned_answered_deliveries.campaign_id,
+                    pruned_answered_deliveries.id,
+                    pruned_answered_deliveries.sent_at
+                   FROM public.pruned_answered_deliveries) d ON (((d.campaign_id = r.campaign_id) AND (d.id = r.delivery_id))))
           GROUP BY r.campaign_id
         )
  SELECT f.campaign_id,
@@ -1982,6 +2153,24 @@ CREATE TABLE public.conversions (
 );
 
 --
+-- Name: pruned_lift_assignments; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pruned_lift_assignments (
+    campaign_id bigint NOT NULL,
+    user_id bigint NOT NULL,
+    treated boolean NOT NULL,
+    variant text,
+    assigned_at timestamp with time zone NOT NULL
+);
+
+--
+-- Name: TABLE pruned_lift_assignments; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pruned_lift_assignments IS 'of a pruned campaign that held users out, each user''s arm as analyst.lift reads it';
+
+--
 -- Name: lift; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -1996,6 +2185,14 @@ CREATE VIEW analyst.lift AS
              JOIN public.campaigns c_1 ON (((c_1.id = d.campaign_id) AND (c_1.conversion_event IS NOT NULL))))
           WHERE (d.kind = 'campaign'::text)
           GROUP BY d.campaign_id, d.user_id
+        UNION ALL
+         SELECT p.campaign_id,
+            p.user_id,
+            p.treated,
+            p.variant,
+            p.assigned_at
+           FROM (public.pruned_lift_assignments p
+             JOIN public.campaigns c_1 ON (((c_1.id = p.campaign_id) AND (c_1.conversion_event IS NOT NULL))))
         ), outcome AS (
          SELECT a.campaign_id,
             a.treated,
@@ -2146,30 +2343,55 @@ CREATE VIEW analyst.occurrences AS
      JOIN analyst.campaign_funnel f ON ((f.campaign_id = o.id)));
 
 --
+-- Name: pruned_sent_minutes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pruned_sent_minutes (
+    campaign_id bigint NOT NULL,
+    minute timestamp with time zone,
+    sent bigint NOT NULL,
+    first_sent timestamp with time zone,
+    last_sent timestamp with time zone
+);
+
+--
+-- Name: TABLE pruned_sent_minutes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pruned_sent_minutes IS 'of a pruned campaign, its sent deliveries per minute of sent_at';
+
+--
 -- Name: pace; Type: VIEW; Schema: analyst; Owner: -
 --
 
 CREATE VIEW analyst.pace AS
- WITH sent AS (
+ WITH minutes AS (
          SELECT d.campaign_id,
-            count(*) AS sent,
+            count(*) AS n,
             min(d.sent_at) AS first_sent,
             max(d.sent_at) AS last_sent
            FROM public.deliveries d
           WHERE ((d.kind = 'campaign'::text) AND (d.status = 'sent'::text) AND (d.campaign_id IN ( SELECT campaigns.id
                    FROM public.campaigns
                   WHERE ((campaigns.rate_per_minute IS NOT NULL) OR (campaigns.finish_within IS NOT NULL)))))
-          GROUP BY d.campaign_id
-        ), busiest AS (
+          GROUP BY d.campaign_id, (date_trunc('minute'::text, d.sent_at))
+        UNION ALL
          SELECT m.campaign_id,
-            max(m.n) AS busiest_minute
-           FROM ( SELECT d.campaign_id,
-                    count(*) AS n
-                   FROM public.deliveries d
-                  WHERE ((d.kind = 'campaign'::text) AND (d.status = 'sent'::text) AND (d.campaign_id IN ( SELECT sent.campaign_id
-                           FROM sent)))
-                  GROUP BY d.campaign_id, (date_trunc('minute'::text, d.sent_at))) m
-          GROUP BY m.campaign_id
+            m.sent,
+            m.first_sent,
+            m.last_sent
+           FROM public.pruned_sent_minutes m
+          WHERE (m.campaign_id IN ( SELECT campaigns.id
+                   FROM public.campaigns
+                  WHERE ((campaigns.rate_per_minute IS NOT NULL) OR (campaigns.finish_within IS NOT NULL))))
+        ), sent AS (
+         SELECT minutes.campaign_id,
+            (sum(minutes.n))::bigint AS sent,
+            min(minutes.first_sent) AS first_sent,
+            max(minutes.last_sent) AS last_sent,
+            max(minutes.n) AS busiest_minute
+           FROM minutes
+          GROUP BY minutes.campaign_id
         )
  SELECT c.id AS campaign_id,
     c.name,
@@ -2180,11 +2402,10 @@ CREATE VIEW analyst.pace AS
     s.first_sent,
     s.last_sent,
     round((((s.sent - 1))::numeric / NULLIF((EXTRACT(epoch FROM (s.last_sent - s.first_sent)) / (60)::numeric), (0)::numeric)), 1) AS achieved_per_minute,
-    b.busiest_minute
-   FROM (((public.campaigns c
+    s.busiest_minute
+   FROM ((public.campaigns c
      JOIN sent s ON ((s.campaign_id = c.id)))
-     JOIN analyst.campaign_funnel f ON ((f.campaign_id = c.id)))
-     LEFT JOIN busiest b ON ((b.campaign_id = c.id)));
+     JOIN analyst.campaign_funnel f ON ((f.campaign_id = c.id)));
 
 --
 -- Name: replies_over_time; Type: VIEW; Schema: analyst; Owner: -
@@ -2358,7 +2579,17 @@ CREATE VIEW analyst.variant_actions AS
     count(*) AS replies,
     round(((100.0 * (count(*))::numeric) / sum(count(*)) OVER (PARTITION BY r.campaign_id, dl.variant)), 1) AS share_pct
    FROM (((public.replies r
-     JOIN public.deliveries dl ON (((dl.id = r.delivery_id) AND (dl.kind = 'campaign'::text) AND (dl.variant IS NOT NULL))))
+     JOIN ( SELECT deliveries.id,
+            deliveries.campaign_id,
+            deliveries.variant
+           FROM public.deliveries
+          WHERE ((deliveries.kind = 'campaign'::text) AND (deliveries.variant IS NOT NULL))
+        UNION ALL
+         SELECT pruned_answered_deliveries.id,
+            pruned_answered_deliveries.campaign_id,
+            pruned_answered_deliveries.variant
+           FROM public.pruned_answered_deliveries
+          WHERE (pruned_answered_deliveries.variant IS NOT NULL)) dl ON ((dl.id = r.delivery_id)))
      JOIN public.campaigns c ON ((c.id = r.campaign_id)))
      LEFT JOIN public.actions a ON ((a.id = r.action)))
   GROUP BY r.campaign_id, c.name, dl.variant, r.action, a.title;
@@ -2395,13 +2626,25 @@ CREATE VIEW analyst.variant_comparison AS
             count(*) OVER (PARTITION BY cv.campaign_id) AS variants
            FROM public.campaign_variants cv
         ), d AS (
-         SELECT deliveries.campaign_id,
-            deliveries.variant,
-            count(*) AS targeted,
-            count(*) FILTER (WHERE (deliveries.status = 'sent'::text)) AS sent
-           FROM public.deliveries
-          WHERE ((deliveries.kind = 'campaign'::text) AND (deliveries.variant IS NOT NULL))
-          GROUP BY deliveries.campaign_id, deliveries.variant
+         SELECT x.campaign_id,
+            x.variant,
+            (sum(x.n))::bigint AS targeted,
+            (COALESCE(sum(x.n) FILTER (WHERE (x.status = 'sent'::text)), (0)::numeric))::bigint AS sent
+           FROM ( SELECT deliveries.campaign_id,
+                    deliveries.variant,
+                    deliveries.status,
+                    count(*) AS n
+                   FROM public.deliveries
+                  WHERE ((deliveries.kind = 'campaign'::text) AND (deliveries.variant IS NOT NULL))
+                  GROUP BY deliveries.campaign_id, deliveries.variant, deliveries.status
+                UNION ALL
+                 SELECT pruned_delivery_counts.campaign_id,
+                    pruned_delivery_counts.variant,
+                    pruned_delivery_counts.status,
+                    pruned_delivery_counts.deliveries
+                   FROM public.pruned_delivery_counts
+                  WHERE (pruned_delivery_counts.variant IS NOT NULL)) x
+          GROUP BY x.campaign_id, x.variant
         ), r AS (
          SELECT dl.campaign_id,
             dl.variant,
@@ -2411,7 +2654,17 @@ CREATE VIEW analyst.variant_comparison AS
             count(*) FILTER (WHERE (r.action = 'com.apple.UNNotificationDismissActionIdentifier'::text)) AS dismissed,
             count(*) FILTER (WHERE (r.text IS NOT NULL)) AS typed_answers
            FROM (public.replies r
-             JOIN public.deliveries dl ON (((dl.id = r.delivery_id) AND (dl.kind = 'campaign'::text) AND (dl.variant IS NOT NULL))))
+             JOIN ( SELECT deliveries.id,
+                    deliveries.campaign_id,
+                    deliveries.variant
+                   FROM public.deliveries
+                  WHERE ((deliveries.kind = 'campaign'::text) AND (deliveries.variant IS NOT NULL))
+                UNION ALL
+                 SELECT pruned_answered_deliveries.id,
+                    pruned_answered_deliveries.campaign_id,
+                    pruned_answered_deliveries.variant
+                   FROM public.pruned_answered_deliveries
+                  WHERE (pruned_answered_deliveries.variant IS NOT NULL)) dl ON ((dl.id = r.delivery_id)))
           GROUP BY dl.campaign_id, dl.variant
         ), f AS (
          SELECT v.campaign_id,
@@ -2516,6 +2769,27 @@ CREATE VIEW public.app_current_credentials AS
      CROSS JOIN ( VALUES ('production'::text), ('sandbox'::text)) e(environment))
      JOIN public.app_credentials c ON (((c.app = a.name) AND ((c.environment = e.environment) OR (c.environment = 'any'::text)) AND (c.retired_at IS NULL))))
   ORDER BY a.name, e.environment, c.added_at DESC, c.name;
+
+--
+-- Name: approval_grants; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.approval_grants (
+    xact xid8 NOT NULL,
+    campaign_id bigint NOT NULL
+);
+
+--
+-- Name: campaign_approval_columns; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.campaign_approval_columns (
+    column_name text NOT NULL,
+    written_by text NOT NULL,
+    withdraws text,
+    why text NOT NULL,
+    CONSTRAINT campaign_approval_columns_written_by_check CHECK ((written_by = ANY (ARRAY['marketer'::text, 'herald'::text])))
+);
 
 --
 -- Name: campaign_approvals; Type: TABLE; Schema: public; Owner: -
@@ -2841,6 +3115,36 @@ CREATE TABLE public.settings (
 );
 
 --
+-- Name: settings_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.settings_changes (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    by_role text NOT NULL,
+    setting text NOT NULL,
+    old_value text,
+    new_value text
+);
+
+--
+-- Name: settings_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.settings_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: settings_changes_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.settings_changes_id_seq OWNED BY public.settings_changes.id;
+
+--
 -- Name: snapshot_caps; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2940,6 +3244,12 @@ ALTER TABLE ONLY public.runs ALTER COLUMN id SET DEFAULT nextval('public.runs_id
 ALTER TABLE ONLY public.segments ALTER COLUMN id SET DEFAULT nextval('public.segments_id_seq'::regclass);
 
 --
+-- Name: settings_changes id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.settings_changes ALTER COLUMN id SET DEFAULT nextval('public.settings_changes_id_seq'::regclass);
+
+--
 -- Name: users id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -2960,6 +3270,13 @@ ALTER TABLE ONLY public.app_credentials
     ADD CONSTRAINT app_credentials_pkey PRIMARY KEY (app, name);
 
 --
+-- Name: approval_grants approval_grants_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.approval_grants
+    ADD CONSTRAINT approval_grants_pkey PRIMARY KEY (xact, campaign_id);
+
+--
 -- Name: apps apps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2972,6 +3289,13 @@ ALTER TABLE ONLY public.apps
 
 ALTER TABLE ONLY public.apps
     ADD CONSTRAINT apps_topic_key UNIQUE (topic);
+
+--
+-- Name: campaign_approval_columns campaign_approval_columns_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_approval_columns
+    ADD CONSTRAINT campaign_approval_columns_pkey PRIMARY KEY (column_name);
 
 --
 -- Name: campaign_approvals campaign_approvals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3065,11 +3389,25 @@ ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_token_key UNIQUE (token);
 
 --
+-- Name: pruned_answered_deliveries pruned_answered_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pruned_answered_deliveries
+    ADD CONSTRAINT pruned_answered_deliveries_pkey PRIMARY KEY (id);
+
+--
 -- Name: pruned_campaigns pruned_campaigns_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.pruned_campaigns
     ADD CONSTRAINT pruned_campaigns_pkey PRIMARY KEY (campaign_id);
+
+--
+-- Name: pruned_lift_assignments pruned_lift_assignments_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pruned_lift_assignments
+    ADD CONSTRAINT pruned_lift_assignments_pkey PRIMARY KEY (campaign_id, user_id);
 
 --
 -- Name: receipts receipts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3112,6 +3450,13 @@ ALTER TABLE ONLY public.segments
 
 ALTER TABLE ONLY public.segments
     ADD CONSTRAINT segments_pkey PRIMARY KEY (id);
+
+--
+-- Name: settings_changes settings_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.settings_changes
+    ADD CONSTRAINT settings_changes_pkey PRIMARY KEY (id);
 
 --
 -- Name: settings settings_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3298,10 +3643,28 @@ CREATE INDEX devices_app ON public.devices USING btree (app) WHERE (app <> 'defa
 CREATE INDEX devices_user ON public.devices USING btree (user_id);
 
 --
+-- Name: pruned_answered_deliveries_campaign; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX pruned_answered_deliveries_campaign ON public.pruned_answered_deliveries USING btree (campaign_id);
+
+--
 -- Name: pruned_delivery_counts_once; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX pruned_delivery_counts_once ON public.pruned_delivery_counts USING btree (campaign_id, status, reason) NULLS NOT DISTINCT;
+CREATE UNIQUE INDEX pruned_delivery_counts_once ON public.pruned_delivery_counts USING btree (campaign_id, app, variant, status, reason) NULLS NOT DISTINCT;
+
+--
+-- Name: pruned_lift_assignments_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX pruned_lift_assignments_user ON public.pruned_lift_assignments USING btree (user_id);
+
+--
+-- Name: pruned_sent_minutes_once; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX pruned_sent_minutes_once ON public.pruned_sent_minutes USING btree (campaign_id, minute) NULLS NOT DISTINCT;
 
 --
 -- Name: pruned_test_deliveries_campaign; Type: INDEX; Schema: public; Owner: -
@@ -3415,10 +3778,28 @@ CREATE OR REPLACE VIEW analyst.series AS
   GROUP BY s.id;
 
 --
+-- Name: actions actions_approval_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER actions_approval_guard AFTER UPDATE ON public.actions FOR EACH ROW EXECUTE FUNCTION public.herald_category_approval_guard();
+
+--
 -- Name: actions actions_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER actions_check BEFORE INSERT OR UPDATE ON public.actions FOR EACH ROW EXECUTE FUNCTION public.herald_action_check();
+
+--
+-- Name: approval_grants approval_grants_owner_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER approval_grants_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.approval_grants FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
+
+--
+-- Name: campaign_approvals campaign_approvals_owner_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaign_approvals_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.campaign_approvals FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
 
 --
 -- Name: campaign_variants campaign_variants_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -3505,10 +3886,22 @@ CREATE TRIGGER campaigns_snapshot_caps_done AFTER UPDATE OF status ON public.cam
 CREATE TRIGGER campaigns_status_audit AFTER INSERT OR UPDATE OF status ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_status_audit();
 
 --
+-- Name: categories categories_approval_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER categories_approval_guard AFTER UPDATE ON public.categories FOR EACH ROW EXECUTE FUNCTION public.herald_category_approval_guard();
+
+--
 -- Name: categories categories_apps_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER categories_apps_check BEFORE INSERT OR UPDATE OF apps ON public.categories FOR EACH ROW EXECUTE FUNCTION public.herald_check_category_apps();
+
+--
+-- Name: category_actions category_actions_approval_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER category_actions_approval_guard AFTER INSERT OR DELETE OR UPDATE ON public.category_actions FOR EACH ROW EXECUTE FUNCTION public.herald_category_approval_guard();
 
 --
 -- Name: category_actions category_actions_at_most_4; Type: TRIGGER; Schema: public; Owner: -
@@ -3539,6 +3932,24 @@ CREATE TRIGGER replies_added_delivery AFTER INSERT ON public.replies REFERENCING
 --
 
 CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON public.replies FOR EACH ROW EXECUTE FUNCTION public.herald_reply_delivery();
+
+--
+-- Name: segments segments_approval_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER segments_approval_guard AFTER UPDATE ON public.segments FOR EACH ROW EXECUTE FUNCTION public.herald_segment_approval_guard();
+
+--
+-- Name: settings_changes settings_changes_owner_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER settings_changes_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.settings_changes FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
+
+--
+-- Name: settings settings_guard; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER settings_guard BEFORE UPDATE ON public.settings FOR EACH ROW EXECUTE FUNCTION public.herald_settings_guard();
 
 --
 -- Name: users users_deleted_replies; Type: TRIGGER; Schema: public; Owner: -
@@ -3645,6 +4056,13 @@ ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 --
+-- Name: pruned_answered_deliveries pruned_answered_deliveries_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pruned_answered_deliveries
+    ADD CONSTRAINT pruned_answered_deliveries_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.pruned_campaigns(campaign_id);
+
+--
 -- Name: pruned_campaigns pruned_campaigns_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3657,6 +4075,27 @@ ALTER TABLE ONLY public.pruned_campaigns
 
 ALTER TABLE ONLY public.pruned_delivery_counts
     ADD CONSTRAINT pruned_delivery_counts_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.pruned_campaigns(campaign_id);
+
+--
+-- Name: pruned_lift_assignments pruned_lift_assignments_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pruned_lift_assignments
+    ADD CONSTRAINT pruned_lift_assignments_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.pruned_campaigns(campaign_id);
+
+--
+-- Name: pruned_lift_assignments pruned_lift_assignments_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pruned_lift_assignments
+    ADD CONSTRAINT pruned_lift_assignments_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: pruned_sent_minutes pruned_sent_minutes_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pruned_sent_minutes
+    ADD CONSTRAINT pruned_sent_minutes_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.pruned_campaigns(campaign_id);
 
 --
 -- Name: pruned_test_deliveries pruned_test_deliveries_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
