@@ -79,6 +79,20 @@ public struct AppStore: Sendable {
         self.logger = logger
     }
 
+    /// Every app's name, topic and registration keys, `default` first: what
+    /// `herald serve` checks registrations with, and all that `herald_intake`
+    /// may read of the apps (no credentials, no display names).
+    public func registrationKeys() async throws -> [AppRecord] {
+        var apps: [AppRecord] = []
+        for try await (name, topic, keys) in try await client.query("""
+            SELECT name, topic, registration_keys FROM apps
+            ORDER BY name <> 'default', name
+            """, logger: logger).decode((String, String?, [String]).self) {
+            apps.append(AppRecord(name: name, displayName: name, topic: topic, registrationKeys: keys))
+        }
+        return apps
+    }
+
     /// Every app with its credentials, `default` first.
     public func all() async throws -> [AppRecord] {
         var apps: [AppRecord] = []

@@ -61,7 +61,7 @@ struct ServeReload: Service {
 /// The keys `herald serve` checks with, from the configuration and the apps table.
 func serveKeys(_ config: HeraldConfiguration, apps: AppStore) async throws -> (ReplyTokens, [String: AppTokenVerifier]) {
     let tokens = try requireReplyTokens(config)
-    let records = try await apps.all()
+    let records = try await apps.registrationKeys()
     let verifiers: [String: AppTokenVerifier]
     do {
         verifiers = try await AppKeys.verifiers(apps: records, defaultPEM: config.serve.appJWTPublicKeyPEM,
