@@ -202,12 +202,17 @@ extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
 }
 
-/// A fault of the connection to PostgreSQL (down, restarting, out of
-/// connections), as opposed to a statement it refused: transient, so 503.
+/// A transient fault of PostgreSQL (down, restarting, failing over, out of
+/// connections, a deadlock, a serialization failure, a lock or statement
+/// timeout), as opposed to a statement it refused: 503, and the client
+/// retries. `DatabaseFault.isTransient` owns the list of SQLSTATEs; an error
+/// of the connection itself, with none, counts as transient here too.
 func isDatabaseUnavailable(_ error: any Error) -> Bool {
+    if let transaction = error as? PostgresTransactionError {
+        return (transaction.closureError ?? transaction.commitError ?? transaction.beginError).map(isDatabaseUnavailable) ?? false
+    }
     if error is DatabaseCallTimedOut { return true }
     guard let psql = error as? PSQLError else { return false }
-    guard let state = psql.serverInfo?[.sqlState] else { return true }
-    // 08 connection exception, 53 insufficient resources, 57 operator intervention.
-    return state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57")
+    guard psql.serverInfo?[.sqlState] != nil else { return true }
+    return DatabaseFault.isTransient(psql)
 }

@@ -86,6 +86,40 @@ struct IntakeTests {
         }
     }
 
+    /// A transient fault the server reports for a statement (here a lock
+    /// timeout, 55P03, while another session holds the replies table) is 503
+    /// with Retry-After, never 500; once the lock is gone the same reply is
+    /// stored.
+    @Test func aLockTimeoutIsAnswered503WithRetryAfter() async throws {
+        try await TestDatabase.with { admin, config in
+            try await admin.exec(Fixtures.threeDeliveries)
+            try await admin.exec("ALTER DATABASE \(config.database) SET lock_timeout = '300ms'")
+            try await withPostgres(config, logger: TestDatabase.logger) { client in
+                let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
+                                         tokens: ReplyTokens(secret: IntakeTests.secret), logger: TestDatabase.logger)
+                let app = Application(router: IntakeServer.router(intake: intake))
+                let body = Self.reply(delivery: 1, action: "love_it")
+                try await app.test(.live) { http in
+                    try await admin.withConnection { holder in
+                        _ = try await holder.query("BEGIN", logger: TestDatabase.logger)
+                        _ = try await holder.query("LOCK TABLE replies, deliveries IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.logger)
+                        for _ in 0..<3 {
+                            try await http.execute(uri: "/v1/replies", method: .post, headers: [.contentType: "application/json"],
+                                                   body: ByteBuffer(string: body)) { response in
+                                #expect(response.status.code == 503, "\(String(buffer: response.body))")
+                                #expect(response.headers[.retryAfter] != nil)
+                                #expect(String(buffer: response.body).contains("\"unavailable\""))
+                            }
+                        }
+                        _ = try await holder.query("ROLLBACK", logger: TestDatabase.logger)
+                    }
+                    #expect(try await post(http, body).0 == 202)
+                }
+            }
+            #expect(try await admin.scalar("SELECT count(*) FROM replies", as: Int64.self) == 1)
+        }
+    }
+
     @Test func aReplyRetriedFiveTimesIsStoredOnce() async throws {
         try await withIntake { intake, db in
             let app = Application(router: IntakeServer.router(intake: intake))
