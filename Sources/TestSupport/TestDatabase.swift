@@ -33,6 +33,37 @@ public enum TestDatabase {
         return try DatabaseConfiguration(url: url, maxConnections: 4)
     }
 
+    /// `database` as a login role that is a member of `group` alone
+    /// (`herald_job`, `herald_intake`, `herald_analyst`, …), as
+    /// docs/operators.md ("Database roles") has each process log in. The role
+    /// belongs to the server and stays for the next test: `herald_t_<group>`.
+    public static func member(of group: String, _ database: DatabaseConfiguration) async throws -> DatabaseConfiguration {
+        let role = "herald_t_" + group.replacingOccurrences(of: "herald_", with: "") + "_login"
+        try await withPostgres(database, logger: logger) { client in
+            // Two tests may make it at once: the loser's error is harmless.
+            for attempt in 1...5 {
+                do {
+                    try await client.query(PostgresQuery(unsafeSQL: """
+                        DO $$ BEGIN
+                            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(role)') THEN
+                                CREATE ROLE \(role) LOGIN IN ROLE \(group);
+                            ELSIF NOT pg_has_role('\(role)', '\(group)', 'MEMBER') THEN
+                                GRANT \(group) TO \(role);
+                            END IF;
+                        END $$
+                        """), logger: logger)
+                    break
+                } catch where attempt < 5 {
+                    try await Task.sleep(for: .milliseconds(50 * attempt))
+                }
+            }
+        }
+        var config = database
+        config.username = role
+        config.password = nil
+        return config
+    }
+
     /// Runs `body` against a new database: migrated (from the template) or empty.
     public static func with<T: Sendable>(
         migrated: Bool = true,

@@ -33,7 +33,7 @@ extension FaultSuite {
                 // Every answer takes 2 s: a 1 s grace cannot see them all through.
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "2000"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_STOP_GRACE_SECONDS": "1",
                 ])
                 var runs = 1
@@ -91,7 +91,7 @@ extension FaultSuite {
                 }
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "40"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "20", "HERALD_OUTAGE_BUDGET_SECONDS": "6", "HERALD_DB_OUTAGE_SECONDS": "60",
                 ])
                 try await sim.stop()

@@ -29,7 +29,7 @@ extension FaultSuite {
                 }
                 let sim = try SimulatorProcess(directory: dir, faults: ["--fail-503", "0.05", "--latency-ms", "25"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_BATCH_SIZE": "200", "HERALD_CAMPAIGNS_AT_ONCE": "3",
                 ])
                 func allCompleted() async throws -> Bool {

@@ -60,7 +60,7 @@ struct FaultSuite {
                     "--fail-503", "0.1", "--fail-429", "0.02", "--goaway-after", "1000", "--latency-ms", "25",
                 ])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_BATCH_SIZE": "400",
                     // The audience in slices of 1,000, 3,000, 12,000 and
                     // 48,000 device ids: sending starts on the first while
@@ -138,7 +138,7 @@ struct FaultSuite {
                 let campaign = try await Self.campaign(client, devices: devices, name: "Outage", collapseID: "outage")
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "20", "HERALD_OUTAGE_BUDGET_SECONDS": "90",
                 ])
                 var runs = 1
@@ -181,7 +181,7 @@ struct FaultSuite {
                 let campaign = try await Self.campaign(client, devices: devices, name: "Term", collapseID: "term")
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "20", "HERALD_STOP_GRACE_SECONDS": "5",
                 ])
                 var runs = 1
@@ -219,7 +219,7 @@ struct FaultSuite {
                 let campaign = try await Self.campaign(client, devices: devices, name: "Paused", collapseID: "paused")
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "20",
                 ])
                 var runs = 1
@@ -266,7 +266,7 @@ struct FaultSuite {
                 try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
                 let sim = try SimulatorProcess(directory: dir)
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret())
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret())
                 var runs = 0
                 try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
                 #expect(try await Self.count(client, "SELECT count(*) FROM deliveries") == 0)
@@ -294,7 +294,7 @@ struct FaultSuite {
                 let campaign = try await Self.campaign(client, devices: devices, name: "Dropped", collapseID: "dropped")
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "20",
                 ])
                 var runs = 1
@@ -452,7 +452,7 @@ extension FaultSuite {
                 }
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_DB_OUTAGE_SECONDS": "60",
                 ])
                 var runs = 1
@@ -507,7 +507,7 @@ extension FaultSuite {
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
                 // One notification takes at most 2 × (1 s + 5 s backoff) + 10 s connect: a 30 s lease.
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "APNS_TIMEOUT_SECONDS": "1", "APNS_MAX_ATTEMPTS": "2",
                     "HERALD_LEASE_SECONDS": "30",
                 ])
@@ -572,7 +572,7 @@ extension FaultSuite {
                 // Every answer takes 8 s: a graceful stop would wait for them.
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "8000"])
                 try await sim.start()
-                var env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                var env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "20", "HERALD_STOP_GRACE_SECONDS": "60", "APNS_TIMEOUT_SECONDS": "20",
                     "HERALD_LEASE_SECONDS": "200",
                 ])

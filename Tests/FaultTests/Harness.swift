@@ -298,11 +298,12 @@ func compare(_ scenario: String, client: PostgresClient, accepted: [SimulatorPro
     return f
 }
 
-/// The environment of a `herald run` child.
+/// The environment of a `herald run` child, which logs in as a member of
+/// `herald_job` (docs/operators.md, "Database roles"), never as the owner.
 func workerEnvironment(database: DatabaseConfiguration, simulator: SimulatorProcess, secret: String,
-                       extra: [String: String] = [:]) -> [String: String] {
+                       extra: [String: String] = [:]) async throws -> [String: String] {
     var env = ProcessInfo.processInfo.environment
-    env["DATABASE_URL"] = database.description
+    env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_job", database).description
     env["HERALD_REPLY_SECRET"] = secret
     env["HERALD_SQL_DIR"] = HeraldBinary.repository.appendingPathComponent("Sql").path
     env["LOG_LEVEL"] = "warning"

@@ -49,7 +49,8 @@ extension FaultSuite {
 
                 var env = ProcessInfo.processInfo.environment
                 for key in env.keys where key.hasPrefix("HERALD_") || key.hasPrefix("APNS_") { env[key] = nil }
-                env["DATABASE_URL"] = database.description
+                // herald serve logs in as a member of herald_intake, as docs/operators.md has it.
+                env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
                 env["HERALD_CONFIG"] = config
                 env["HERALD_APP_JWT_PUBLIC_KEY"] = shop.publicKeyPEM
                 env["LOG_LEVEL"] = "notice"

@@ -18,7 +18,7 @@ extension FaultSuite {
                 let sim = try SimulatorProcess(directory: dir)
                 try await sim.start()
                 // A short lease: the killed worker's rows come back within seconds.
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "50", "APNS_MAX_ATTEMPTS": "1", "APNS_TIMEOUT_SECONDS": "2",
                     "HERALD_LEASE_SECONDS": "22",
                 ])

@@ -43,7 +43,8 @@ extension FaultSuite {
                 }
 
                 var env = ProcessInfo.processInfo.environment
-                env["DATABASE_URL"] = database.description
+                // herald serve logs in as a member of herald_intake, as docs/operators.md has it.
+                env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
                 env["HERALD_REPLY_SECRET"] = secret
                 env["LOG_LEVEL"] = "notice"
                 env["HERALD_LOG_FORMAT"] = "json"

@@ -19,7 +19,7 @@ extension FaultSuite {
                     """)
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
                 try await sim.start()
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "HERALD_CONCURRENCY": "\(concurrency)", "APNS_MAX_ATTEMPTS": "1", "APNS_TIMEOUT_SECONDS": "2",
                     "HERALD_LEASE_SECONDS": "22",
                 ])

@@ -22,7 +22,7 @@ extension FaultSuite {
                 let key = dir.appendingPathComponent("run-key.p8").path
                 try FileManager.default.copyItem(atPath: sim.keyPath, toPath: key)
                 #expect(chown(key, user.uid, user.gid) == 0)
-                let env = workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
+                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
                     "APNS_KEY_PATH": key, "HERALD_OUTAGE_BUDGET_SECONDS": "20",
                 ])
                 let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir, user: user)
