@@ -12,22 +12,29 @@ struct AbuseSuiteTests {
         let keys = try await AppKeys.make()
         let replies = HostileTable.cases()
         let registrations = try await HostileTable.registrationCases(keys: keys)
-        let table = replies + registrations
+        let receipts = HostileTable.receiptCases()
+        let conversions = try await HostileTable.conversionCases(keys: keys)
+        let table = replies + registrations + receipts + conversions
         #expect(replies.count >= 500)
         #expect(registrations.count >= 150)
+        #expect(receipts.count >= 250)
+        #expect(conversions.count >= 250)
         let allowedCodes = Set(ReplyError.allCodes + ["malformed_http", "not_found", "method_not_allowed",
                                                        "unsupported_media_type", "headers_too_large", "rate_limited"]
-                               + HostileTable.registrationStatusOfCode.keys)
+                               + HostileTable.registrationStatusOfCode.keys + HostileTable.receiptConversionStatusOfCode.keys)
         try await withIntakeDatabase { intake, db, _ in
             // What the device tables hold before: nothing may change them.
             let snapshot = """
                 SELECT (SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t.id)), '') FROM devices t) || ' ' ||
-                       (SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t.id)), '') FROM users t)
+                       (SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t.id)), '') FROM users t) || ' ' ||
+                       (SELECT count(*) FROM receipts) || ' ' || (SELECT count(*) FROM conversions)
                 """
             let before = try await db.scalar(snapshot, as: String.self)
             let outcome: TableOutcome = try await withServer(intake, app: keys.endpoints(db), limits: unlimited) { port in
                 var registrationStatuses: [Int: Int] = [:]
                 let registrationNames = Set(registrations.map(\.name))
+                var receiptConversionStatuses: [Int: Int] = [:]
+                let receiptConversionNames = Set((receipts + conversions).map(\.name))
                 var byStatus: [Int: Int] = [:]
                 var serverErrors = 0
                 var unanswered = 0
@@ -40,6 +47,7 @@ struct AbuseSuiteTests {
                     }
                     byStatus[response.status, default: 0] += 1
                     if registrationNames.contains(hostile.name) { registrationStatuses[response.status, default: 0] += 1 }
+                    if receiptConversionNames.contains(hostile.name) { receiptConversionStatuses[response.status, default: 0] += 1 }
                     if response.status >= 500 { serverErrors += 1 }
                     var wrong: [String] = []
                     if response.status != hostile.status { wrong.append("status \(response.status), expected \(hostile.status)") }
@@ -56,18 +64,20 @@ struct AbuseSuiteTests {
                 }
                 let figures = registrationStatuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
                 print("abuse: \(registrations.count) of them device registrations; by status: \(figures)")
+                let receiptFigures = receiptConversionStatuses.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
+                print("abuse: \(receipts.count) of them receipts and \(conversions.count) conversions; by status: \(receiptFigures)")
                 return TableOutcome(byStatus: byStatus, serverErrors: serverErrors, unanswered: unanswered, mismatches: mismatches)
             }
             let after = try await db.scalar(snapshot, as: String.self)
             let (byStatus, serverErrors, unanswered, mismatches) = (outcome.byStatus, outcome.serverErrors, outcome.unanswered, outcome.mismatches)
-            let stored = try await db.scalar("SELECT count(*) FROM replies", as: Int64.self) ?? -1
+            let stored = try await db.scalar("SELECT (SELECT count(*) FROM replies) + (SELECT count(*) FROM receipts) + (SELECT count(*) FROM conversions)", as: Int64.self) ?? -1
             let figures = byStatus.sorted { $0.key < $1.key }.map { "\($0.key)×\($0.value)" }.joined(separator: " ")
             print("abuse: \(table.count) hostile requests tried; by status: \(figures); 5xx: \(serverErrors); unanswered: \(unanswered); stored: \(stored)")
             #expect(mismatches.isEmpty, "\(mismatches.count) answers differ:\n\(mismatches.prefix(40).joined(separator: "\n"))")
             #expect(serverErrors == 0)
             #expect(unanswered == 0)
             #expect(stored == 0)
-            #expect(before == after, "a hostile registration changed the devices or users")
+            #expect(before == after, "a hostile request changed the devices or users, or stored a receipt or conversion")
         }
     }
 
