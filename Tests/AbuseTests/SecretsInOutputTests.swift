@@ -1,0 +1,140 @@
+import APNsSimulator
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+
+/// The `herald` executable's own output (stdout and stderr) at every
+/// `LOG_LEVEL`, while runs send with an app on a `.p12` and its password file
+/// and an app on a PEM certificate and private key: neither the password nor
+/// a line of either private key may appear.
+@Suite("Secrets stay out of the herald executable's output", .serialized)
+struct SecretsInOutputTests {
+    static let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// The built executable: `HERALD_BIN`, else `.build/debug/herald` of this checkout.
+    static func herald() throws -> String {
+        if let path = ProcessInfo.processInfo.environment["HERALD_BIN"], !path.isEmpty { return path }
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = repository.appendingPathComponent(".build/debug/herald").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw Missing(what: "no herald executable at \(path): build it with swift build --product herald, or set HERALD_BIN")
+        }
+        return path
+    }
+
+    struct Missing: Error, CustomStringConvertible {
+        var what: String
+        var description: String { what }
+    }
+
+    /// Runs `herald arguments` to its end (at most `limit`), stdout and stderr together.
+    static func run(_ arguments: [String], environment: [String: String], limit: TimeInterval = 120) async throws -> (status: Int32, output: String) {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("herald-output-\(UUID()).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log) }
+        let handle = try FileHandle(forWritingTo: log)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try herald())
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date(timeIntervalSinceNow: limit)
+        while process.isRunning {
+            if Date() > deadline {
+                process.terminate()
+                throw Missing(what: "herald \(arguments.joined(separator: " ")) did not end within \(Int(limit)) s")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try handle.close()
+        return (process.terminationStatus, String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self))
+    }
+
+    /// The base64 lines of a PEM file (its armour left out).
+    static func base64Lines(_ path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).split(whereSeparator: \.isNewline).map(String.init)
+            .filter { !$0.hasPrefix("-----") && $0.count >= 16 }
+    }
+
+    @Test func noLevelPrintsTheP12PasswordOrACertificatesPrivateKey() async throws {
+        let p12Topic = "com.example.p12app", pemTopic = "com.example.pemapp"
+        let sim = try await APNsSimulatorHarness.start(apps: [SimulatedApp(topic: p12Topic, auth: .certificate),
+                                                              SimulatedApp(topic: pemTopic, auth: .certificate)])
+        do {
+            try await TestDatabase.with { client, database in
+                let p12 = try sim.issueClientCertificate(topics: [p12Topic], name: "p12app")
+                let pem = try sim.issueClientCertificate(topics: [pemTopic], name: "pemapp")
+                let password = try String(contentsOfFile: p12.passwordFilePath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+                var secrets: [(String, String)] = [(".p12 password", password)]
+                for (label, issued) in [("the .p12's", p12), ("the PEM certificate's", pem)] {
+                    for (n, line) in try Self.base64Lines(issued.privateKeyPath).enumerated() {
+                        secrets.append(("\(label) private key, line \(n + 1)", line))
+                    }
+                }
+                #expect(secrets.count >= 3 && password.count >= 8)
+
+                try await client.exec(Fixtures.catalogue)
+                try await client.exec(Fixtures.audience(count: 40))
+                try await client.exec("""
+                    INSERT INTO apps (name, display_name, topic) VALUES ('p12app', 'P12 app', '\(p12Topic)'), ('pemapp', 'PEM app', '\(pemTopic)');
+                    UPDATE devices SET app = CASE WHEN id % 2 = 0 THEN 'p12app' ELSE 'pemapp' END;
+                    """)
+
+                var base = ProcessInfo.processInfo.environment
+                for key in base.keys where key.hasPrefix("HERALD_") || key.hasPrefix("APNS_") || key == "LOG_LEVEL" || key.hasPrefix("DATABASE_") {
+                    base[key] = nil
+                }
+                var owner = base
+                owner["DATABASE_URL"] = database.description
+                owner["LOG_LEVEL"] = "trace"
+                var output = ""
+                for command in [["apps", "add-credential", "p12app", "first", "--p12", p12.p12Path, "--password-file", p12.passwordFilePath],
+                                ["apps", "add-credential", "pemapp", "first", "--certificate", pem.certificatePath, "--private-key", pem.privateKeyPath],
+                                ["apps", "list"]] {
+                    let (status, text) = try await Self.run(command, environment: owner)
+                    #expect(status == 0, "herald \(command.joined(separator: " ")): \(text)")
+                    output += text
+                }
+
+                var run = base
+                run["DATABASE_URL"] = try await TestDatabase.member(of: "herald_job", database).description
+                run["HERALD_REPLY_SECRET"] = ReplySecret.generate().base64EncodedString()
+                run["APNS_URL"] = sim.clientConfiguration.baseURLOverride
+                run["APNS_CA_PATH"] = sim.simulator.caCertificatePath
+                var sentByLevel: [String] = []
+                for level in Self.levels {
+                    // A due campaign for each run, so that each sends with both credentials.
+                    try await client.exec(Fixtures.campaign(name: "At \(level)"))
+                    run["LOG_LEVEL"] = level
+                    for format in ["json", "text"] {
+                        run["HERALD_LOG_FORMAT"] = format
+                        let (status, text) = try await Self.run(["run"], environment: run)
+                        #expect(status == 0, "herald run at \(level) (\(format)) exited \(status):\n\(text.suffix(3000))")
+                        output += text
+                    }
+                    let sent = try await client.scalar("""
+                        SELECT count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id JOIN devices v ON v.id = d.device_id
+                        WHERE c.name = 'At \(level)' AND d.status = 'sent' AND v.app IN ('p12app', 'pemapp')
+                        """, as: Int64.self) ?? 0
+                    #expect(sent == 40, "at \(level): \(sent) sent of 40")
+                    sentByLevel.append("\(level) \(sent)")
+                }
+
+                let leaked = secrets.filter { output.contains($0.1) }.map(\.0)
+                print("abuse: herald's own output at \(Self.levels.count) levels (apps add-credential, apps list, run with a .p12 and a PEM key): \(output.count) bytes; sent \(sentByLevel.joined(separator: ", ")); \(secrets.count) secrets looked for, \(leaked.count) found")
+                #expect(output.count > 10_000, "the runs at trace level logged")
+                #expect(leaked.isEmpty, "in herald's output: \(leaked.joined(separator: ", "))")
+            }
+        } catch {
+            await sim.stop()
+            throw error
+        }
+        await sim.stop()
+    }
+}
