@@ -130,11 +130,23 @@ extension FaultSuite {
                 #expect((figures["registration"]?.values.reduce(0, +) ?? 0) >= 100)
                 #expect(reloads() == 3)
 
-                // What was retired is refused now.
-                #expect(try await Self.register(port: server.port, device: 1, user: "u1",
-                                                bearer: try await companionOld.token(user: "u1", app: "companion")) == 401)
+                // The grace period ends: the configuration file names the new secret alone.
+                _ = write("herald.toml", "[reply]\nsecret_file = \"\(newFile)\"\n")
+                try await reload("the previous reply secret retired")
+
+                // What was retired is refused now, with exactly the documented answer.
+                let retiredKey = try await Self.answer(port: server.port, method: "PUT",
+                                                       path: "/v1/devices/\(String(repeating: "01", count: 32))",
+                                                       body: #"{"environment": "production", "user": "u1"}"#,
+                                                       bearer: try await companionOld.token(user: "u1", app: "companion"))
+                #expect(retiredKey.status == 401 && retiredKey.error == "bad_app_token", "the retired registration key: \(retiredKey)")
+                let retiredSecret = try await Self.answer(port: server.port, method: "POST", path: "/v1/replies", body: """
+                    {"delivery": \(deliveries[0]), "token": "\(oldTokens.token(delivery: deliveries[0]))", "action": "love_it", \
+                    "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(UUID().uuidString)"}
+                    """, bearer: nil)
+                #expect(retiredSecret.status == 401 && retiredSecret.error == "bad_token", "the retired reply secret: \(retiredSecret)")
                 #expect(try await Self.postReply(port: server.port, delivery: deliveries[0],
-                                                 token: ReplyTokens(secret: .generate()).token(delivery: deliveries[0])) != 202)
+                                                 token: ReplyTokens(secret: newSecret).token(delivery: deliveries[0])) == 202)
                 try await server.stop()
             }
         }
@@ -178,6 +190,20 @@ extension FaultSuite {
         let token = String(repeating: String(format: "%02x", device % 256), count: 32)
         let body = #"{"environment": "production", "user": "\#(user)", "time_zone": "Europe/Paris", "app_version": "1.0"}"#
         return try await send(port: port, method: "PUT", path: "/v1/devices/\(token)", body: body, bearer: bearer)
+    }
+
+    /// The status and the `error` code of the answer.
+    static func answer(port: Int?, method: String, path: String, body: String, bearer: String?) async throws -> (status: Int, error: String?) {
+        guard let port else { throw Timeout(what: "herald serve is not listening") }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        request.httpBody = Data(body.utf8)
+        request.timeoutInterval = 10
+        let (data, response) = try await replyClients.data(for: request)
+        let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, json?["error"] as? String)
     }
 
     static func send(port: Int?, method: String, path: String, body: String, bearer: String?) async throws -> Int {
