@@ -1,0 +1,115 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Store
+import Testing
+import TestSupport
+
+// MARK: Replies with PostgreSQL killed
+
+extension FaultSuite {
+    /// A reply answered 2xx is committed, and a commit at PostgreSQL's
+    /// default durability survives a crash: a real `herald serve` takes
+    /// replies from concurrent clients while its PostgreSQL is stopped
+    /// twice with `pg_ctl stop -m immediate` (no checkpoint, WAL replayed at
+    /// start); every reply answered 2xx is stored, none twice.
+    @Test func acknowledgedRepliesSurvivePostgresKilledAtDefaultDurability() async throws {
+        try await Self.repliesThroughPostgresKills(durable: true)
+    }
+
+    static func repliesThroughPostgresKills(durable: Bool) async throws {
+        try await withScratch { dir in
+            let cluster = try await DedicatedCluster.start(in: dir, durable: durable)
+            do {
+                let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
+                let count = 600
+                let deliveries = try await withPostgres(database, logger: TestDatabase.logger) { client in
+                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                    return try await sentDeliveries(client, devices: count)
+                }
+                let secret = replySecret()
+                let tokens = ReplyTokens(secret: try ReplySecret(base64: secret))
+                let replies = deliveries.map { delivery in
+                    let id = UUID()
+                    return PendingReply(id: id, body: Data("""
+                        {"delivery": \(delivery), "token": "\(tokens.token(delivery: delivery))", "action": "love_it", \
+                        "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(id.uuidString)"}
+                        """.utf8))
+                }
+                var env = ProcessInfo.processInfo.environment
+                env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
+                env["HERALD_REPLY_SECRET"] = secret
+                env["LOG_LEVEL"] = "notice"
+                env["HERALD_LOG_FORMAT"] = "json"
+                env["HERALD_RATE_ADDRESS"] = "1000000"
+                env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
+                env["HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS"] = "64"
+                let server = IntakeServerProcess(environment: env, directory: dir)
+                try await server.start()
+
+                let ledger = ReplyLedger()
+                let senders = Task {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for lane in 0..<12 {
+                            group.addTask {
+                                for index in stride(from: lane, to: replies.count, by: 12) {
+                                    try await Self.sendUntilAnswered(replies[index], server: server, ledger: ledger)
+                                }
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                }
+                // Killed while replies are being stored: what was answered just before must survive.
+                let clock = ContinuousClock()
+                let began = clock.now
+                var phases: [String] = []
+                for share in [1, 2] {
+                    try await waitUntil("\(share)/3 of the replies answered", limit: .seconds(120)) {
+                        await ledger.answered >= share * count / 3
+                    }
+                    let killed = clock.now
+                    let before = await ledger.answered
+                    try await cluster.kill(down: .seconds(1))
+                    let up = clock.now
+                    try await waitUntil("a reply answered after the kill", limit: .seconds(120)) { await ledger.answered > before }
+                    phases.append("killed at \(before) answered, down \(Self.seconds(up - killed)) s, answering again \(Self.seconds(clock.now - up)) s later")
+                }
+                try await senders.value
+                phases.append("\(Self.seconds(clock.now - began)) s in all")
+                try await server.stop()
+
+                let answered = await ledger.snapshot()
+                let timeline = phases.joined(separator: "; ")
+                try await withPostgres(database, logger: TestDatabase.logger) { client in
+                    let fsync = try await client.scalar("SHOW fsync", as: String.self)
+                    let commit = try await client.scalar("SHOW synchronous_commit", as: String.self)
+                    var rows: [UUID: Int] = [:]
+                    for try await id in try await client.query("SELECT reply_id FROM replies", logger: TestDatabase.logger)
+                        .decode(UUID.self) { rows[id, default: 0] += 1 }
+                    let lost = answered.statuses.keys.filter { rows[$0] == nil }.count
+                    let doubled = rows.values.filter { $0 > 1 }.count
+                    print("fault suite [replies, postgres killed twice, fsync \(fsync ?? "?"), synchronous_commit \(commit ?? "?")]: "
+                          + "\(replies.count) sent, \(answered.statuses.count) answered 2xx "
+                          + "(\(answered.statuses.values.filter { $0 == 202 }.count) stored, "
+                          + "\(answered.statuses.values.filter { $0 == 200 }.count) duplicate), "
+                          + "\(answered.retries) retries, \(rows.count) rows, \(lost) lost, \(doubled) doubled; \(timeline)")
+                    if durable {
+                        #expect(fsync == "on" && commit == "on", "the scenario's PostgreSQL runs at its default durability")
+                    }
+                    #expect(answered.statuses.count == replies.count)
+                    #expect(lost == 0)
+                    #expect(doubled == 0)
+                    #expect(rows.count == replies.count)
+                    // The kills landed while replies were coming: some were refused (503) or cut off.
+                    #expect(answered.retries > 0)
+                }
+            } catch {
+                print("herald serve's log, last lines:\n\(dir.children.filter { $0.name == "serve" }.map { $0.tail(30) }.joined(separator: "\n--\n"))")
+                await cluster.wipe()
+                throw error
+            }
+            await cluster.wipe()
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import PostgresNIO
+import TestSupport
+
+/// Reading the simulator's accepted log against the ledger.
+extension FaultSuite {
+    /// The most entries of `times` (milliseconds) in any window of `window` milliseconds.
+    static func mostInAnyWindow(_ times: [Int64], window: Int64 = 10_000) -> Int {
+        let sorted = times.sorted()
+        var most = 0
+        var start = 0
+        for end in sorted.indices {
+            while sorted[end] - sorted[start] >= window { start += 1 }
+            most = max(most, end - start + 1)
+        }
+        return most
+    }
+
+    /// The devices APNs accepted a notification for whose delivery the
+    /// ledger does not show as sent and run `run` still holds (in flight):
+    /// what a kill -9 of that run leaves for the next run to send again.
+    static func acceptedNotRecorded(_ client: PostgresClient, tokens: Set<String>, campaign: Int64,
+                                    heldBy run: Int64) async throws -> Set<String> {
+        var out: Set<String> = []
+        let list = Array(tokens)
+        let rows = try await client.query("""
+            SELECT dv.token FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+            WHERE d.campaign_id = \(campaign) AND d.status = 'in_flight' AND d.claimed_by = \(run)
+              AND dv.token = ANY(\(list))
+            """, logger: TestDatabase.logger)
+        for try await token in rows.decode(String.self) { out.insert(token) }
+        return out
+    }
+
+    /// The run a `herald run` process registered (nil before it did).
+    static func runID(_ client: PostgresClient, pid: Int32) async throws -> Int64? {
+        try await client.scalar("SELECT max(id) FROM runs WHERE pid = \(Int(pid))", as: Int64?.self) ?? nil
+    }
+
+    /// A duration in seconds, one decimal, for the printed figures.
+    static func seconds(_ d: Duration) -> String {
+        String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
+    }
+
+    /// Each line of the accepted log: its `at` (milliseconds) and the delivery its payload names.
+    static func acceptedAt(_ path: String) throws -> [(at: Int64, delivery: Int64?)] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return try data.split(separator: UInt8(ascii: "\n")).compactMap { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                  let at = (object["at"] as? NSNumber)?.int64Value else { return nil }
+            let herald = (object["payload"] as? [String: Any])?["herald"] as? [String: Any]
+            return (at, (herald?["d"] as? NSNumber)?.int64Value)
+        }
+    }
+}
