@@ -223,9 +223,6 @@ public struct CampaignRun: Sendable {
         let runID = try await db("begin the run") {
             try await runs.beginRun(host: options.host, pid: pid, dryRun: options.dryRun, lease: options.lease)
         }
-        let own = OwnRun(database: ObjectIdentifier(stores.client), run: runID)
-        Self.ownRuns.withLockedValue { _ = $0.insert(own) }
-        defer { Self.ownRuns.withLockedValue { _ = $0.remove(own) } }
         var logger = self.logger
         logger[metadataKey: "run"] = "\(runID)"
         let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
@@ -237,6 +234,10 @@ public struct CampaignRun: Sendable {
         var recovered = 0
         var refresh = ConfigRefreshSummary()
         var series = SeriesSummary()
+        // Not a child of the group below: a call on a connection that never
+        // answers must not keep the run from ending; cancelled when it does.
+        let session = options.dryRun ? nil : Task { [logger] in await Self.holdSession(runs: runs, run: runID, logger: logger) }
+        defer { session?.cancel() }
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if !options.dryRun {
@@ -245,11 +246,7 @@ public struct CampaignRun: Sendable {
                 }
                 defer { group.cancelAll() }
                 if !options.dryRun {
-                    let others = try await db("find live runs") { try await runs.otherLiveRuns(than: runID) }
-                    let gone = others.filter {
-                        Self.isGone(run: OwnRun(database: own.database, run: $0.id), host: $0.host, pid: $0.pid,
-                                    localHost: options.host, ownPID: pid)
-                    }.map(\.id)
+                    let gone = try await db("find runs that are gone") { try await runs.goneRuns(besides: runID) }
                     recovered = try await db("recover abandoned deliveries") {
                         try await runs.recoverAbandoned(currentRun: runID, deadRuns: gone, lease: options.lease)
                     }
@@ -329,25 +326,34 @@ public struct CampaignRun: Sendable {
         }
     }
 
-    /// A run of this host whose process no longer exists is gone, and so is
-    /// a run with this process's id that this process did not start (an
-    /// earlier process with the same id: a restarted container's pid 1).
-    static func isGone(run: OwnRun, host: String, pid: Int32, localHost: String, ownPID: Int32) -> Bool {
-        guard host == localHost else { return false }
-        if pid == ownPID { return !ownRuns.withLockedValue { $0.contains(run) } }
-        return kill(pid, 0) != 0 && errno == ESRCH
+    /// Holds the run's lock on a database session of its own for as long as
+    /// the run lasts, confirming it every 2 s and taking it again on a new
+    /// connection after a restart or failover (Sql/0034): other runs read
+    /// the run as gone once that session is, whatever host or PID namespace
+    /// the two processes are in.
+    static func holdSession(runs: RunStore, run: Int64, logger: Logger) async {
+        while !Task.isCancelled {
+            do {
+                try await runs.client.withConnection { connection in
+                    do {
+                        while !Task.isCancelled {
+                            let held = try await DatabaseRetry.withDeadline(.seconds(5), what: "hold the run's session") {
+                                try await runs.holdRun(run, on: connection)
+                            }
+                            if !held { logger.warning("another session holds this run's lock") }
+                            try await Task.sleep(for: .seconds(2))
+                        }
+                    } catch is CancellationError {}
+                    // The connection goes back to the pool: without its lock.
+                    try? await runs.releaseRun(run, on: connection)
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("could not hold the run's session", metadata: ["error": "\(StoreError.describe(error))"])
+                do { try await Task.sleep(for: .seconds(1)) } catch { return }
+            }
+        }
     }
-
-    /// A run of this process, on the database its client reaches: run ids
-    /// are a database's own, and one process may run on several (tests
-    /// running in parallel; one's run 1 is not another's).
-    struct OwnRun: Hashable {
-        var database: ObjectIdentifier
-        var run: Int64
-    }
-
-    /// The runs this process started (and has not finished).
-    static let ownRuns = NIOLockedValueBox<Set<OwnRun>>([])
 
     /// Sends the due campaigns in `DueOrder`, up to `campaignsAtOnce` at a
     /// time (one in a dry run, whose payloads are one stream), each from a

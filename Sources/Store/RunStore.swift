@@ -20,7 +20,7 @@ public struct RunFigures: Sendable, Hashable {
 
 /// Runs and their leases: a run's row holds the one lease of every delivery
 /// it claimed (`runs.lease_expires_at`), renewed while it lives; a run that
-/// stops renewing, or whose process is gone, gives its claims back.
+/// stops renewing, or whose database session is gone, gives its claims back.
 public struct RunStore: Sendable {
     public let client: PostgresClient
     public let logger: Logger
@@ -119,19 +119,38 @@ public struct RunStore: Sendable {
         return false
     }
 
-    /// Runs still marked running, for the liveness check of `recoverAbandoned`.
-    public func otherLiveRuns(than run: Int64) async throws -> [(id: Int64, host: String, pid: Int32)] {
+    /// Takes (or confirms) `run`'s lock on the session of `connection`, a
+    /// connection the run keeps for its life (Sql/0034); false when another
+    /// session holds it.
+    public func holdRun(_ run: Int64, on connection: PostgresConnection) async throws -> Bool {
+        for try await held in try await connection.query("SELECT herald_hold_run(\(run))", logger: logger).decode(Bool.self) {
+            return held
+        }
+        return false
+    }
+
+    /// Gives `run`'s lock back on the session of `connection`.
+    public func releaseRun(_ run: Int64, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            "SELECT pg_advisory_unlock(1213352004, herald_run_lock_key(\(run)))", logger: logger)
+    }
+
+    /// Other runs still marked running whose own database session is gone
+    /// (Sql/0034's rule, `herald_run_gone`), for `recoverAbandoned`.
+    public func goneRuns(besides run: Int64) async throws -> [Int64] {
         let rows = try await client.query("""
-            SELECT id, host, pid FROM runs WHERE status = 'running' AND id <> \(run) AND NOT dry_run
+            SELECT id FROM runs
+            WHERE status = 'running' AND id <> \(run) AND NOT dry_run AND herald_run_gone(id)
+            ORDER BY id
             """, logger: logger)
-        var out: [(id: Int64, host: String, pid: Int32)] = []
-        for try await (id, host, pid) in rows.decode((Int64, String, Int32).self) { out.append((id, host, pid)) }
+        var out: [Int64] = []
+        for try await id in rows.decode(Int64.self) { out.append(id) }
         return out
     }
 
     /// Runs that stopped renewing for a whole lease (crashed, hung, cut off
     /// from the database), and `deadRuns` (runs known to be gone: their
-    /// process no longer exists), are marked failed, and the deliveries they
+    /// database session ended), are marked failed, and the deliveries they
     /// held go back to the queue. (A claim also takes over the deliveries of
     /// a run whose lease lapsed, without waiting for this.)
     public func recoverAbandoned(currentRun: Int64, deadRuns: [Int64], lease: Duration) async throws -> Int {

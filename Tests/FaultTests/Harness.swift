@@ -44,8 +44,9 @@ final class Child {
     let name: String
 
     /// `user`: run as that uid and gid (through setpriv; the tests run as root).
+    /// `wrapper`: a command that runs `herald` (e.g. unshare into a PID namespace).
     init(name: String, arguments: [String], environment: [String: String], directory scratch: Scratch,
-         user: (uid: UInt32, gid: UInt32)? = nil) throws {
+         user: (uid: UInt32, gid: UInt32)? = nil, wrapper: [String] = []) throws {
         self.name = name
         output = scratch.directory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
@@ -54,6 +55,9 @@ final class Child {
             process.executableURL = URL(fileURLWithPath: Self.setpriv)
             process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--",
                                  try HeraldBinary.path()] + arguments
+        } else if let command = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = Array(wrapper.dropFirst()) + [try HeraldBinary.path()] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: try HeraldBinary.path())
             process.arguments = arguments
