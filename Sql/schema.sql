@@ -776,6 +776,30 @@ CREATE FUNCTION public.herald_held_out(p_campaign bigint, p_user bigint, p_holdo
 $$;
 
 --
+-- Name: herald_hold_run(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_hold_run(p_run bigint) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    v_held boolean;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_locks
+               WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
+                 AND classid = 1213352004 AND objid = herald_run_lock_key(p_run) AND objsubid = 2) THEN
+        v_held := true;
+    ELSE
+        v_held := pg_try_advisory_lock(1213352004, herald_run_lock_key(p_run));
+    END IF;
+    IF v_held THEN
+        UPDATE runs SET session_server = pg_postmaster_start_time(), session_at = now()
+        WHERE id = p_run AND status = 'running';
+    END IF;
+    RETURN v_held;
+END $$;
+
+--
 -- Name: herald_is_locale(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -845,6 +869,7 @@ BEGIN
                            category_id, custom, sensitive, send_at, send_at_local, local_missed, expires_at,
                            priority, collapse_id, thread_id, interruption_level, relevance_score, sound,
                            quiet_hours, frequency_capped, rate_per_minute, finish_within,
+                           holdout_pct, conversion_event, attribution_window,
                            series_id, occurrence, open_until)
     VALUES (s.name || ' #' || p_number, s.kind, 'scheduled', s.segment_id, s.content, s.default_locale,
             s.media_url, s.media_type, s.category_id, s.custom, s.sensitive, v_send_at, v_local,
@@ -853,6 +878,7 @@ BEGIN
                  ELSE v_send_at + (s.expires_at - s.send_at) END,
             s.priority, s.collapse_id, s.thread_id, s.interruption_level, s.relevance_score, s.sound,
             s.quiet_hours, s.frequency_capped, s.rate_per_minute, s.finish_within,
+            s.holdout_pct, s.conversion_event, s.attribution_window,
             p_series, p_number, CASE WHEN s.on_segment_entry THEN coalesce(p_open_until, 'infinity') END)
     ON CONFLICT (series_id, occurrence) WHERE series_id IS NOT NULL DO NOTHING
     RETURNING id INTO v_id;
@@ -1124,6 +1150,30 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.herald_reply_targets(ids bigint[]) IS 'the deliveries among ids that exist, with their campaign, device, user and category (the reply intake''s lookup)';
+
+--
+-- Name: herald_run_gone(bigint, interval); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_run_gone(p_run bigint, p_grace interval DEFAULT '00:00:15'::interval) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT r.session_server IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM pg_locks l
+                       WHERE l.locktype = 'advisory' AND l.granted
+                         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                         AND l.classid = 1213352004 AND l.objid = herald_run_lock_key(r.id) AND l.objsubid = 2)
+       AND (r.session_server = pg_postmaster_start_time() OR r.session_at < now() - p_grace)
+    FROM runs r WHERE r.id = p_run
+$$;
+
+--
+-- Name: herald_run_lock_key(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_run_lock_key(p_run bigint) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT (p_run % 2147483647)::integer $$;
 
 --
 -- Name: herald_segment_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
@@ -2446,6 +2496,8 @@ CREATE TABLE public.runs (
     lease_expires_at timestamp with time zone,
     claimed_campaigns bigint[] DEFAULT '{}'::bigint[] NOT NULL,
     claimed_refreshes boolean DEFAULT false NOT NULL,
+    session_server timestamp with time zone,
+    session_at timestamp with time zone,
     CONSTRAINT "run status must be running, succeeded, stopped or failed" CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'stopped'::text, 'failed'::text])))
 );
 
