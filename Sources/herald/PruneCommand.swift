@@ -30,6 +30,8 @@ struct PruneCommand: AsyncParsableCommand {
     @Option(help: "Before dropping, write each campaign's ledger rows to DIR/deliveries_c<ID>.jsonl (one JSON object a line).")
     var export: String?
 
+    @OptionGroup var settings: ConfigFileOption
+
     func validate() throws {
         do {
             _ = try PruneAge.parse(olderThan)
@@ -45,11 +47,11 @@ struct PruneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = makeLogger()
         let busy: Bool
         do {
             let age = try PruneAge.parse(olderThan)
-            let config = try HeraldConfiguration()
+            let config = try settings.load()
+            let logger = makeLogger("herald", config)
             let exportDirectory = export.map { URL(fileURLWithPath: $0, isDirectory: true) }
             busy = try await withPostgres(config.database, logger: logger) { client in
                 let store = PruneStore(client: client, logger: logger)

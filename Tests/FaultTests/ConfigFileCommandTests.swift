@@ -68,7 +68,7 @@ struct ConfigFileCommandTests {
     @Test func everyCommandThatReadsSettingsTakesConfig() async throws {
         try await withScratch { dir in
             for command in [["migrate"], ["run"], ["serve"], ["ingest"], ["report"], ["preview"], ["send-test"],
-                            ["demo"], ["config", "check"]] {
+                            ["demo"], ["config", "check"], ["prune"], ["ingest-conversions"], ["apps", "list"]] {
                 let help = try Child(name: "help-\(command.joined(separator: "-"))", arguments: command + ["--help"],
                                      environment: Self.bareEnvironment(), directory: dir)
                 #expect(try await help.wait(limit: .seconds(30)) == 0)
