@@ -278,7 +278,7 @@ public final class APNsClient: Service, Sendable {
             }
 
             // A retryable failure. A cancelled caller gets the failure instead of more attempts.
-            guard attempts < policy.maxAttempts, !isShutdown, !Task.isCancelled else {
+            guard attempts < min(policy.maxAttempts, notification.maxAttempts ?? policy.maxAttempts), !isShutdown, !Task.isCancelled else {
                 return APNsResult(
                     outcome: .failed(status: lastFailure.status, reason: lastFailure.reason),
                     attempts: attempts,

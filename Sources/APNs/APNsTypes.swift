@@ -35,6 +35,9 @@ public struct APNsNotification: Sendable {
     /// The name of the credential to send with (`APNsConfiguration.credentials`); nil: the
     /// configuration's default credential.
     public var credential: String?
+    /// At most this many attempts, when fewer than the retry policy allows
+    /// (1: a paced send, whose every attempt must take a slot of its pace).
+    public var maxAttempts: Int?
 
     public init(
         deviceToken: String,

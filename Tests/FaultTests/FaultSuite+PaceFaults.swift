@@ -69,9 +69,7 @@ extension FaultSuite {
                 #expect(afterWake <= 2 * perMinute / 60 + 1, "\(afterWake) first attempts in the 2 s after the frozen worker woke")
                 #expect(seconds >= Double(devices - 1) * 60 / Double(perMinute) - 0.5)
                 // As twoWorkersAndAKillStayUnderTheCampaignsPace allows: one over, the sends' own jitter.
-                withKnownIssue("a retry after 503 or 429 is sent at its backoff, not at a slot of the pace: a window holds its own slots and the retries of slots just before it", isIntermittent: true) {
-                    #expect(most <= allowed + 1, "\(most) notifications in one 10-second window; the pace allows \(allowed)")
-                }
+                #expect(most <= allowed + 1, "\(most) notifications in one 10-second window; the pace allows \(allowed)")
             }
         }
     }

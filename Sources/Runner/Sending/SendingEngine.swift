@@ -242,7 +242,7 @@ struct SendingEngine: Sendable {
                     let engine = self
                     let offLoop = source.buildsOffLoop
                     group.addTask {
-                        let notification: APNsNotification
+                        var notification: APNsNotification
                         let built = offLoop
                             ? await withTaskExecutorPreference(globalConcurrentExecutor) { source.notification(for: item) }
                             : source.notification(for: item)
@@ -250,10 +250,15 @@ struct SendingEngine: Sendable {
                         case .failure(let problem): return .skipped(item, problem.message)
                         case .success(let built): notification = built
                         }
-                        if let slot = item.sendAt, slot > clock.now {
-                            // Paced: sent at its slot, unless the run stops or its lease lapses first.
-                            guard await engine.pause(until: slot), leases?.check(at: clock.now).maySend ?? true else {
-                                return .sent(item, Self.notSent)
+                        if let slot = item.sendAt {
+                            // Paced: one attempt a slot; a transient answer goes back to the
+                            // queue, and its next attempt takes a slot of its own.
+                            notification.maxAttempts = 1
+                            // Sent at its slot, unless the run stops or its lease lapses first.
+                            if slot > clock.now {
+                                guard await engine.pause(until: slot), leases?.check(at: clock.now).maySend ?? true else {
+                                    return .sent(item, Self.notSent)
+                                }
                             }
                         }
                         return .sent(item, await transport.send(notification))
