@@ -28,38 +28,13 @@ extension FaultSuite {
                     return try await sentDeliveries(client, devices: count)
                 }
                 let secret = replySecret()
-                let tokens = ReplyTokens(secret: try ReplySecret(base64: secret))
-                let replies = deliveries.map { delivery in
-                    let id = UUID()
-                    return PendingReply(id: id, body: Data("""
-                        {"delivery": \(delivery), "token": "\(tokens.token(delivery: delivery))", "action": "love_it", \
-                        "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(id.uuidString)"}
-                        """.utf8))
-                }
-                var env = ProcessInfo.processInfo.environment
-                env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
-                env["HERALD_REPLY_SECRET"] = secret
-                env["LOG_LEVEL"] = "notice"
-                env["HERALD_LOG_FORMAT"] = "json"
-                env["HERALD_RATE_ADDRESS"] = "1000000"
-                env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
-                env["HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS"] = "64"
+                let replies = try Self.pendingReplies(deliveries, secret: secret)
+                let env = try await Self.intakeEnvironment(database: database, secret: secret)
                 let server = IntakeServerProcess(environment: env, directory: dir)
                 try await server.start()
 
                 let ledger = ReplyLedger()
-                let senders = Task {
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        for lane in 0..<12 {
-                            group.addTask {
-                                for index in stride(from: lane, to: replies.count, by: 12) {
-                                    try await Self.sendUntilAnswered(replies[index], server: server, ledger: ledger)
-                                }
-                            }
-                        }
-                        try await group.waitForAll()
-                    }
-                }
+                let senders = Self.sendAll(replies, server: server, ledger: ledger)
                 // Killed while replies are being stored: what was answered just before must survive.
                 let clock = ContinuousClock()
                 let began = clock.now

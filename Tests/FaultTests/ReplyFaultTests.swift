@@ -33,40 +33,14 @@ extension FaultSuite {
                     return try await sentDeliveries(client, devices: count)
                 }
                 let secret = replySecret()
-                let tokens = ReplyTokens(secret: try ReplySecret(base64: secret))
-                let replies = deliveries.map { delivery in
-                    let id = UUID()
-                    return PendingReply(id: id, body: Data("""
-                        {"delivery": \(delivery), "token": "\(tokens.token(delivery: delivery))", "action": "love_it", \
-                        "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(id.uuidString)"}
-                        """.utf8))
-                }
+                let replies = try Self.pendingReplies(deliveries, secret: secret)
 
-                var env = ProcessInfo.processInfo.environment
-                // herald serve logs in as a member of herald_intake, as docs/operators.md has it.
-                env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
-                env["HERALD_REPLY_SECRET"] = secret
-                env["LOG_LEVEL"] = "notice"
-                env["HERALD_LOG_FORMAT"] = "json"
-                env["HERALD_RATE_ADDRESS"] = "1000000"
-                env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
-                env["HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS"] = "64"
+                let env = try await Self.intakeEnvironment(database: database, secret: secret)
                 let server = IntakeServerProcess(environment: env, directory: dir)
                 try await server.start()
 
                 let ledger = ReplyLedger()
-                let senders = Task {
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        for lane in 0..<12 {
-                            group.addTask {
-                                for index in stride(from: lane, to: replies.count, by: 12) {
-                                    try await Self.sendUntilAnswered(replies[index], server: server, ledger: ledger)
-                                }
-                            }
-                        }
-                        try await group.waitForAll()
-                    }
-                }
+                let senders = Self.sendAll(replies, server: server, ledger: ledger)
                 try await waitUntil("a third of the replies answered", limit: .seconds(120)) { await ledger.answered >= count / 3 }
                 try await cluster.restart()
                 try await waitUntil("two thirds of the replies answered", limit: .seconds(120)) { await ledger.answered >= 2 * count / 3 }
@@ -148,6 +122,48 @@ extension FaultSuite {
         configuration.httpMaximumConnectionsPerHost = 16
         return URLSession(configuration: configuration)
     }()
+
+    /// One reply (`love_it`, a new `reply_id`) to each of `deliveries`, with its token under `secret`.
+    static func pendingReplies(_ deliveries: [Int64], secret: String) throws -> [PendingReply] {
+        let tokens = ReplyTokens(secret: try ReplySecret(base64: secret))
+        return deliveries.map { delivery in
+            let id = UUID()
+            return PendingReply(id: id, body: Data("""
+                {"delivery": \(delivery), "token": "\(tokens.token(delivery: delivery))", "action": "love_it", \
+                "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(id.uuidString)"}
+                """.utf8))
+        }
+    }
+
+    /// The environment of a `herald serve` child: a member of herald_intake,
+    /// as docs/operators.md has it, with limits no test client reaches.
+    static func intakeEnvironment(database: DatabaseConfiguration, secret: String) async throws -> [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
+        env["HERALD_REPLY_SECRET"] = secret
+        env["LOG_LEVEL"] = "notice"
+        env["HERALD_LOG_FORMAT"] = "json"
+        env["HERALD_RATE_ADDRESS"] = "1000000"
+        env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
+        env["HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS"] = "64"
+        return env
+    }
+
+    /// Sends every reply over 12 concurrent lanes, each until it is answered 2xx.
+    static func sendAll(_ replies: [PendingReply], server: IntakeServerProcess, ledger: ReplyLedger) -> Task<Void, any Error> {
+        Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<12 {
+                    group.addTask {
+                        for index in stride(from: lane, to: replies.count, by: 12) {
+                            try await Self.sendUntilAnswered(replies[index], server: server, ledger: ledger)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
 
     actor ReplyLedger {
         private(set) var statuses: [UUID: Int] = [:]
