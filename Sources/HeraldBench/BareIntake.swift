@@ -4,8 +4,8 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// `herald-bench bare-intake --port P`: the reply intake's same-sitting
-/// baseline (scripts/bench-replies). A Hummingbird endpoint at
+/// `herald-bench bare-intake --port P`: the baseline the reply intake is
+/// measured against in the same run (scripts/bench-replies). A Hummingbird endpoint at
 /// `POST /v1/replies` that reads the whole body and answers 202 as the
 /// intake does, with no token check, no validation and no database: what
 /// the HTTP layer alone can take on this machine, over the same wrk

@@ -8,7 +8,7 @@
 //                (NIOHTTP2Transport.swift) instead of the project's APNsClient, for the A/B.
 //   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
 //   herald-bench seal [-n 100000]                (HPKE seals per second per core, SealBench.swift)
-//   herald-bench replies …                       (reply bodies for the intake's benchmark: Replies.swift)
+//   herald-bench replies …                       (reply bodies for the intake's benchmark: RepliesCommand.swift)
 //   herald-bench bare-intake --port P            (the intake's baseline: Hummingbird alone, BareIntake.swift)
 import APNs
 import APNsSimulator

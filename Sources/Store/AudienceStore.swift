@@ -184,11 +184,9 @@ public struct AudienceStore: Sendable {
     static let sliceGrowth: Int64 = 3
 
     /// No slice spans more device ids than this, so no transaction grows
-    /// with the audience: ten million devices take thirteen statements, the
-    /// longest committing in 20 s (BENCHMARKS.md, eleventh sitting), not a
-    /// last one of 7.2 million ids. A slice looks up its own devices'
-    /// users by id (`snapshotQuery`), so it does not read more of the
-    /// users table as the audience grows.
+    /// with the audience (BENCHMARKS.md has the ten-million figures). A
+    /// slice looks up its own devices' users by id (`snapshotQuery`), so it
+    /// does not read more of the users table as the audience grows.
     static let maxSlice: Int64 = 1_000_000
 
     /// The device ids of a run's first snapshot slice: about a second of
@@ -320,12 +318,10 @@ public struct AudienceStore: Sendable {
             throw CampaignProblem("\(due.segmentName.map { "segment \"\($0)\"" } ?? "segment"): \(error.description)")
         }
         binds.append(segment: segment)
-        // A slice reads each of its devices' users by id (the subquery's
-        // OFFSET 0 keeps the planner from flattening it): planned as a join,
-        // a slice of a large audience hashed its devices and read the users
-        // table whole, every slice again (ten million users: 13 slices read
-        // 130 million user rows, BENCHMARKS.md, sixteenth sitting). The
-        // whole audience at once (a dry run, a preview) is a join.
+        // A slice reads each of its devices' users by id (OFFSET 0 keeps the
+        // planner from flattening it into a join that reads the users table
+        // whole in every slice). The whole audience at once (a dry run, a
+        // preview) is a join.
         let sliced = devices != 0...Int64.max
         let users = sliced ? "CROSS JOIN LATERAL (SELECT * FROM users WHERE users.id = dv.user_id OFFSET 0) u"
                            : "JOIN users u ON u.id = dv.user_id"
