@@ -15,7 +15,9 @@
 --   * herald_marketer is the marketers' role: campaigns, variants, segments
 --     and the catalogue, never approval, settings or the ledger;
 --   * herald_admin is the only role (with the owner) that changes settings,
---     and every change is kept in settings_changes.
+--     and every change is kept in settings_changes;
+--   * herald_occurrence, restated for the grant, also copies the series'
+--     holdout and conversion settings into each occurrence.
 -- applied-if: SELECT to_regclass('public.campaign_approval_columns') IS NOT NULL
 
 DO $$
@@ -189,7 +191,9 @@ END $$;
 REVOKE ALL ON FUNCTION herald_clear_approval(bigint, text) FROM PUBLIC;
 
 -- An occurrence is written by its series' author and approved as the series
--- is (0023's function; only the approval's grant changed).
+-- is (0023's function, with the approval's grant), and holds out and counts
+-- conversions as its series does: 0023's copied neither holdout_pct nor
+-- conversion_event and attribution_window, so occurrences held out no one.
 CREATE OR REPLACE FUNCTION herald_occurrence(p_series bigint, p_number integer, p_at timestamptz, p_open_until timestamptz DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
@@ -212,6 +216,7 @@ BEGIN
                            category_id, custom, sensitive, send_at, send_at_local, local_missed, expires_at,
                            priority, collapse_id, thread_id, interruption_level, relevance_score, sound,
                            quiet_hours, frequency_capped, rate_per_minute, finish_within,
+                           holdout_pct, conversion_event, attribution_window,
                            series_id, occurrence, open_until)
     VALUES (s.name || ' #' || p_number, s.kind, 'scheduled', s.segment_id, s.content, s.default_locale,
             s.media_url, s.media_type, s.category_id, s.custom, s.sensitive, v_send_at, v_local,
@@ -220,6 +225,7 @@ BEGIN
                  ELSE v_send_at + (s.expires_at - s.send_at) END,
             s.priority, s.collapse_id, s.thread_id, s.interruption_level, s.relevance_score, s.sound,
             s.quiet_hours, s.frequency_capped, s.rate_per_minute, s.finish_within,
+            s.holdout_pct, s.conversion_event, s.attribution_window,
             p_series, p_number, CASE WHEN s.on_segment_entry THEN coalesce(p_open_until, 'infinity') END)
     ON CONFLICT (series_id, occurrence) WHERE series_id IS NOT NULL DO NOTHING
     RETURNING id INTO v_id;

@@ -58,4 +58,9 @@ LANGUAGE sql STABLE AS $$
     FROM runs r WHERE r.id = p_run
 $$;
 
+-- Gives the run's lock back on the calling session (its connection goes
+-- back to a pool).
+CREATE FUNCTION herald_release_run(p_run bigint) RETURNS boolean
+LANGUAGE sql AS $$ SELECT pg_advisory_unlock(1213352004, herald_run_lock_key(p_run)) $$;
+
 GRANT UPDATE (session_server, session_at) ON runs TO herald_job;

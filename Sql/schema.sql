@@ -1028,6 +1028,14 @@ $$;
 COMMENT ON FUNCTION public.herald_refusal_reasons(p_positions integer[], p_delivery_ids bigint[], p_actions text[], p_has_text boolean[], p_checked boolean[], OUT reasons text[], OUT categories text[]) IS 'why each refused reply of a batch was refused (unknown_delivery, action_not_allowed, text_not_allowed, text_refused), with its category';
 
 --
+-- Name: herald_release_run(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_release_run(p_run bigint) RETURNS boolean
+    LANGUAGE sql
+    AS $$ SELECT pg_advisory_unlock(1213352004, herald_run_lock_key(p_run)) $$;
+
+--
 -- Name: herald_reopen_entries(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 

@@ -131,8 +131,7 @@ public struct RunStore: Sendable {
 
     /// Gives `run`'s lock back on the session of `connection`.
     public func releaseRun(_ run: Int64, on connection: PostgresConnection) async throws {
-        try await connection.query(
-            "SELECT pg_advisory_unlock(1213352004, herald_run_lock_key(\(run)))", logger: logger)
+        try await connection.query("SELECT herald_release_run(\(run))", logger: logger)
     }
 
     /// Other runs still marked running whose own database session is gone

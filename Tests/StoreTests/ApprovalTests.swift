@@ -19,21 +19,9 @@ struct ApprovalTests {
         var all: [String] { [author, approver, outsider] }
     }
 
-    /// Runs `sql` as `role` (SET SESSION AUTHORIZATION: session_user becomes it);
-    /// the error a marketer sees, or nil.
+    /// Runs `sql` as `role` (session_user becomes it); the error a marketer sees, or nil.
     func refusal(_ client: PostgresClient, as role: String, _ sql: String) async throws -> String? {
-        try await client.withConnection { conn in
-            _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(role)"), logger: TestDatabase.logger)
-            var refused: String?
-            do {
-                // Read to the end: an error may come after the query was sent.
-                for try await _ in try await conn.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger) {}
-            } catch {
-                refused = StoreError.describe(error)
-            }
-            _ = try await conn.query("RESET SESSION AUTHORIZATION", logger: TestDatabase.logger)
-            return refused
-        }
+        try await ApprovalAuthorityTests.attempt(client, as: role, sql)?.text
     }
 
     func withPeople(_ client: PostgresClient, _ body: (People) async throws -> Void) async throws {
