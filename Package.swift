@@ -112,7 +112,9 @@ let package = Package(
                 "HeraldCore", "Embedded",
                 server("PostgresNIO", "postgres-nio"),
                 server("NIOConcurrencyHelpers", "swift-nio"),
+                server("NIOCore", "swift-nio"),
                 server("NIOSSL", "swift-nio-ssl"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 server("Logging", "swift-log"),
             ]
@@ -121,6 +123,7 @@ let package = Package(
         .target(
             name: "Reporting",
             dependencies: [
+                "Store",
                 server("PostgresNIO", "postgres-nio"),
                 server("Logging", "swift-log"),
             ]

@@ -148,7 +148,7 @@ public struct DemoLoop: Sendable {
     }
 
     /// The demo's clock: scheduled campaigns become due now (their end moves with them).
-    public static func bringScheduledCampaignsDue(_ client: PostgresClient, logger: Logger) async throws {
+    public static func bringScheduledCampaignsDue(_ client: Database, logger: Logger) async throws {
         try await client.query("""
             UPDATE campaigns SET send_at = now(), expires_at = expires_at - (send_at - now())
             WHERE status = 'scheduled' AND send_at > now()
@@ -178,7 +178,7 @@ public struct DemoLoop: Sendable {
 
     /// `herald serve`'s endpoints on a free loopback port while `body` runs.
     static func withAppServer<T: Sendable>(
-        client: PostgresClient, secret: ReplySecret, keys: AppKeys, logger: Logger,
+        client: Database, secret: ReplySecret, keys: AppKeys, logger: Logger,
         _ body: @escaping @Sendable (URL) async throws -> T
     ) async throws -> T {
         let intake = ReplyIntake(store: ReplyStore(client: client, logger: logger),

@@ -3,6 +3,7 @@ import ExtensionKit
 import Foundation
 import Logging
 import PostgresNIO
+import Store
 import ReplyIntake
 
 /// The shop's backend after the campaigns: some users buy, and the backend
@@ -16,7 +17,7 @@ enum Purchases {
     static let lovedIt = 0.40, reached = 0.12, heldOut = 0.08
 
     /// Posts the purchases of the users of campaigns with a conversion event; returns how many were stored.
-    static func post(client: PostgresClient, intake: URL, issuer: AppTokenIssuer, logger: Logger) async throws -> Int {
+    static func post(client: Database, intake: URL, issuer: AppTokenIssuer, logger: Logger) async throws -> Int {
         let rows = try await client.query("""
             SELECT u.external_id, bool_or(d.status <> 'held_out'),
                    EXISTS (SELECT 1 FROM replies r WHERE r.user_id = u.id AND r.campaign_id = c.id AND r.action = 'love_it')

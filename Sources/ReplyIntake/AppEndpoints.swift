@@ -16,7 +16,7 @@ public struct AppEndpoints: Sendable {
     public let keys: AppKeys
     public let logger: Logger
 
-    public init(client: PostgresClient, keys: AppKeys, logger: Logger) {
+    public init(client: Database, keys: AppKeys, logger: Logger) {
         self.devices = DeviceStore(client: client, logger: logger)
         self.config = ConfigStore(client: client, logger: logger)
         self.conversions = ConversionStore(client: client, logger: logger)
@@ -25,7 +25,7 @@ public struct AppEndpoints: Sendable {
     }
 
     /// The app `default` alone, with `verifier` (nil: registration answers 503).
-    public init(client: PostgresClient, verifier: AppTokenVerifier?, logger: Logger) {
+    public init(client: Database, verifier: AppTokenVerifier?, logger: Logger) {
         self.init(client: client, keys: AppKeys(default: verifier), logger: logger)
     }
 

@@ -1,15 +1,16 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Store
 
 /// The analyst views read back for a person: `herald report` (text or
 /// HTML), the end of the demo. Reads the analyst views only (so a member of
 /// `herald_analyst` can make it), one query per view for every campaign.
 public struct AnalystReport: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

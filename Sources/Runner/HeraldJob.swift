@@ -44,7 +44,7 @@ public struct HeraldJob: Sendable {
     }
 
     /// A dry run: payloads as JSON lines to `out` (standard output when nil).
-    public func dryRun(client: PostgresClient, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
+    public func dryRun(client: Database, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let sink = try out.map { try LineFile(path: $0) } ?? LineFile.standardOutput()
         let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: try options(dryRun: true, stop: stop), personalizer: try personalizer(),
                               sink: sink, logger: logger)
@@ -53,14 +53,14 @@ public struct HeraldJob: Sendable {
         return summary
     }
 
-    public func run(client: PostgresClient, dryRun: Bool, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
+    public func run(client: Database, dryRun: Bool, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         if dryRun { return try await self.dryRun(client: client, out: out, stop: stop) }
         return try await send(client: client, apns: try configuration.apnsConfiguration(), stop: stop)
     }
 
     /// A real run: every due campaign through APNs. The APNs client lives
     /// exactly as long as the run.
-    public func send(client: PostgresClient, apns: APNsConfiguration, stop: StopSignal = StopSignal()) async throws -> RunSummary {
+    public func send(client: Database, apns: APNsConfiguration, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let personalizer = try personalizer()
         let (options, apns) = try await withApps(client: client, options: try options(dryRun: false, stop: stop, apns: apns),
                                                  apns: apns)
@@ -86,7 +86,7 @@ public struct HeraldJob: Sendable {
     /// Every app's topic and credential in use (Sql/0027), read from the
     /// database now, into the run's options and the client's configuration.
     /// A credential that cannot be read fails its app's campaigns only.
-    func withApps(client: PostgresClient, options: RunOptions,
+    func withApps(client: Database, options: RunOptions,
                   apns: APNsConfiguration) async throws -> (RunOptions, APNsConfiguration) {
         let store = AppStore(client: client, logger: logger)
         let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),

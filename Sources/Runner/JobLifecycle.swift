@@ -26,7 +26,7 @@ public enum JobLifecycle {
 
     public static func run<T: Sendable>(
         database: DatabaseConfiguration, stop: StopSignal, logger: Logger,
-        _ job: @escaping @Sendable (PostgresClient) async throws -> T
+        _ job: @escaping @Sendable (Database) async throws -> T
     ) async throws -> T {
         let client = database.makeClient(logger: logger)
         let service = JobService(stop: stop, logger: logger) { try await job(client) }

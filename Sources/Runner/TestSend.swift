@@ -250,7 +250,7 @@ final class TestSendClaims: ClaimSource, Sendable {
 }
 extension HeraldJob {
     /// `herald send-test`: the APNs client lives as long as the test send.
-    public func sendTest(client: PostgresClient, apns: APNsConfiguration, campaign: Int64,
+    public func sendTest(client: Database, apns: APNsConfiguration, campaign: Int64,
                          to recipient: TestSendRecipient, variant: String? = nil,
                          stop: StopSignal = StopSignal()) async throws -> [TestSendAnswer] {
         let personalizer = try personalizer()
@@ -270,7 +270,7 @@ extension HeraldJob {
     }
 
     /// `herald preview`.
-    public func preview(client: PostgresClient, campaign: Int64) async throws -> CampaignPreview {
+    public func preview(client: Database, campaign: Int64) async throws -> CampaignPreview {
         let apps = try await AppStore(client: client, logger: logger).all()
         return try await CampaignPreview.make(stores: RunStores(client: client, logger: logger), campaign: campaign,
                                               apps: AppRoutes(apps: apps, defaultTopic: configuration.topic))

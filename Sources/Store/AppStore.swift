@@ -71,10 +71,10 @@ public struct AppCredentialRecord: Sendable, Hashable {
 
 /// The apps table and its credentials.
 public struct AppStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

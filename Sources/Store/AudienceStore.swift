@@ -68,13 +68,13 @@ public struct SnapshotResult: Sendable, Hashable {
 /// The audience snapshot: a campaign's delivery rows written set-based, in
 /// slices of device ids (Sql/0014), into its own ledger partition.
 public struct AudienceStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
     /// Why a device is skipped for a campaign with sealed fields (the snapshot's and the run's words).
     public static let noKey = "device has no registered key for the sealed fields"
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

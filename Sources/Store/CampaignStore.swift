@@ -74,10 +74,10 @@ public struct DueCampaignHead: Sendable, Hashable {
 /// Campaigns' lifecycle: which are due, loading one to send, and moving its
 /// status (`scheduled → running → completed`, or `failed` with a reason).
 public struct CampaignStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

@@ -46,10 +46,10 @@ public struct ClaimedRefresh: Sendable, Hashable {
 /// one set-based statement, claimed like any delivery (`FOR UPDATE SKIP
 /// LOCKED`), recorded with `DeliveryLedger.record`.
 public struct ConfigRefreshStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

@@ -6,10 +6,10 @@ import PostgresNIO
 /// The notification catalogue (categories, actions and their localized
 /// labels) and the record of the config documents apps were given.
 public struct ConfigStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

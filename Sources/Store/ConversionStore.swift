@@ -5,10 +5,10 @@ import PostgresNIO
 
 /// Conversions (Sql/0025): stored once per idempotency key.
 public struct ConversionStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

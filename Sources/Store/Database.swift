@@ -1,71 +1,285 @@
 import Foundation
 import Logging
-import NIOSSL
+import NIOConcurrencyHelpers
+import NIOCore
 import PostgresNIO
+import ServiceLifecycle
 
-/// Where the database is: parsed from `DATABASE_URL`
-/// (`postgres://user:password@host:port/database?sslmode=disable|prefer|require`).
-public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public var username: String
-    public var password: String?
-    public var database: String
-    public var sslMode: String
-    public var maxConnections: Int
-    /// `application_name` of the connections: what the audit of campaign
-    /// status changes (and `pg_stat_activity`) shows.
-    public var applicationName = "herald"
+/// The database a process talks to, as `DATABASE_URL` names it: a pool of connections to one
+/// server, or, for a URL of several servers, to the one `ServerChoice` puts in use, checked
+/// every `checkInterval` and chosen again when it stops fitting (a failover). Calls made while
+/// no server fits, or cut off by the change, fail with `DatabaseServerUnavailable`, a transient
+/// fault (`DatabaseFault.isTransient`): the callers' retries reach the new server.
+public final class Database: Service, Sendable {
+    public let configuration: DatabaseConfiguration
+    private let single: PostgresClient?
+    private let chooser: ServerChooser?
 
-    public init(url: String, maxConnections: Int = 10) throws(StoreError) {
-        guard let components = URLComponents(string: url),
-              components.scheme == "postgres" || components.scheme == "postgresql",
-              let host = components.host, !host.isEmpty
-        else {
-            throw StoreError.configuration("DATABASE_URL must look like postgres://user@host:port/database")
+    /// How often the server in use is checked, and all of them while none fits.
+    static let checkInterval = Duration.milliseconds(500)
+
+    init(configuration: DatabaseConfiguration, logger: Logger) {
+        self.configuration = configuration
+        if configuration.endpoints.count == 1 {
+            single = PostgresClient(configuration: configuration.clientConfiguration(configuration.endpoints[0]),
+                                    backgroundLogger: logger)
+            chooser = nil
+        } else {
+            single = nil
+            chooser = ServerChooser(configuration: configuration, logger: logger)
         }
-        self.host = host
-        self.port = components.port ?? 5432
-        self.username = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
-        self.password = components.password.flatMap { $0.removingPercentEncoding }
-        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
-        self.database = path.isEmpty ? self.username : path
-        let isLocal = host == "127.0.0.1" || host == "localhost" || host == "::1"
-        self.sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? (isLocal ? "disable" : "prefer")
-        guard ["disable", "prefer", "require"].contains(sslMode) else {
-            throw StoreError.configuration("DATABASE_URL sslmode must be disable, prefer or require, not \(sslMode)")
-        }
-        self.maxConnections = maxConnections
     }
 
-    /// The same server, another database.
-    public func with(database: String) -> DatabaseConfiguration {
-        var c = self
-        c.database = database
-        return c
+    public func run() async {
+        if let single {
+            await single.run()
+        } else if let chooser {
+            await cancelWhenGracefulShutdown { await chooser.run() }
+        }
     }
 
-    /// Never shows the password.
+    public func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let (client, generation) = try await pool()
+        do {
+            return try await client.withConnection(isolation: isolation, closure)
+        } catch {
+            throw changed(error, since: generation)
+        }
+    }
+
+    public func withTransaction<Result>(
+        logger: Logger, file: String = #file, line: Int = #line,
+        isolation: isolated (any Actor)? = #isolation,
+        _ closure: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        let (client, generation) = try await pool()
+        do {
+            return try await client.withTransaction(logger: logger, file: file, line: line, isolation: isolation, closure)
+        } catch {
+            throw changed(error, since: generation)
+        }
+    }
+
+    @discardableResult
+    public func query(_ query: PostgresQuery, logger: Logger? = nil, file: String = #fileID, line: Int = #line)
+        async throws -> PostgresRowSequence
+    {
+        let (client, generation) = try await pool()
+        do {
+            return try await client.query(query, logger: logger, file: file, line: line)
+        } catch {
+            throw changed(error, since: generation)
+        }
+    }
+
+    public func execute<Statement: PostgresPreparedStatement, Row>(
+        _ statement: Statement, logger: Logger? = nil, file: String = #fileID, line: Int = #line
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        let (client, generation) = try await pool()
+        do {
+            return try await client.execute(statement, logger: logger, file: file, line: line)
+        } catch {
+            throw changed(error, since: generation)
+        }
+    }
+
+    private func pool() async throws -> (PostgresClient, Int) {
+        if let single { return (single, 0) }
+        guard let chooser else { throw CancellationError() }
+        return try await chooser.pool()
+    }
+
+    /// A call cut off because its server was dropped meanwhile is a transient fault whatever
+    /// its pool said (a closed pool is otherwise the process stopping).
+    private func changed(_ error: any Error, since generation: Int) -> any Error {
+        guard let chooser, chooser.generation != generation, !(error is CancellationError) else { return error }
+        return DatabaseServerUnavailable(servers: configuration.endpoints.map(\.description),
+                                         target: configuration.targetSession, cause: StoreError.describe(error))
+    }
+}
+
+/// No server of a multi-host `DATABASE_URL` fits its `target_session_attrs` now (a failover
+/// under way), or the one in use was dropped while the call waited. Transient.
+public struct DatabaseServerUnavailable: Error, CustomStringConvertible {
+    public let servers: [String]
+    public let target: DatabaseConfiguration.TargetSession
+    public let cause: String?
+
     public var description: String {
-        "postgres://\(username)@\(host):\(port)/\(database)"
+        "no database server of \(servers.joined(separator: ",")) takes \(target.rawValue) sessions now"
+            + (cause.map { " (\($0))" } ?? "")
+    }
+}
+
+/// The thin loop around `ServerChoice`: checks the servers, and opens and closes the pool of
+/// the one in use.
+final class ServerChooser: Sendable {
+    private struct State {
+        var choice: ServerChoice
+        var client: PostgresClient?
+        var clientRun: Task<Void, Never>?
+        /// Counts the servers put in use and dropped: a call that fails after it changed was cut off.
+        var generation = 0
+        var waiting: [CheckedContinuation<(PostgresClient, Int), any Error>] = []
+        var stopped = false
     }
 
-    public var clientConfiguration: PostgresClient.Configuration {
-        let tls: PostgresClient.Configuration.TLS
-        switch sslMode {
-        case "disable": tls = .disable
-        case "require": tls = .require(.makeClientConfiguration())
-        default: tls = .prefer(.makeClientConfiguration())
+    private let configuration: DatabaseConfiguration
+    private let logger: Logger
+    private let state: NIOLockedValueBox<State>
+
+    init(configuration: DatabaseConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        state = NIOLockedValueBox(State(choice: ServerChoice(target: configuration.targetSession)))
+    }
+
+    var generation: Int { state.withLockedValue { $0.generation } }
+
+    func pool() async throws -> (PostgresClient, Int) {
+        try await withCheckedThrowingContinuation { continuation in
+            let result: Result<(PostgresClient, Int), any Error>? = state.withLockedValue { state in
+                if state.stopped { return .failure(CancellationError()) }
+                switch state.choice.state {
+                case .using:
+                    guard let client = state.client else { return .failure(unavailable(nil)) }
+                    return .success((client, state.generation))
+                case .none:
+                    return .failure(unavailable(nil))
+                case .starting:
+                    state.waiting.append(continuation)
+                    return nil
+                }
+            }
+            if let result { continuation.resume(with: result) }
         }
-        var c = PostgresClient.Configuration(host: host, port: port, username: username,
-                                             password: password, database: database, tls: tls)
-        c.options.maximumConnections = maxConnections
-        c.options.minimumConnections = 0
-        c.options.additionalStartupParameters = [("application_name", applicationName)]
-        return c
     }
 
-    public func makeClient(logger: Logger) -> PostgresClient {
-        PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+    func run() async {
+        var monitor: PostgresConnection?
+        while !Task.isCancelled {
+            let using: Int? = state.withLockedValue { state in
+                if case .using(let server) = state.choice.state { return server }
+                return nil
+            }
+            if let server = using {
+                let found = await check(server, keeping: &monitor)
+                let action = state.withLockedValue { $0.choice.checked(found) }
+                if case .drop = action {
+                    try? await monitor?.close()
+                    monitor = nil
+                    await carryOut(action)
+                    continue
+                }
+            } else {
+                var found: [ServerChoice.Found] = []
+                // In the URL's order, up to the first that fits (kept open to check it from now on).
+                for server in configuration.endpoints.indices {
+                    var connection: PostgresConnection?
+                    found.append(await check(server, keeping: &connection))
+                    if found[server].fits(configuration.targetSession) {
+                        monitor = connection
+                        break
+                    }
+                    try? await connection?.close()
+                }
+                await carryOut(state.withLockedValue { $0.choice.checkedAll(found) })
+            }
+            try? await Task.sleep(for: Database.checkInterval)
+        }
+        try? await monitor?.close()
+        let (run, waiting) = state.withLockedValue { state in
+            state.stopped = true
+            defer { state.waiting = [] }
+            return (state.clientRun, state.waiting)
+        }
+        for continuation in waiting { continuation.resume(throwing: CancellationError()) }
+        run?.cancel()
+        await run?.value
+    }
+
+    private func carryOut(_ action: ServerChoice.Action) async {
+        switch action {
+        case .none:
+            break
+        case .use(let server):
+            let endpoint = configuration.endpoints[server]
+            let client = PostgresClient(configuration: configuration.clientConfiguration(endpoint), backgroundLogger: logger)
+            let run = Task { await client.run() }
+            let (waiting, generation) = state.withLockedValue { state in
+                state.generation += 1
+                state.client = client
+                state.clientRun = run
+                defer { state.waiting = [] }
+                return (state.waiting, state.generation)
+            }
+            logger.notice("database server in use", metadata: [
+                "server": "\(endpoint)", "target_session_attrs": "\(configuration.targetSession.rawValue)",
+            ])
+            for continuation in waiting { continuation.resume(returning: (client, generation)) }
+        case .drop(let server):
+            let run = state.withLockedValue { state in
+                defer {
+                    state.generation += 1
+                    state.client = nil
+                    state.clientRun = nil
+                }
+                return state.clientRun
+            }
+            logger.warning("database server no longer fits; choosing again", metadata: [
+                "server": "\(configuration.endpoints[server])",
+                "target_session_attrs": "\(configuration.targetSession.rawValue)",
+            ])
+            // Closing its pool fails the calls waiting for it at once (they retry on the next).
+            run?.cancel()
+            await run?.value
+        case .failWaiting:
+            let waiting = state.withLockedValue { state in
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            if !waiting.isEmpty {
+                logger.warning("no database server fits", metadata: [
+                    "servers": "\(configuration.endpoints.map(\.description).joined(separator: ","))",
+                    "target_session_attrs": "\(configuration.targetSession.rawValue)",
+                ])
+            }
+            for continuation in waiting { continuation.resume(throwing: unavailable(nil)) }
+        }
+    }
+
+    /// What one server is now, on `connection` (opened when nil, closed and cleared on failure).
+    private func check(_ server: Int, keeping connection: inout PostgresConnection?) async -> ServerChoice.Found {
+        do {
+            if connection == nil {
+                connection = try await PostgresConnection.connect(
+                    on: PostgresConnection.defaultEventLoopGroup.any(),
+                    configuration: configuration.connectionConfiguration(configuration.endpoints[server]),
+                    id: server, logger: logger)
+            }
+            guard let open = connection else { return .unreachable }
+            let logger = self.logger
+            return try await DatabaseRetry.withDeadline(.seconds(3), what: "checking a database server") {
+                var found = ServerChoice.Found.unreachable
+                let rows = try await open.query(
+                    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'", logger: logger)
+                for try await (recovery, readOnly) in rows.decode((Bool, Bool).self) {
+                    found = .init(reachable: true, inRecovery: recovery, readOnly: readOnly)
+                }
+                return found
+            }
+        } catch {
+            try? await connection?.close()
+            connection = nil
+            return .unreachable
+        }
+    }
+
+    private func unavailable(_ cause: String?) -> DatabaseServerUnavailable {
+        DatabaseServerUnavailable(servers: configuration.endpoints.map(\.description),
+                                  target: configuration.targetSession, cause: cause)
     }
 }

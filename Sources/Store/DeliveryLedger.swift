@@ -85,10 +85,10 @@ public struct DeliveryOutcome: Sendable, Hashable {
 /// PostgreSQL (`FOR UPDATE SKIP LOCKED`), never through process memory, so
 /// any number of runs may overlap without sending a delivery twice.
 public struct DeliveryLedger: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

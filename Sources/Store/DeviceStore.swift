@@ -45,10 +45,10 @@ public struct DeviceRegistration: Sendable, Hashable {
 /// token moves to the user who registers it last, and a token APNs declared
 /// invalid at T comes back only with a registration issued after T.
 public struct DeviceStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

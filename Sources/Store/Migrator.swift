@@ -45,7 +45,7 @@ public struct Migrator: Sendable {
 
     /// Applies what is pending; returns the names applied now.
     @discardableResult
-    public func migrate(client: PostgresClient, logger: Logger) async throws -> [String] {
+    public func migrate(client: Database, logger: Logger) async throws -> [String] {
         let files = try migrations()
         return try await client.withConnection { conn in
             try await conn.query("""

@@ -45,14 +45,14 @@ public struct PruneOutcome: Sendable, Hashable {
 /// schema owner: detaching and dropping a partition is the owner's right,
 /// not herald_job's.
 public struct PruneStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
     /// How long a prune waits for a lock before giving up on that campaign
     /// (the detach needs a moment of ACCESS EXCLUSIVE on deliveries; a run
     /// or an analyst's query holding it long must not be queued behind).
     public var lockTimeout: Duration
 
-    public init(client: PostgresClient, logger: Logger, lockTimeout: Duration = .seconds(10)) {
+    public init(client: Database, logger: Logger, lockTimeout: Duration = .seconds(10)) {
         self.client = client
         self.logger = logger
         self.lockTimeout = lockTimeout

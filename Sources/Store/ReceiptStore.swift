@@ -5,10 +5,10 @@ import PostgresNIO
 
 /// Delivery receipts (contract 8, Sql/0024): stored once per delivery.
 public struct ReceiptStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

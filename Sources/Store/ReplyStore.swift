@@ -5,10 +5,10 @@ import PostgresNIO
 
 /// Replies in and the notification config out.
 public struct ReplyStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

@@ -28,7 +28,7 @@ public enum DatabaseFault {
     /// A lost or refused connection, a server restarting or failing over,
     /// a deadlock, a serialization failure or a statement timeout.
     public static func isTransient(_ error: any Error) -> Bool {
-        if error is DatabaseCallTimedOut { return true }
+        if error is DatabaseCallTimedOut || error is DatabaseServerUnavailable { return true }
         guard let psql = error as? PSQLError else {
             // Sockets that could not connect or broke (NIO's own errors).
             return !(error is PostgresDecodingError) && !(error is DecodingError) && !(error is StoreError)

@@ -22,10 +22,10 @@ public struct RunFigures: Sendable, Hashable {
 /// it claimed (`runs.lease_expires_at`), renewed while it lives; a run that
 /// stops renewing, or whose database session is gone, gives its claims back.
 public struct RunStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

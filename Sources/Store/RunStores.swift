@@ -9,7 +9,7 @@ public struct RunStores: Sendable {
     public let ledger: DeliveryLedger
     public let series: SeriesStore
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         runs = RunStore(client: client, logger: logger)
         campaigns = CampaignStore(client: client, logger: logger)
         audience = AudienceStore(client: client, logger: logger)
@@ -17,5 +17,5 @@ public struct RunStores: Sendable {
         series = SeriesStore(client: client, logger: logger)
     }
 
-    public var client: PostgresClient { ledger.client }
+    public var client: Database { ledger.client }
 }

@@ -77,12 +77,12 @@ public enum SQLScript {
 
 extension SQLScript {
     /// Runs every statement of a SQL file in one transaction.
-    public static func run(file: URL, on client: PostgresClient, logger: Logger) async throws {
+    public static func run(file: URL, on client: Database, logger: Logger) async throws {
         try await run(file.lastPathComponent, in: .directory(file.deletingLastPathComponent()), on: client, logger: logger)
     }
 
     /// Runs every statement of one of the SQL files in one transaction.
-    public static func run(_ name: String, in files: SQLFiles, on client: PostgresClient, logger: Logger) async throws {
+    public static func run(_ name: String, in files: SQLFiles, on client: Database, logger: Logger) async throws {
         let statements = statements(in: try files.text(name))
         do {
             try await client.withTransaction(logger: logger) { conn in

@@ -19,10 +19,10 @@ public struct SeriesSummary: Sendable, Hashable {
 /// asks `Series.step` what is due, and makes it. Every step is safe to
 /// repeat and to race: an occurrence is made once, whoever gets there first.
 public struct SeriesStore: Sendable {
-    public let client: PostgresClient
+    public let client: Database
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: Database, logger: Logger) {
         self.client = client
         self.logger = logger
     }

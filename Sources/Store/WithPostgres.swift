@@ -5,7 +5,7 @@ import PostgresNIO
 /// as long as `body` (structured: cancelling the group shuts the pool down).
 public func withPostgres<T: Sendable>(
     _ configuration: DatabaseConfiguration, logger: Logger,
-    _ body: @Sendable (PostgresClient) async throws -> T
+    _ body: @Sendable (Database) async throws -> T
 ) async throws -> T {
     let client = configuration.makeClient(logger: logger)
     return try await withThrowingTaskGroup(of: T?.self) { group in

@@ -67,7 +67,7 @@ public enum TestDatabase {
     /// Runs `body` against a new database: migrated (from the template) or empty.
     public static func with<T: Sendable>(
         migrated: Bool = true,
-        _ body: @Sendable (PostgresClient, DatabaseConfiguration) async throws -> T
+        _ body: @Sendable (Database, DatabaseConfiguration) async throws -> T
     ) async throws -> T {
         let server = try server()
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
@@ -92,7 +92,7 @@ public enum TestDatabase {
         }
     }
 
-    static func admin(_ server: DatabaseConfiguration, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {
+    static func admin(_ server: DatabaseConfiguration, _ body: @Sendable (Database) async throws -> Void) async throws {
         try await withPostgres(server, logger: logger, body)
     }
 
@@ -141,7 +141,7 @@ public enum TestDatabase {
     }
 }
 
-extension PostgresClient {
+extension Database {
     /// Runs a SQL text of one or more statements (fixtures in tests).
     public func exec(_ sql: String, logger: Logger = TestDatabase.logger) async throws {
         for statement in SQLScript.statements(in: sql) {

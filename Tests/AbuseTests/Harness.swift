@@ -21,7 +21,7 @@ let abuseTokens = ReplyTokens(secret: abuseSecret)
 
 /// A database with three deliveries: 1 of a poster (buttons love_it,
 /// dont_care), 2 of a feedback prompt (text input `comment`), 3 of the poster.
-func withIntakeDatabase<T: Sendable>(_ body: @Sendable (ReplyIntake, PostgresClient, DatabaseConfiguration) async throws -> T) async throws -> T {
+func withIntakeDatabase<T: Sendable>(_ body: @Sendable (ReplyIntake, Database, DatabaseConfiguration) async throws -> T) async throws -> T {
     try await TestDatabase.with { client, config in
         try await client.exec(Fixtures.threeDeliveries)
         let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
@@ -73,7 +73,7 @@ struct AppKeys: Sendable {
         return AppKeys(issuer: issuer, verifier: try await AppTokenVerifier(publicKeyPEM: issuer.publicKeyPEM))
     }
 
-    func endpoints(_ client: PostgresClient) -> AppEndpoints {
+    func endpoints(_ client: Database) -> AppEndpoints {
         AppEndpoints(client: client, verifier: verifier, logger: TestDatabase.logger)
     }
 

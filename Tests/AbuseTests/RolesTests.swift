@@ -13,8 +13,8 @@ import TestSupport
 /// Connects to `database` as a new login role that is a member of `group`
 /// (and nothing else), for the time of `body`.
 func asMember<T: Sendable>(
-    of group: String, database: DatabaseConfiguration, admin: PostgresClient,
-    _ body: @Sendable (PostgresClient, DatabaseConfiguration) async throws -> T
+    of group: String, database: DatabaseConfiguration, admin: Database,
+    _ body: @Sendable (Database, DatabaseConfiguration) async throws -> T
 ) async throws -> T {
     let name = "t_\(group.replacingOccurrences(of: "herald_", with: ""))_" + UUID().uuidString.prefix(8).lowercased()
     try await admin.exec("CREATE ROLE \(name) LOGIN IN ROLE \(group)")
@@ -35,7 +35,7 @@ func asMember<T: Sendable>(
 
 /// The statements of `sql` that the server refused for lack of privilege;
 /// any other outcome is an issue of the test.
-func refused(_ client: PostgresClient, _ statements: [String]) async -> [String] {
+func refused(_ client: Database, _ statements: [String]) async -> [String] {
     var out: [String] = []
     for sql in statements {
         do {

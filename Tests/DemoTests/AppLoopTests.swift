@@ -22,7 +22,7 @@ struct AppLoopTests {
     static let secret = ReplySecret.generate()
 
     /// A run like `herald run`, with the config refresh lead of the default (an hour) unless told.
-    static func run(_ client: PostgresClient, _ sim: RunningAPNsSimulator, lead: TimeInterval? = nil) async throws -> RunSummary {
+    static func run(_ client: Database, _ sim: RunningAPNsSimulator, lead: TimeInterval? = nil) async throws -> RunSummary {
         let stores = RunStores(client: client, logger: TestDatabase.logger)
         let apns = try APNsClient(configuration: sim.clientConfiguration, logger: TestDatabase.logger)
         var options = RunOptions(topic: sim.topic, batchSize: 50, concurrency: 20)
@@ -40,7 +40,7 @@ struct AppLoopTests {
         }
     }
 
-    static func withLoop(_ body: @Sendable (PostgresClient, AppTokenIssuer, any TestClientProtocol, RunningAPNsSimulator) async throws -> Void) async throws {
+    static func withLoop(_ body: @Sendable (Database, AppTokenIssuer, any TestClientProtocol, RunningAPNsSimulator) async throws -> Void) async throws {
         let issuer = try await AppTokenIssuer()
         let verifier = try await AppTokenVerifier(publicKeyPEM: issuer.publicKeyPEM)
         try await TestDatabase.with { client, _ in

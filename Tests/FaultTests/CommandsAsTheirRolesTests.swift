@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import PostgresNIO
+import Store
 import Testing
 import TestSupport
 

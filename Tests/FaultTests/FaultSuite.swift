@@ -19,7 +19,7 @@ struct FaultSuite {
     /// HERALD_RECORD_EVERY of every worker the suite starts.
     static let recordEvery = 100
 
-    static func campaign(_ client: PostgresClient, devices: Int, name: String, collapseID: String) async throws -> Int64 {
+    static func campaign(_ client: Database, devices: Int, name: String, collapseID: String) async throws -> Int64 {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: devices))
         try await client.exec(Fixtures.campaign(name: name))
@@ -27,11 +27,11 @@ struct FaultSuite {
         return try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = '\(name)'", as: Int64.self))
     }
 
-    static func status(_ client: PostgresClient, _ campaign: Int64) async throws -> String {
+    static func status(_ client: Database, _ campaign: Int64) async throws -> String {
         try await client.scalar("SELECT status FROM campaigns WHERE id = \(campaign)", as: String.self) ?? "?"
     }
 
-    static func count(_ client: PostgresClient, _ sql: String) async throws -> Int {
+    static func count(_ client: Database, _ sql: String) async throws -> Int {
         Int(try await client.scalar(sql, as: Int64.self) ?? -1)
     }
 
@@ -438,7 +438,7 @@ extension FaultSuite {
     /// left over, and what came twice is within one repeat bound.
     static func databaseFault(
         _ scenario: String, collapseID: String, durable: Bool = false, _ fault: (DedicatedCluster) async throws -> Void,
-        check: @escaping @Sendable (PostgresClient) async throws -> Void
+        check: @escaping @Sendable (Database) async throws -> Void
     ) async throws {
         try await withScratch { dir in
             let cluster = try await DedicatedCluster.start(in: dir, durable: durable)

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import Store
 import TestSupport
 
 /// Reading the simulator's accepted log against the ledger.
@@ -19,7 +20,7 @@ extension FaultSuite {
     /// The devices APNs accepted a notification for whose delivery the
     /// ledger does not show as sent and run `run` still holds (in flight):
     /// what a kill -9 of that run leaves for the next run to send again.
-    static func acceptedNotRecorded(_ client: PostgresClient, tokens: Set<String>, campaign: Int64,
+    static func acceptedNotRecorded(_ client: Database, tokens: Set<String>, campaign: Int64,
                                     heldBy run: Int64) async throws -> Set<String> {
         var out: Set<String> = []
         let list = Array(tokens)
@@ -33,7 +34,7 @@ extension FaultSuite {
     }
 
     /// The run a `herald run` process registered (nil before it did).
-    static func runID(_ client: PostgresClient, pid: Int32) async throws -> Int64? {
+    static func runID(_ client: Database, pid: Int32) async throws -> Int64? {
         try await client.scalar("SELECT max(id) FROM runs WHERE pid = \(Int(pid))", as: Int64?.self) ?? nil
     }
 

@@ -262,12 +262,12 @@ struct Figures: CustomStringConvertible {
 }
 
 /// Compares the simulator's accepted log with the ledger of `campaign`.
-func compare(_ scenario: String, client: PostgresClient, simulator: SimulatorProcess, campaign: Int64,
+func compare(_ scenario: String, client: Database, simulator: SimulatorProcess, campaign: Int64,
              collapseID: String) async throws -> Figures {
     try await compare(scenario, client: client, accepted: try simulator.accepted(), campaign: campaign, collapseID: collapseID)
 }
 
-func compare(_ scenario: String, client: PostgresClient, accepted: [SimulatorProcess.Accepted], campaign: Int64,
+func compare(_ scenario: String, client: Database, accepted: [SimulatorProcess.Accepted], campaign: Int64,
              collapseID: String) async throws -> Figures {
     var f = Figures(scenario: scenario)
     var ledger: [String: (status: String, apnsID: String?)] = [:]
@@ -336,7 +336,7 @@ func waitUntil(_ what: String, limit: Duration, _ condition: () async throws -> 
 
 /// A poster to `devices` devices, sent to each (as a run would have recorded
 /// it): the deliveries replies may answer, by id.
-func sentDeliveries(_ client: PostgresClient, devices: Int) async throws -> [Int64] {
+func sentDeliveries(_ client: Database, devices: Int) async throws -> [Int64] {
     try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: devices) + ";\n"
         + Fixtures.campaign(name: "Poster") + ";\n" + """
         INSERT INTO deliveries (campaign_id, device_id, user_id, status, sent_at)

@@ -11,7 +11,7 @@ import TestSupport
 @Suite("herald prune keeps the figures", .serialized)
 struct PruneFiguresTests {
     /// Every view of the analyst schema, by name.
-    static func analystViews(_ client: PostgresClient) async throws -> [String] {
+    static func analystViews(_ client: Database) async throws -> [String] {
         var names: [String] = []
         for try await name in try await client.query("""
             SELECT c.relname::text FROM pg_class c
@@ -24,7 +24,7 @@ struct PruneFiguresTests {
     }
 
     /// Each view's rows as text, in a stable order.
-    static func snapshot(_ client: PostgresClient, views: [String]) async throws -> [String: [String]] {
+    static func snapshot(_ client: Database, views: [String]) async throws -> [String: [String]] {
         var out: [String: [String]] = [:]
         for view in views {
             let quoted = "\"" + view.replacingOccurrences(of: "\"", with: "\"\"") + "\""

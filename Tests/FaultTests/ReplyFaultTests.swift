@@ -149,13 +149,16 @@ extension FaultSuite {
         return env
     }
 
-    /// Sends every reply over 12 concurrent lanes, each until it is answered 2xx.
-    static func sendAll(_ replies: [PendingReply], server: IntakeServerProcess, ledger: ReplyLedger) -> Task<Void, any Error> {
+    /// Sends every reply over 12 concurrent lanes, each until it is answered 2xx, a lane's
+    /// replies at least `spacing` apart.
+    static func sendAll(_ replies: [PendingReply], server: IntakeServerProcess, ledger: ReplyLedger,
+                        spacing: Duration = .zero) -> Task<Void, any Error> {
         Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for lane in 0..<12 {
                     group.addTask {
                         for index in stride(from: lane, to: replies.count, by: 12) {
+                            if spacing > .zero { try await Task.sleep(for: spacing) }
                             try await Self.sendUntilAnswered(replies[index], server: server, ledger: ledger)
                         }
                     }

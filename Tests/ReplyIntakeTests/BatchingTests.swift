@@ -16,7 +16,7 @@ struct BatchingTests {
     /// `ranged`: the ledger as runs write it (a partition and a range per
     /// campaign, Sql/0018's fast path), else written by hand (its general path).
     func withBatchingIntake<T: Sendable>(
-        _ batching: ReplyBatching, ranged: Bool = false, _ body: @Sendable (ReplyIntake, PostgresClient) async throws -> T
+        _ batching: ReplyBatching, ranged: Bool = false, _ body: @Sendable (ReplyIntake, Database) async throws -> T
     ) async throws -> T {
         try await TestDatabase.with { client, _ in
             try await client.exec(ranged ? Fixtures.threeDeliveriesAsRunsWriteThem : Fixtures.threeDeliveries)
@@ -31,7 +31,7 @@ struct BatchingTests {
     /// calls `release`: no batch can store anything meanwhile, so what is
     /// submitted queues up and goes into one batch.
     static func lockingReplies<T: Sendable>(
-        _ db: PostgresClient, _ body: @Sendable (_ release: @escaping @Sendable () -> Void) async throws -> T
+        _ db: Database, _ body: @Sendable (_ release: @escaping @Sendable () -> Void) async throws -> T
     ) async throws -> T {
         let (released, releaseSink) = AsyncStream.makeStream(of: Void.self)
         let (locked, lockedSink) = AsyncStream.makeStream(of: Void.self)

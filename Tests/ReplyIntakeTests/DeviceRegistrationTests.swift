@@ -14,7 +14,7 @@ import TestSupport
 /// The app's backend and Herald, over real HTTP on a real database.
 struct AppHarness: Sendable {
     let issuer: AppTokenIssuer
-    let db: PostgresClient
+    let db: Database
 
     /// Limits that leave room for a test's many requests about one device.
     static var roomy: IntakeLimits {

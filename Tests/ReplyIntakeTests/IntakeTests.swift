@@ -11,7 +11,7 @@ import TestSupport
 
 /// A database with three deliveries: 1 of a poster (buttons), 2 of a feedback
 /// prompt (text input), and 3 of the poster again.
-func withIntake<T: Sendable>(_ body: @Sendable (ReplyIntake, PostgresClient) async throws -> T) async throws -> T {
+func withIntake<T: Sendable>(_ body: @Sendable (ReplyIntake, Database) async throws -> T) async throws -> T {
     try await TestDatabase.with { client, _ in
         try await client.exec(Fixtures.threeDeliveries)
         let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),

@@ -30,7 +30,7 @@ struct AppsRunTests {
 
     /// A credential of the app `companion` the simulator trusts, written as
     /// `herald apps add-credential` would.
-    static func addCredential(_ kind: String, name: String, sim: RunningAPNsSimulator, client: PostgresClient) async throws
+    static func addCredential(_ kind: String, name: String, sim: RunningAPNsSimulator, client: Database) async throws
         -> (revoke: @Sendable () async -> Void, record: AppCredentialRecord)
     {
         if kind == "certificate" {
@@ -70,7 +70,7 @@ struct AppsRunTests {
     }
 
     /// `count` devices of the catalogue's audience, those matching `companionWhere` on the app `companion`.
-    static func audience(_ client: PostgresClient, count: Int, companionWhere condition: String) async throws {
+    static func audience(_ client: Database, count: Int, companionWhere condition: String) async throws {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: count))
         try await client.exec("""
@@ -79,7 +79,7 @@ struct AppsRunTests {
             """)
     }
 
-    static func figures(_ client: PostgresClient) async throws -> [String: String] {
+    static func figures(_ client: Database) async throws -> [String: String] {
         var out: [String: String] = [:]
         for try await (name, line) in try await client.query("""
             SELECT c.name, c.status || ' ' || count(*) FILTER (WHERE d.status = 'sent') || ' sent '

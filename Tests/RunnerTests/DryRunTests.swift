@@ -32,7 +32,7 @@ struct PassThrough: DeliveryPersonalizer {
     }
 }
 
-func dryRun(_ client: PostgresClient, sink: CollectingSink = CollectingSink()) async throws -> RunSummary {
+func dryRun(_ client: Database, sink: CollectingSink = CollectingSink()) async throws -> RunSummary {
     let stores = RunStores(client: client, logger: TestDatabase.logger)
     return try await CampaignRun(stores: stores, options: RunOptions(topic: "com.example.test", dryRun: true, batchSize: 700),
                                  personalizer: PassThrough(), sink: sink, logger: TestDatabase.logger).execute()

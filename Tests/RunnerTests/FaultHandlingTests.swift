@@ -72,7 +72,7 @@ struct FaultHandlingTests {
 
 @Suite("Leases")
 struct LeaseTests {
-    static func setUp(_ client: PostgresClient) async throws -> (RunStores, Int64) {
+    static func setUp(_ client: Database) async throws -> (RunStores, Int64) {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: 20))
         try await client.exec(Fixtures.campaign(name: "Leased"))

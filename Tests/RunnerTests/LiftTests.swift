@@ -27,7 +27,7 @@ struct LiftTests {
     }
 
     /// Users of the campaign: id and whether they were treated.
-    func arms(_ client: PostgresClient, campaign: Int64) async throws -> [(user: Int64, treated: Bool)] {
+    func arms(_ client: Database, campaign: Int64) async throws -> [(user: Int64, treated: Bool)] {
         var out: [(Int64, Bool)] = []
         for try await (user, treated) in try await client.query("""
             SELECT user_id, bool_or(status <> 'held_out') FROM deliveries WHERE campaign_id = \(campaign) GROUP BY user_id ORDER BY user_id
@@ -39,7 +39,7 @@ struct LiftTests {
 
     /// Replaces the conversions: each user converts (a purchase an hour
     /// after assignment) with `base`, plus `planted` when treated.
-    func draw(_ client: PostgresClient, _ users: [(user: Int64, treated: Bool)], base: Double, planted: Double,
+    func draw(_ client: Database, _ users: [(user: Int64, treated: Bool)], base: Double, planted: Double,
               seed: UInt64) async throws {
         var draws = Draws(state: seed)
         let converting = users.filter { draws.next() < base + ($0.treated ? planted : 0) }.map(\.user)
@@ -54,7 +54,7 @@ struct LiftTests {
         var treated: Int64, heldOut: Int64, lift: Double, low: Double, high: Double, p: Double?, verdict: String
     }
 
-    func lift(_ client: PostgresClient, campaign: Int64, variant: String? = nil) async throws -> Lift? {
+    func lift(_ client: Database, campaign: Int64, variant: String? = nil) async throws -> Lift? {
         for try await (n1, n0, lift, low, high, p, verdict) in try await client.query("""
             SELECT treated, held_out, lift_pts::float8, lift_low_pts::float8, lift_high_pts::float8, p_value, verdict
             FROM analyst.lift WHERE campaign_id = \(campaign) AND variant IS NOT DISTINCT FROM \(variant)

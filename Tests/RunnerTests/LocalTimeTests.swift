@@ -12,7 +12,7 @@ import TestSupport
 struct LocalTimeTests {
     /// 30 users in three zones: UTC+3 (its moment passed 2 h ago), UTC and
     /// UTC−3 (1 h and 4 h from now), for a local time one hour after now in UTC.
-    func setUp(_ client: PostgresClient, missed: String) async throws -> Int64 {
+    func setUp(_ client: Database, missed: String) async throws -> Int64 {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: 30))
         try await client.exec("""

@@ -9,7 +9,7 @@ import Testing
 import TestSupport
 
 /// `herald send-test` against the APNs simulator, as the command wires it.
-func testSend(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySecret = .generate(),
+func testSend(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = .generate(),
               campaign: Int64, to recipient: TestSendRecipient) async throws -> [TestSendAnswer] {
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
     let test = TestSend(stores: RunStores(client: client, logger: TestDatabase.logger), topic: apns.topic,
@@ -25,7 +25,7 @@ func testSend(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySe
 }
 
 /// The ledger's row counts and the campaign's state: what "writes nothing" compares.
-private func footprint(_ client: PostgresClient) async throws -> [String] {
+private func footprint(_ client: Database) async throws -> [String] {
     var out: [String] = []
     for table in ["deliveries", "campaigns", "runs", "replies", "devices"] {
         out.append("\(table)=\(try await client.scalar("SELECT count(*) FROM \(table)", as: Int64.self) ?? -1)")

@@ -116,7 +116,7 @@ struct OverlapTests {
 struct OverlapRunTests {
     /// A paced campaign due first (30 devices at 4 a second: about 7 s) and a quick one to everyone (300),
     /// which ends within the paced one's time with room to spare on a loaded machine.
-    static func night(_ client: PostgresClient) async throws {
+    static func night(_ client: Database) async throws {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: 300))
         try await client.exec(#"INSERT INTO segments (name, rule) VALUES ('few', '{"attr": "attributes.orders", "op": "=", "value": 1}')"#)
@@ -129,7 +129,7 @@ struct OverlapRunTests {
     }
 
     /// Each campaign's first and last send, by the ledger.
-    static func spans(_ client: PostgresClient) async throws -> [String: (first: Date, last: Date, sent: Int64)] {
+    static func spans(_ client: Database) async throws -> [String: (first: Date, last: Date, sent: Int64)] {
         var out: [String: (first: Date, last: Date, sent: Int64)] = [:]
         for try await (name, first, last, sent) in try await client.query("""
             SELECT c.name, min(d.sent_at), max(d.sent_at), count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id

@@ -9,14 +9,14 @@ import Testing
 import TestSupport
 
 /// A real run against the APNs simulator over TLS + HTTP/2.
-func sendRun(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySecret = .generate(),
+func sendRun(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = .generate(),
              batchSize: Int = 500, concurrency: Int = 100) async throws -> RunSummary {
     try await sendRun(client, apns: apns, secret: secret,
                       options: RunOptions(topic: apns.topic, batchSize: batchSize, concurrency: concurrency))
 }
 
 /// The same with any run options (the fault settings under test).
-func sendRun(_ client: PostgresClient, apns: APNsConfiguration, secret: ReplySecret = .generate(),
+func sendRun(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = .generate(),
              options: RunOptions) async throws -> RunSummary {
     let stores = RunStores(client: client, logger: TestDatabase.logger)
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)

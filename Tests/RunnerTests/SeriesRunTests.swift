@@ -13,7 +13,7 @@ import TestSupport
 @Suite("Recurring and on-entry campaigns", .serialized)
 struct SeriesRunTests {
     /// An hourly series whose second moment came 30 min ago (the first, 90 min ago).
-    func hourly(_ client: PostgresClient, devices: Int = 12) async throws -> Int64 {
+    func hourly(_ client: Database, devices: Int = 12) async throws -> Int64 {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: devices))
         try await client.exec(Fixtures.campaign(name: "Weekly poster"))
@@ -24,7 +24,7 @@ struct SeriesRunTests {
     }
 
     /// The series' clock moves `minutes` on.
-    func pass(_ minutes: Int, series: Int64, _ client: PostgresClient) async throws {
+    func pass(_ minutes: Int, series: Int64, _ client: Database) async throws {
         try await client.exec("""
             UPDATE campaigns SET send_at = send_at - interval '\(minutes) minutes',
                                  expires_at = expires_at - interval '\(minutes) minutes',
@@ -33,7 +33,7 @@ struct SeriesRunTests {
             """)
     }
 
-    func occurrences(_ series: Int64, _ client: PostgresClient) async throws -> [(occurrence: Int, sent: Int, targeted: Int)] {
+    func occurrences(_ series: Int64, _ client: Database) async throws -> [(occurrence: Int, sent: Int, targeted: Int)] {
         var out: [(Int, Int, Int)] = []
         for try await (n, sent, targeted) in try await client.query("""
             SELECT occurrence, sent, targeted FROM analyst.occurrences WHERE series_id = \(series) ORDER BY occurrence

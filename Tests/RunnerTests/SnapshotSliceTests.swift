@@ -12,7 +12,7 @@ import TestSupport
 struct SnapshotSliceTests {
     /// 3,000 devices sent by one run in slices of 200, 600 and 2,400 device
     /// ids, each next slice started within `lead` rows of the claims (nil: the default).
-    static func sendSliced(_ client: PostgresClient, campaign: String, lead: Int? = nil) async throws {
+    static func sendSliced(_ client: Database, campaign: String, lead: Int? = nil) async throws {
         try await client.exec(Fixtures.catalogue)
         try await client.exec(Fixtures.audience(count: 3000))
         try await client.exec(Fixtures.campaign(name: campaign))

@@ -31,7 +31,7 @@ private func expectedVariant(campaign: Int64, device: Int64, variants: [(name: S
     return variants.last?.name
 }
 
-private func variantsOfDeliveries(_ client: PostgresClient, campaign: Int64) async throws -> [Int64: String] {
+private func variantsOfDeliveries(_ client: Database, campaign: Int64) async throws -> [Int64: String] {
     var out: [Int64: String] = [:]
     for try await (device, variant) in try await client.query(
         "SELECT device_id, variant FROM deliveries WHERE campaign_id = \(campaign) AND kind = 'campaign'",
@@ -41,12 +41,12 @@ private func variantsOfDeliveries(_ client: PostgresClient, campaign: Int64) asy
     return out
 }
 
-private func campaignID(_ client: PostgresClient, _ name: String) async throws -> Int64 {
+private func campaignID(_ client: Database, _ name: String) async throws -> Int64 {
     try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = '\(name)'", as: Int64.self))
 }
 
 /// Inserts variants given as (name, share, content JSON).
-private func addVariants(_ client: PostgresClient, campaign: String, _ rows: [(String, Int, String)],
+private func addVariants(_ client: Database, campaign: String, _ rows: [(String, Int, String)],
                          media: [String: String] = [:]) async throws {
     for (name, share, content) in rows {
         let url = media[name].map { "'\($0)'" } ?? "NULL"
@@ -59,8 +59,8 @@ private func addVariants(_ client: PostgresClient, campaign: String, _ rows: [(S
 
 /// Runs `body` logged in as a new member of `group` (herald_job,
 /// herald_analyst), a role dropped afterwards: what the grants allow.
-private func asMember<T: Sendable>(of group: String, _ database: DatabaseConfiguration, admin: PostgresClient,
-                                   _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+private func asMember<T: Sendable>(of group: String, _ database: DatabaseConfiguration, admin: Database,
+                                   _ body: @Sendable (Database) async throws -> T) async throws -> T {
     let name = "t_variant_\(group.replacingOccurrences(of: "herald_", with: ""))_" + UUID().uuidString.prefix(8).lowercased()
     try await admin.exec("CREATE ROLE \(name) LOGIN IN ROLE \(group)")
     var config = database
@@ -441,7 +441,7 @@ struct VariantTests {
 }
 
 /// `herald send-test --variant NAME` against the simulator.
-private func testSendVariant(_ client: PostgresClient, apns: APNsConfiguration, campaign: Int64, token: String,
+private func testSendVariant(_ client: Database, apns: APNsConfiguration, campaign: Int64, token: String,
                              variant: String) async throws -> [TestSendAnswer] {
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
     let test = TestSend(stores: RunStores(client: client, logger: TestDatabase.logger), topic: apns.topic,

@@ -12,7 +12,7 @@ import TestSupport
 struct ApprovalAuthorityTests {
     /// A login role of this test in `groups` (roles belong to the whole
     /// server), dropped afterwards.
-    static func withRole<T>(_ groups: [String], _ client: PostgresClient, _ body: (String) async throws -> T) async throws -> T {
+    static func withRole<T>(_ groups: [String], _ client: Database, _ body: (String) async throws -> T) async throws -> T {
         let role = "herald_t_\(UUID().uuidString.prefix(8).lowercased())"
         try await client.exec("CREATE ROLE \(role) LOGIN" + (groups.isEmpty ? "" : " IN ROLE \(groups.joined(separator: ", "))"))
         do {
@@ -29,7 +29,7 @@ struct ApprovalAuthorityTests {
     /// current_user are the role): nil when every statement was taken, else
     /// the first refusal with its SQLSTATE. A transaction it left open is
     /// rolled back.
-    static func attempt(_ client: PostgresClient, as role: String, _ script: String) async throws -> (state: String?, text: String)? {
+    static func attempt(_ client: Database, as role: String, _ script: String) async throws -> (state: String?, text: String)? {
         try await client.withConnection { conn in
             _ = try await conn.query(PostgresQuery(unsafeSQL: "SET SESSION AUTHORIZATION \(role)"), logger: TestDatabase.logger)
             var refusal: (state: String?, text: String)?
@@ -48,12 +48,12 @@ struct ApprovalAuthorityTests {
         }
     }
 
-    static func approved(_ client: PostgresClient, _ id: Int64) async throws -> Bool {
+    static func approved(_ client: Database, _ id: Int64) async throws -> Bool {
         try await client.scalar("SELECT approved_at IS NOT NULL FROM campaigns WHERE id = \(id)", as: Bool.self) == true
     }
 
     /// The campaign `name` as written by `author` (a marketer), scheduled, with a segment.
-    static func campaign(_ client: PostgresClient, _ name: String, author: String) async throws -> Int64 {
+    static func campaign(_ client: Database, _ name: String, author: String) async throws -> Int64 {
         try await client.exec("INSERT INTO segments (name, rule) VALUES ('seg \(name)', '{\"attr\": \"attributes.tier\", \"op\": \"eq\", \"value\": \"gold\"}') ON CONFLICT DO NOTHING")
         let sql = Fixtures.campaign(name: name, kind: "flash_sale", segment: "seg \(name)")
         let refusal = try await attempt(client, as: author, sql)

@@ -20,11 +20,11 @@ struct ApprovalTests {
     }
 
     /// Runs `sql` as `role` (session_user becomes it); the error a marketer sees, or nil.
-    func refusal(_ client: PostgresClient, as role: String, _ sql: String) async throws -> String? {
+    func refusal(_ client: Database, as role: String, _ sql: String) async throws -> String? {
         try await ApprovalAuthorityTests.attempt(client, as: role, sql)?.text
     }
 
-    func withPeople(_ client: PostgresClient, _ body: (People) async throws -> Void) async throws {
+    func withPeople(_ client: Database, _ body: (People) async throws -> Void) async throws {
         let people = People()
         for role in people.all {
             try await client.exec("CREATE ROLE \(role) LOGIN IN ROLE herald_marketer")

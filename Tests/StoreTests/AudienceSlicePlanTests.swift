@@ -14,7 +14,7 @@ struct AudienceSlicePlanTests {
     /// The plan's nodes that read `relation`, as "node type" strings, as
     /// the planner plans the query when it would rather not loop over
     /// index lookups (as it would not for a slice of ten million devices).
-    static func reads(_ relation: String, in query: PostgresQuery, _ client: PostgresClient) async throws -> [String] {
+    static func reads(_ relation: String, in query: PostgresQuery, _ client: Database) async throws -> [String] {
         let text = try await client.withConnection { conn in
             // For this statement only: the connection goes back to the pool.
             try await conn.query("BEGIN", logger: TestDatabase.logger)

@@ -15,7 +15,7 @@ actor Counter {
 
 @Suite("Database faults: retried, or blamed on the campaign")
 struct DatabaseFaultTests {
-    static func error(_ client: PostgresClient, state: String) async -> (any Error)? {
+    static func error(_ client: Database, state: String) async -> (any Error)? {
         do {
             try await client.query(PostgresQuery(unsafeSQL: "DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '\(state)'; END $$"),
                                    logger: TestDatabase.logger)

@@ -9,7 +9,7 @@ import TestSupport
 /// row, and the send slots every worker takes from one row per campaign.
 @Suite("Pace")
 struct PaceTests {
-    func campaign(_ client: PostgresClient, devices: Int = 0) async throws -> Int64 {
+    func campaign(_ client: Database, devices: Int = 0) async throws -> Int64 {
         try await client.exec(Fixtures.catalogue)
         if devices > 0 { try await client.exec(Fixtures.audience(count: devices)) }
         try await client.exec(Fixtures.campaign(name: "Paced"))

@@ -53,7 +53,7 @@ struct PartitionTests {
         """
 
     /// Every row of every analyst view, as text, sorted: what analysts see.
-    static func analystViews(_ client: PostgresClient) async throws -> [String: [String]] {
+    static func analystViews(_ client: Database) async throws -> [String: [String]] {
         var names: [String] = []
         for try await name in try await client.query(
             "SELECT table_name::text FROM information_schema.views WHERE table_schema = 'analyst' ORDER BY 1",
@@ -67,7 +67,7 @@ struct PartitionTests {
         return out
     }
 
-    static func lines(_ client: PostgresClient, _ sql: String) async throws -> [String] {
+    static func lines(_ client: Database, _ sql: String) async throws -> [String] {
         var out: [String] = []
         for try await line in try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.logger).decode(String.self) {
             out.append(line)
@@ -75,7 +75,7 @@ struct PartitionTests {
         return out
     }
 
-    static func id(_ client: PostgresClient, campaign name: String) async throws -> Int64 {
+    static func id(_ client: Database, campaign name: String) async throws -> Int64 {
         try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = '\(name)'", as: Int64.self))
     }
 
