@@ -66,7 +66,7 @@ extension ConfigurationKey {
 
     // Database.
     static let databaseURL = Self("DATABASE_URL", "database", "url", secret: true, default: "(required)",
-        "`postgres://user:password@host:port/database`; `?sslmode=disable|prefer|require` (default: `disable` on loopback, `prefer` elsewhere). Treated as a secret: it may hold the password")
+        "`postgres://user:password@host:port/database`, or several servers as libpq writes them (`host1:port1,host2:port2`, see \"Failover\" in [Reliability](#reliability)); `?sslmode=disable|prefer|require` (default: `disable` on loopback, `prefer` elsewhere); `&target_session_attrs=any|read-write|primary` (default `any`). Treated as a secret: it may hold the password")
     static let databasePasswordFile = Self("DATABASE_PASSWORD_FILE", "database", "password_file",
         "a file holding the database password (a mounted secret), instead of a password in `DATABASE_URL`; a final newline is dropped")
     static let databaseConnections = Self("HERALD_DB_CONNECTIONS", "database", "connections", kind: .integer(2...100, default: 8),

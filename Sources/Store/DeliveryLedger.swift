@@ -37,6 +37,9 @@ public struct ClaimWindow: Sendable, Hashable {
     /// gone (its process seemed to have ended, or it stopped renewing). It
     /// claims nothing more and must stop: its deliveries are another's now.
     public var runLive: Bool
+    /// False when the campaign may not be sent now (paused, cancelled, its approval withdrawn):
+    /// nothing was claimed, and no window further on would claim anything either.
+    public var campaignLive = true
     /// Rows the window read.
     public var read = 0
 
@@ -174,7 +177,7 @@ public struct DeliveryLedger: Sendable {
                 WHERE d.ctid = picked.tid AND d.campaign_id = \(campaign)
                 RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app
             )
-            SELECT m.last, m.n, m.run_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app
+            SELECT m.last, m.n, m.run_live, EXISTS (SELECT 1 FROM live) AS campaign_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app
             FROM (SELECT max(id) AS last, count(*)::bigint AS n,
                          EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
             LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
@@ -186,6 +189,7 @@ public struct DeliveryLedger: Sendable {
         for try await row in rows {
             var cells = RowCells(row)
             let last = try cells.next(Int64?.self), n = try cells.next(Int64.self), runLive = try cells.next(Bool.self)
+            let campaignLive = try cells.next(Bool.self)
             let id = try cells.next(Int64?.self), deviceID = try cells.next(Int64?.self)
             let token = try cells.next(String?.self), env = try cells.next(String?.self), locale = try cells.next(String?.self)
             let key = try cells.next(String?.self), kid = try cells.next(String?.self), apnsID = try cells.next(UUID?.self)
@@ -194,6 +198,7 @@ public struct DeliveryLedger: Sendable {
             window.full = n >= limit
             window.read = Int(n)
             window.runLive = runLive
+            window.campaignLive = campaignLive
             guard let id, let deviceID, let token, let env, let locale else { continue }
             window.deliveries.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
@@ -264,14 +269,14 @@ public struct DeliveryLedger: Sendable {
             return window
         }
         var window = ClaimWindow(deliveries: [], end: after, full: false)
-        func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive }
+        func goOn() -> Bool { window.deliveries.isEmpty && window.full && window.runLive && window.campaignLive }
         if after > 0 {
             window = try await take(after)
         } else if let start = try await firstClaimable(campaign: campaign, excludingApps: apps) {
             window = try await take(start - 1)
         }
         while goOn() { window = try await take(window.end) }
-        if window.deliveries.isEmpty, window.runLive, after > 0,
+        if window.deliveries.isEmpty, window.runLive, window.campaignLive, after > 0,
            let behind = try await firstClaimable(campaign: campaign, excludingApps: apps) {
             window = try await take(behind - 1)
             while goOn() { window = try await take(window.end) }

@@ -165,6 +165,32 @@ struct SendingSessionTests {
         #expect(Self.name(expired.next(Self.at(2, expired: true))) == "end expired")
     }
 
+    @Test("a pause seen by the claim ahead stops the batch under way: what it has not sent goes back")
+    func pauseSeenAhead() {
+        for (status, end) in [(CampaignStatus.paused, "end paused"), (.cancelled, "end cancelled")] {
+            var s = Self.session()
+            _ = s.next(Self.at(0))
+            s.claimAnswered(ClaimBatch(items: Self.rows(1...4), end: 4))
+            #expect(Self.name(s.next(Self.at(1))) == "claim after 4")
+            #expect(Self.name(s.next(Self.at(1))) == "send 1")
+            s.claimAnswered(ClaimBatch(items: [], end: 4, status: status))
+            // Nothing more is sent: 1 finishes, 2…4 go back as they were.
+            #expect(Self.name(s.next(Self.at(2))) == "wait")
+            s.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
+            #expect(Self.name(s.next(Self.at(3))) == "write 1:sent,2:queued,3:queued,4:queued")
+            s.recorded()
+            #expect(Self.name(s.next(Self.at(4))) == end)
+        }
+        // Drained ahead (nothing left to claim) is no stop: the batch under way is sent whole.
+        var s = Self.session()
+        _ = s.next(Self.at(0))
+        s.claimAnswered(ClaimBatch(items: Self.rows(1...2), end: 2))
+        _ = s.next(Self.at(1))
+        s.claimAnswered(ClaimBatch(items: [], end: 2, status: .running))
+        #expect(Self.name(s.next(Self.at(1))) == "send 1")
+        #expect(Self.name(s.next(Self.at(1))) == "send 2")
+    }
+
     @Test("consecutive transport failures open the host's breaker: the session ends and gives back what it holds")
     func breakerOpens() {
         var s = Self.session(concurrency: 3, repeatBound: 50, threshold: 3)

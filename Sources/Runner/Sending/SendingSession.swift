@@ -247,6 +247,15 @@ struct SendingSession<Item: ClaimedItem> {
         while true {
             if c.stopRequestedAt != nil { return finish(.stopped, c) }
             if !c.maySend || c.epoch != epoch { return finish(.fenced, c) }
+            // The claim ahead found the campaign paused, cancelled or its approval withdrawn:
+            // the batch under way stops too, and what it has not sent goes back.
+            if let ahead = answer, ahead.items.isEmpty {
+                switch ahead.status {
+                case .paused?: return finish(.paused, c)
+                case .cancelled?: return finish(.cancelled, c)
+                default: break
+                }
+            }
             if inFlight >= limits.concurrency || unrecorded >= limits.repeatBound {
                 waitCause = inFlight >= limits.concurrency ? .window : .repeatBound
                 return .wait
