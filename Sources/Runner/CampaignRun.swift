@@ -516,7 +516,7 @@ public struct CampaignRun: Sendable {
                     try await sink.write(DryRunLine.skipped(prepared, delivery.target, reason: problem.message))
                 case .success(let extras):
                     let payload = prepared.builder.payload(for: delivery.target, replyToken: extras.replyToken, sealed: extras.sealed)
-                    let headers = prepared.builder.headers(for: delivery.target, topic: options.topic)
+                    let headers = prepared.builder.headers(for: delivery.target, topic: options.apps.topic(app: delivery.target.app))
                     try await sink.write(DryRunLine.payload(prepared, delivery.target, headers: headers, payload: payload))
                     summary.printed += 1
                 }

@@ -46,7 +46,11 @@ public struct HeraldJob: Sendable {
     /// A dry run: payloads as JSON lines to `out` (standard output when nil).
     public func dryRun(client: Database, out: String?, stop: StopSignal = StopSignal()) async throws -> RunSummary {
         let sink = try out.map { try LineFile(path: $0) } ?? LineFile.standardOutput()
-        let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: try options(dryRun: true, stop: stop), personalizer: try personalizer(),
+        var options = try options(dryRun: true, stop: stop)
+        // Each device's own app's topic, as a run sends it (printing needs no credential).
+        let store = AppStore(client: client, logger: logger)
+        options.apps = AppRoutes(apps: try await store.all(), defaultTopic: configuration.topic)
+        let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: options, personalizer: try personalizer(),
                               sink: sink, logger: logger)
         let summary = try await run.execute()
         try await sink.finish()

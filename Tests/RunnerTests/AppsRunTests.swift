@@ -79,6 +79,31 @@ struct AppsRunTests {
             """)
     }
 
+    @Test("a dry run prints each device's own app's topic, as a run sends it")
+    func dryRunTopics() async throws {
+        try await TestDatabase.with { client, database in
+            try await Self.audience(client, count: 30, companionWhere: "id % 3 = 0")
+            try await client.exec(Fixtures.campaign(name: "Everyone"))
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("dry-\(UUID().uuidString).jsonl")
+            defer { try? FileManager.default.removeItem(at: out) }
+            let job = try Self.job(database, extra: ["APNS_TOPIC": "com.example.shop"])
+            _ = try await job.dryRun(client: client, out: out.path)
+            var topics: [String: String] = [:]
+            for line in try String(contentsOf: out, encoding: .utf8).split(separator: "\n") {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let token = try #require(object["device"] as? String)
+                topics[token] = (object["headers"] as? [String: Any])?["apns-topic"] as? String
+            }
+            var expected: [String: String] = [:]
+            for try await (token, app) in try await client.query("SELECT token, app FROM devices", logger: TestDatabase.logger)
+                .decode((String, String).self) {
+                expected[token] = app == "companion" ? Self.companion : "com.example.shop"
+            }
+            #expect(topics.count == 30)
+            #expect(topics == expected)
+        }
+    }
+
     static func figures(_ client: Database) async throws -> [String: String] {
         var out: [String: String] = [:]
         for try await (name, line) in try await client.query("""
