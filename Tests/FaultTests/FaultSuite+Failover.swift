@@ -99,19 +99,11 @@ extension FaultSuite {
                           + "standby promoted \(Self.seconds(promoted - killed)) s later, replies stored again "
                           + "\(Self.seconds(repliesAgain)) s after the kill; runs \(allRuns)")
                     #expect(killedAt.notifications < devices)
-                    #expect(f.lost == 0)
-                    #expect(f.failed == 0)
-                    #expect(f.leftover == 0)
-                    #expect(f.delivered == devices)
-                    #expect(f.sentInLedger == devices)
-                    #expect(f.repeated <= Self.repeatBound(concurrency: concurrency))
-                    #expect(f.repeatsWithOtherAPNsID == 0)
-                    #expect(try await Self.status(client, campaign) == "completed")
+                    try await Self.expectEachDeviceOnce(f, devices: devices, concurrency: concurrency, client: client,
+                                                        campaign: campaign)
                 }
                 try await withPostgres(newPrimary.with(database: "replies"), logger: TestDatabase.logger) { client in
-                    var rows: [UUID: Int] = [:]
-                    for try await id in try await client.query("SELECT reply_id FROM replies", logger: TestDatabase.logger)
-                        .decode(UUID.self) { rows[id, default: 0] += 1 }
+                    let rows = try await Self.replyRows(client)
                     let lost = answered.statuses.keys.filter { rows[$0] == nil }.count
                     let doubled = rows.values.filter { $0 > 1 }.count
                     print("fault suite [failover, replies]: \(replies.count) sent, \(answered.statuses.count) answered 2xx, "

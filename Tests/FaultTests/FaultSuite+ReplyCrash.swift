@@ -59,9 +59,7 @@ extension FaultSuite {
                 try await withPostgres(database, logger: TestDatabase.logger) { client in
                     let fsync = try await client.scalar("SHOW fsync", as: String.self)
                     let commit = try await client.scalar("SHOW synchronous_commit", as: String.self)
-                    var rows: [UUID: Int] = [:]
-                    for try await id in try await client.query("SELECT reply_id FROM replies", logger: TestDatabase.logger)
-                        .decode(UUID.self) { rows[id, default: 0] += 1 }
+                    let rows = try await Self.replyRows(client)
                     let lost = answered.statuses.keys.filter { rows[$0] == nil }.count
                     let doubled = rows.values.filter { $0 > 1 }.count
                     print("fault suite [replies, postgres killed twice, fsync \(fsync ?? "?"), synchronous_commit \(commit ?? "?")]: "

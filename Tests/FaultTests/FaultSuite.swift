@@ -27,6 +27,21 @@ struct FaultSuite {
         return try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = '\(name)'", as: Int64.self))
     }
 
+    /// The campaign completed, every device got it, nothing was lost or failed, and what came
+    /// twice (in flight, or outcomes not yet committed) is within one repeat bound, each under
+    /// its first `apns-id`.
+    static func expectEachDeviceOnce(_ f: Figures, devices: Int, concurrency: Int, client: Database,
+                                     campaign: Int64) async throws {
+        #expect(f.lost == 0)
+        #expect(f.failed == 0)
+        #expect(f.leftover == 0)
+        #expect(f.delivered == devices)
+        #expect(f.sentInLedger == devices)
+        #expect(f.repeated <= Self.repeatBound(concurrency: concurrency))
+        #expect(f.repeatsWithOtherAPNsID == 0)
+        #expect(try await Self.status(client, campaign) == "completed")
+    }
+
     static func status(_ client: Database, _ campaign: Int64) async throws -> String {
         try await client.scalar("SELECT status FROM campaigns WHERE id = \(campaign)", as: String.self) ?? "?"
     }
@@ -472,15 +487,8 @@ extension FaultSuite {
                     f.runs = allRuns
                     print(f)
                     #expect(faultAt < devices)
-                    #expect(f.lost == 0)
-                    #expect(f.failed == 0)
-                    #expect(f.leftover == 0)
-                    #expect(f.delivered == devices)
-                    #expect(f.sentInLedger == devices)
-                    // What was in flight, and outcomes not yet committed, can come twice: one bound.
-                    #expect(f.repeated <= Self.repeatBound(concurrency: concurrency))
-                    #expect(f.repeatsWithOtherAPNsID == 0)
-                    #expect(try await Self.status(client, campaign) == "completed")
+                    try await Self.expectEachDeviceOnce(f, devices: devices, concurrency: concurrency, client: client,
+                                                        campaign: campaign)
                     try await check(client)
                 }
             } catch {

@@ -51,9 +51,7 @@ extension FaultSuite {
 
                 let answered = await ledger.snapshot()
                 try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    var rows: [UUID: Int] = [:]
-                    for try await id in try await client.query("SELECT reply_id FROM replies", logger: TestDatabase.logger)
-                        .decode(UUID.self) { rows[id, default: 0] += 1 }
+                    let rows = try await Self.replyRows(client)
                     let lost = answered.statuses.keys.filter { rows[$0] == nil }.count
                     let doubled = rows.values.filter { $0 > 1 }.count
                     print("replies under faults: \(replies.count) sent, \(answered.statuses.count) answered 2xx "
@@ -147,6 +145,14 @@ extension FaultSuite {
         env["HERALD_RATE_ADDRESS_BURST"] = "1000000"
         env["HERALD_HTTP_MAX_CONNECTIONS_PER_ADDRESS"] = "64"
         return env
+    }
+
+    /// The stored replies, how many rows each `reply_id` has.
+    static func replyRows(_ client: Database) async throws -> [UUID: Int] {
+        var rows: [UUID: Int] = [:]
+        for try await id in try await client.query("SELECT reply_id FROM replies", logger: TestDatabase.logger)
+            .decode(UUID.self) { rows[id, default: 0] += 1 }
+        return rows
     }
 
     /// Sends every reply over 12 concurrent lanes, each until it is answered 2xx, a lane's
