@@ -145,8 +145,10 @@ final class ServerChooser: Sendable {
                 if state.stopped { return .failure(CancellationError()) }
                 switch state.choice.state {
                 case .using:
-                    guard let client = state.client else { return .failure(unavailable(nil)) }
-                    return .success((client, state.generation))
+                    if let client = state.client { return .success((client, state.generation)) }
+                    // Chosen a moment ago; its pool is being put in place.
+                    state.waiting.append(continuation)
+                    return nil
                 case .none:
                     return .failure(unavailable(nil))
                 case .starting:
