@@ -145,7 +145,6 @@ let package = Package(
                 server("ServiceLifecycle", "swift-service-lifecycle"),
                 server("UnixSignals", "swift-service-lifecycle"),
                 server("Prometheus", "swift-prometheus"),
-                server("TOMLKit", "TOMLKit"),
                 server("PostgresNIO", "postgres-nio"),
                 server("NIOConcurrencyHelpers", "swift-nio"),
                 server("Logging", "swift-log"),

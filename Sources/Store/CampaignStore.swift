@@ -125,12 +125,6 @@ public struct CampaignStore: Sendable {
         return heads
     }
 
-    public func campaignStatus(_ id: Int64) async throws -> CampaignStatus? {
-        let rows = try await client.query("SELECT status FROM campaigns WHERE id = \(id)", logger: logger)
-        for try await s in rows.decode(String.self) { return CampaignStatus(rawValue: s) }
-        return nil
-    }
-
     /// The status a sending run goes by: a campaign whose approval is
     /// required and missing (withdrawn by a change) waits as a paused one does.
     public func sendingStatus(_ id: Int64) async throws -> CampaignStatus? {
