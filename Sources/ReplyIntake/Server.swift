@@ -211,7 +211,7 @@ func isDatabaseUnavailable(_ error: any Error) -> Bool {
     if let transaction = error as? PostgresTransactionError {
         return (transaction.closureError ?? transaction.commitError ?? transaction.beginError).map(isDatabaseUnavailable) ?? false
     }
-    if error is DatabaseCallTimedOut || error is DatabaseServerUnavailable { return true }
+    if DatabaseFault.isOutOfReach(error) { return true }
     guard let psql = error as? PSQLError else { return false }
     guard psql.serverInfo?[.sqlState] != nil else { return true }
     return DatabaseFault.isTransient(psql)

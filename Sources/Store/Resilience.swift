@@ -28,7 +28,7 @@ public enum DatabaseFault {
     /// A lost or refused connection, a server restarting or failing over,
     /// a deadlock, a serialization failure or a statement timeout.
     public static func isTransient(_ error: any Error) -> Bool {
-        if error is DatabaseCallTimedOut || error is DatabaseServerUnavailable { return true }
+        if isOutOfReach(error) { return true }
         guard let psql = error as? PSQLError else {
             // Sockets that could not connect or broke (NIO's own errors).
             return !(error is PostgresDecodingError) && !(error is DecodingError) && !(error is StoreError)
@@ -44,6 +44,12 @@ public enum DatabaseFault {
         default:
             return false
         }
+    }
+
+    /// Herald's own errors for a database it cannot reach now: a call past its deadline, or no
+    /// server of the URL that fits (a failover under way).
+    public static func isOutOfReach(_ error: any Error) -> Bool {
+        error is DatabaseCallTimedOut || error is DatabaseServerUnavailable
     }
 
     /// An error caused by one campaign's data (a constraint, an unreadable
