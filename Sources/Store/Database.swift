@@ -12,29 +12,28 @@ import ServiceLifecycle
 /// fault (`DatabaseFault.isTransient`): the callers' retries reach the new server.
 public final class Database: Service, Sendable {
     public let configuration: DatabaseConfiguration
-    private let single: PostgresClient?
-    private let chooser: ServerChooser?
+    private let servers: Servers
+
+    private enum Servers {
+        case one(PostgresClient)
+        case several(ServerChooser)
+    }
 
     /// How often the server in use is checked, and all of them while none fits.
     static let checkInterval = Duration.milliseconds(500)
 
     init(configuration: DatabaseConfiguration, logger: Logger) {
         self.configuration = configuration
-        if configuration.endpoints.count == 1 {
-            single = PostgresClient(configuration: configuration.clientConfiguration(configuration.endpoints[0]),
-                                    backgroundLogger: logger)
-            chooser = nil
-        } else {
-            single = nil
-            chooser = ServerChooser(configuration: configuration, logger: logger)
-        }
+        servers = configuration.endpoints.count == 1
+            ? .one(PostgresClient(configuration: configuration.clientConfiguration(configuration.endpoints[0]),
+                                  backgroundLogger: logger))
+            : .several(ServerChooser(configuration: configuration, logger: logger))
     }
 
     public func run() async {
-        if let single {
-            await single.run()
-        } else if let chooser {
-            await cancelWhenGracefulShutdown { await chooser.run() }
+        switch servers {
+        case .one(let client): await client.run()
+        case .several(let chooser): await cancelWhenGracefulShutdown { await chooser.run() }
         }
     }
 
@@ -87,15 +86,17 @@ public final class Database: Service, Sendable {
     }
 
     private func pool() async throws -> (PostgresClient, Int) {
-        if let single { return (single, 0) }
-        guard let chooser else { throw CancellationError() }
-        return try await chooser.pool()
+        switch servers {
+        case .one(let client): (client, 0)
+        case .several(let chooser): try await chooser.pool()
+        }
     }
 
     /// A call cut off because its server was dropped meanwhile is a transient fault whatever
     /// its pool said (a closed pool is otherwise the process stopping).
     private func changed(_ error: any Error, since generation: Int) -> any Error {
-        guard let chooser, chooser.generation != generation, !(error is CancellationError) else { return error }
+        guard case .several(let chooser) = servers, chooser.generation != generation, !(error is CancellationError)
+        else { return error }
         return DatabaseServerUnavailable(servers: configuration.endpoints.map(\.description),
                                          target: configuration.targetSession, cause: StoreError.describe(error))
     }
