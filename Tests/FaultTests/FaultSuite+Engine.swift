@@ -79,8 +79,7 @@ extension FaultSuite {
             do {
                 let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
                 let devices = 3000
-                try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                try await withMigrated(database) { client in
                     try await client.exec(Fixtures.catalogue)
                     try await client.exec(Fixtures.audience(count: devices))
                     // A flash sale in 30 minutes: no device has reported a config, every one needs a refresh first.

@@ -29,13 +29,11 @@ extension FaultSuite {
                 }
                 let devices = 4000
                 let concurrency = 20
-                let campaign = try await withPostgres(first, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                let campaign = try await withMigrated(first) { client in
                     return try await Self.campaign(client, devices: devices, name: "Failover", collapseID: "failover")
                 }
                 let replyCount = 600
-                let deliveries = try await withPostgres(replyDB, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                let deliveries = try await withMigrated(replyDB) { client in
                     return try await sentDeliveries(client, devices: replyCount)
                 }
 
@@ -53,10 +51,7 @@ extension FaultSuite {
                 ])
                 let secret = replySecret()
                 let replies = try Self.pendingReplies(deliveries, secret: secret)
-                let server = IntakeServerProcess(
-                    environment: try await Self.intakeEnvironment(database: both.with(database: "replies"), secret: secret),
-                    directory: dir)
-                try await server.start()
+                let server = try await Self.startIntake(database: both.with(database: "replies"), secret: secret, dir: dir)
                 let ledger = ReplyLedger()
 
                 var runs = 1

@@ -23,15 +23,12 @@ extension FaultSuite {
             do {
                 let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
                 let count = 600
-                let deliveries = try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                let deliveries = try await withMigrated(database) { client in
                     return try await sentDeliveries(client, devices: count)
                 }
                 let secret = replySecret()
                 let replies = try Self.pendingReplies(deliveries, secret: secret)
-                let env = try await Self.intakeEnvironment(database: database, secret: secret)
-                let server = IntakeServerProcess(environment: env, directory: dir)
-                try await server.start()
+                let server = try await Self.startIntake(database: database, secret: secret, dir: dir)
 
                 let ledger = ReplyLedger()
                 let senders = Self.sendAll(replies, server: server, ledger: ledger)

@@ -461,8 +461,7 @@ extension FaultSuite {
                 let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
                 let devices = 4000
                 let concurrency = 20
-                let campaign = try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                let campaign = try await withMigrated(database) { client in
                     return try await Self.campaign(client, devices: devices, name: scenario, collapseID: collapseID)
                 }
                 let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])

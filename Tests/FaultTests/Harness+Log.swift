@@ -17,6 +17,13 @@ extension FaultSuite {
         return most
     }
 
+    /// A paced send leaves within 250 ms of its slot or gives it up (SendingEngine.missedSlot):
+    /// at most this many more than the pace in a window of arrivals (one more where a window's
+    /// edges cut a millisecond).
+    static func lateSends(perMinute: Int) -> Int {
+        Int((Double(perMinute) / 60 * 0.25).rounded(.up)) + 1
+    }
+
     /// The devices APNs accepted a notification for whose delivery the
     /// ledger does not show as sent and run `run` still holds (in flight):
     /// what a kill -9 of that run leaves for the next run to send again.

@@ -334,6 +334,14 @@ func waitUntil(_ what: String, limit: Duration, _ condition: () async throws -> 
     }
 }
 
+/// `body` on a scenario's own database, migrated first.
+func withMigrated<T: Sendable>(_ database: DatabaseConfiguration, _ body: @Sendable (Database) async throws -> T) async throws -> T {
+    try await withPostgres(database, logger: TestDatabase.logger) { client in
+        try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+        return try await body(client)
+    }
+}
+
 /// A poster to `devices` devices, sent to each (as a run would have recorded
 /// it): the deliveries replies may answer, by id.
 func sentDeliveries(_ client: Database, devices: Int) async throws -> [Int64] {

@@ -38,16 +38,11 @@ extension FaultSuite {
 
                 let sent = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent'")
                 #expect(sent == devices)
-                let times = try Self.acceptedTimes(sim.logPath).sorted()
+                let times = try Self.acceptedAt(sim.logPath).map(\.at).sorted()
                 #expect(Set(try sim.accepted().map(\.token)).count == devices)
                 // The most notifications in any 10-second window, against the 200 the pace allows
                 // and those sent late, within 250 ms of their slots.
-                var most = 0
-                var start = 0
-                for end in times.indices {
-                    while times[end] - times[start] >= 10_000 { start += 1 }
-                    most = max(most, end - start + 1)
-                }
+                let most = Self.mostInAnyWindow(times)
                 let allowed = perMinute / 6
                 let late = Self.lateSends(perMinute: perMinute)
                 let seconds = Double((times.last ?? 0) - (times.first ?? 0)) / 1000
@@ -65,21 +60,6 @@ extension FaultSuite {
                 // Spread evenly: the whole took at least what the pace needs.
                 #expect(seconds >= Double(devices - 1) * 60 / Double(perMinute) - 0.5)
             }
-        }
-    }
-
-    /// A paced send leaves within 250 ms of its slot or gives it up (SendingEngine.missedSlot):
-    /// at most this many more than the pace in a window of arrivals (one more where a window's
-    /// edges cut a millisecond).
-    static func lateSends(perMinute: Int) -> Int {
-        Int((Double(perMinute) / 60 * 0.25).rounded(.up)) + 1
-    }
-
-    /// The simulator's `at` (milliseconds) of each notification it accepted.
-    static func acceptedTimes(_ path: String) throws -> [Int64] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        return try data.split(separator: UInt8(ascii: "\n")).compactMap { line in
-            ((try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["at"] as? NSNumber)?.int64Value
         }
     }
 }

@@ -28,16 +28,13 @@ extension FaultSuite {
             do {
                 let database = try DatabaseConfiguration(url: cluster.url, maxConnections: 4)
                 let count = 600
-                let deliveries = try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+                let deliveries = try await withMigrated(database) { client in
                     return try await sentDeliveries(client, devices: count)
                 }
                 let secret = replySecret()
                 let replies = try Self.pendingReplies(deliveries, secret: secret)
 
-                let env = try await Self.intakeEnvironment(database: database, secret: secret)
-                let server = IntakeServerProcess(environment: env, directory: dir)
-                try await server.start()
+                let server = try await Self.startIntake(database: database, secret: secret, dir: dir)
 
                 let ledger = ReplyLedger()
                 let senders = Self.sendAll(replies, server: server, ledger: ledger)
@@ -131,6 +128,14 @@ extension FaultSuite {
                 "occurred_at": "2026-11-20T10:00:00Z", "reply_id": "\(id.uuidString)"}
                 """.utf8))
         }
+    }
+
+    /// A `herald serve` on `database` as `intakeEnvironment` has it, listening.
+    static func startIntake(database: DatabaseConfiguration, secret: String, dir: Scratch) async throws -> IntakeServerProcess {
+        let server = IntakeServerProcess(environment: try await Self.intakeEnvironment(database: database, secret: secret),
+                                         directory: dir)
+        try await server.start()
+        return server
     }
 
     /// The environment of a `herald serve` child: a member of herald_intake,
