@@ -150,31 +150,16 @@ public struct ReplyIntake: Sendable {
         var bad: [(line: Int, error: ReplyError)] = []
     }
 
-    /// Stores a batch in one transaction and says why each refused line
-    /// was refused. One line the database refuses must not sink the others:
-    /// the batch is then split in halves, each stored on its own, down to
-    /// the refused lines, which are reported.
+    /// Stores a batch and says why each refused line was refused; a line
+    /// whose values the database itself refuses sinks no other
+    /// (`ReplyStore.storeTakingApart`).
     private func write(_ rows: ArraySlice<(line: Int, body: ReplyBody)>) async throws -> Written {
-        let since = ContinuousClock.now
-        let batch: ReplyStore.StoredBatch
-        do {
-            batch = try await store.store(rows.map { Self.incoming($0.body) }, source: "ingest")
-        } catch let error where Self.isRefusal(error) {
-            guard rows.count > 1 else {
-                return Written(bad: rows.map { ($0.line, Self.refusal(error)) })
-            }
-            let middle = rows.startIndex + rows.count / 2
-            var written = try await write(rows[rows.startIndex..<middle])
-            let rest = try await write(rows[middle...])
-            written.stored += rest.stored
-            written.duplicates += rest.duplicates
-            written.bad += rest.bad
-            return written
-        }
+        let batch = try await store.storeTakingApart(rows.map { Self.incoming($0.body) }, source: "ingest")
         var written = Written(stored: batch.stored, duplicates: batch.duplicates.count)
         written.bad = batch.refusals.map { refusal in
-            let row = rows[rows.startIndex + refusal.position]
-            return (row.line, Self.reason(refusal, of: row.body))
+            (rows[rows.startIndex + refusal.position].line, Self.reason(refusal, of: rows[rows.startIndex + refusal.position].body))
+        } + batch.refusedByDatabase.map { refused in
+            (rows[rows.startIndex + refused.position].line, Self.refusal(refused))
         }
         return written
     }
@@ -183,7 +168,7 @@ public struct ReplyIntake: Sendable {
     static func incoming(_ body: ReplyBody) -> ReplyStore.IncomingReply {
         ReplyStore.IncomingReply(replyID: body.replyID, deliveryID: body.delivery, action: body.action, text: body.text,
                                  occurredAt: body.occurredAt,
-                                 textAllowed: body.text.map { ReplyRules.textProblem($0) == nil } ?? true)
+                                 textProblem: body.text.flatMap(ReplyRules.textProblem))
     }
 
     /// The refusal the database decided on, said as contract 4 says it.
@@ -192,21 +177,18 @@ public struct ReplyIntake: Sendable {
         case .unknownDelivery: .unknownDelivery
         case .actionNotAllowed: .actionNotAllowed(body.action, category: refusal.category)
         case .textNotAllowed: .textNotAllowed
-        case .textRefused: body.text.flatMap(ReplyRules.textProblem) ?? .textInvalid
+        case .textRefused: refusal.textProblem ?? .textInvalid
         }
     }
 
-    /// A statement the database refused for its data (SQLSTATE classes 22
-    /// data exception and 23 integrity constraint): the reply's fault, never
-    /// a transient one.
+    /// A statement the database refused for the values it carried: the
+    /// request's fault (a 4xx), never a transient one.
     static func isRefusal(_ error: any Error) -> Bool {
-        guard let state = StoreError.sqlState(of: error) else { return false }
-        return state.hasPrefix("22") || state.hasPrefix("23")
+        DatabaseFault(error) == .refusedValues
     }
 
-    static func refusal(_ error: any Error) -> ReplyError {
-        let reason = StoreError.constraint(of: error) ?? StoreError.describe(error)
-        return .refusedByDatabase("the database refused the reply: \(StrictJSON.quote(reason, max: 120))")
+    static func refusal(_ refused: ReplyStore.RefusedByDatabase) -> ReplyError {
+        .refusedByDatabase("the database refused the reply: \(StrictJSON.quote(refused.reason, max: 120))")
     }
 }
 

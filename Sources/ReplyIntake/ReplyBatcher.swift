@@ -136,27 +136,19 @@ final class ReplyBatcher: Sendable {
     /// says why it refused the rest and commits before it answers. Of two
     /// replies with the same delivery and `reply_id`, the first that passes
     /// is stored and the other answered as a duplicate, as if they had come
-    /// one after the other. If the
-    /// database refuses the statement for one reply's data, each reply is
-    /// taken on its own so that only that one is refused.
+    /// one after the other. A reply whose values the database itself refuses
+    /// sinks no other (`ReplyStore.storeTakingApart`).
     private func take(_ items: [Item], source: String) async {
         guard !items.isEmpty else { return }
         let batch: ReplyStore.StoredBatch
         do {
-            batch = try await store.store(items.map { ReplyIntake.incoming($0.body) }, source: source)
-        } catch where ReplyIntake.isRefusal(error) {
-            guard items.count > 1 else {
-                answer(items[0], .success(.failure(ReplyIntake.refusal(error))))
-                return
-            }
-            for item in items { await take([item], source: source) }
-            return
+            batch = try await store.storeTakingApart(items.map { ReplyIntake.incoming($0.body) }, source: source)
         } catch {
             for item in items { answer(item, .failure(error)) }
             return
         }
         // What was stored is answered first: nothing after it may fail it.
-        let refused = Set(batch.refused)
+        let refused = Set(batch.refused + batch.refusedByDatabase.map(\.position))
         let duplicates = Set(batch.duplicates)
         IntakeMetrics.replies(stored: batch.stored, duplicates: batch.duplicates.count)
         for (index, item) in items.enumerated() where !refused.contains(index) {
@@ -170,6 +162,9 @@ final class ReplyBatcher: Sendable {
         for refusal in batch.refusals {
             let item = items[refusal.position]
             answer(item, .success(.failure(ReplyIntake.reason(refusal, of: item.body))))
+        }
+        for refused in batch.refusedByDatabase {
+            answer(items[refused.position], .success(.failure(ReplyIntake.refusal(refused))))
         }
     }
 }

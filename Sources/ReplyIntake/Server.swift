@@ -175,7 +175,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let message = error.body ?? (error.status.reasonPhrase.isEmpty ? "refused" : error.status.reasonPhrase)
             return IntakeError(status: error.status, code: "bad_request", message: message).response
         } catch {
-            if isDatabaseUnavailable(error) {
+            if DatabaseFault(error) == .transient {
                 logger.warning("database unavailable", metadata: ["path": "\(request.uri.path)"])
                 return IntakeError.unavailable.response
             }
@@ -200,19 +200,4 @@ struct AddressRateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
 
 extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
-}
-
-/// A transient fault of PostgreSQL (down, restarting, failing over, out of
-/// connections, a deadlock, a serialization failure, a lock or statement
-/// timeout), as opposed to a statement it refused: 503, and the client
-/// retries. `DatabaseFault.isTransient` owns the list of SQLSTATEs; an error
-/// of the connection itself, with none, counts as transient here too.
-func isDatabaseUnavailable(_ error: any Error) -> Bool {
-    if let transaction = error as? PostgresTransactionError {
-        return (transaction.closureError ?? transaction.commitError ?? transaction.beginError).map(isDatabaseUnavailable) ?? false
-    }
-    if DatabaseFault.isOutOfReach(error) { return true }
-    guard let psql = error as? PSQLError else { return false }
-    guard psql.serverInfo?[.sqlState] != nil else { return true }
-    return DatabaseFault.isTransient(psql)
 }

@@ -422,7 +422,7 @@ public struct CampaignRun: Sendable {
             try await fail(&summary, reason: problem.message, logger: logger)
         } catch let error as StoreError {
             try await fail(&summary, reason: error.message, logger: logger)
-        } catch where DatabaseFault.isCampaignData(error) {
+        } catch where DatabaseFault(error).isCampaignsOwn {
             // Only what a campaign's own data causes fails it (a constraint, an
             // unreadable rule or column); a lost connection, a restart, a
             // deadlock or a timeout concerns the run, and was retried.

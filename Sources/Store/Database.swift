@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// server, or, for a URL of several servers, to the one `ServerChoice` puts in use, checked
 /// every `checkInterval` and chosen again when it stops fitting (a failover). Calls made while
 /// no server fits, or cut off by the change, fail with `DatabaseServerUnavailable`, a transient
-/// fault (`DatabaseFault.isTransient`): the callers' retries reach the new server.
+/// fault (`DatabaseFault.transient`): the callers' retries reach the new server.
 public final class Database: Service, Sendable {
     public let configuration: DatabaseConfiguration
     private let servers: Servers

@@ -110,11 +110,12 @@ public struct PruneStore: Sendable {
         let timeoutMS = Int(lockTimeout.components.seconds * 1000) + Int(lockTimeout.components.attoseconds / 1_000_000_000_000_000)
         do {
             return try await prune(candidate, exportDirectory: exportDirectory, timeoutMS: timeoutMS)
+        } catch where DatabaseFault(error) == .transient {
+            // A lock not had in time (the run or the intake holds the
+            // partition), a restart or a deadlock: the campaign is pruned later.
+            return .busy
         } catch let e as PostgresTransactionError {
-            // The statement's own error: a lock timeout (55P03) means "later".
-            let cause = e.closureError ?? e.commitError ?? e.beginError ?? e
-            if StoreError.sqlState(of: cause) == "55P03" { return .busy }
-            throw cause
+            throw e.closureError ?? e.commitError ?? e.beginError ?? e
         }
     }
 

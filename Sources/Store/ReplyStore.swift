@@ -21,17 +21,18 @@ public struct ReplyStore: Sendable {
         public var action: String
         public var text: String?
         public var occurredAt: Date
-        /// False: its text may not be stored whatever its delivery (the
-        /// reply is refused).
-        public var textAllowed: Bool
+        /// What is wrong with its text, found where the reply was read: it
+        /// may not be stored whatever its delivery, and the refusal says this.
+        public var textProblem: ReplyError?
+        public var textAllowed: Bool { textProblem == nil }
 
-        public init(replyID: UUID, deliveryID: Int64, action: String, text: String?, occurredAt: Date, textAllowed: Bool = true) {
+        public init(replyID: UUID, deliveryID: Int64, action: String, text: String?, occurredAt: Date, textProblem: ReplyError? = nil) {
             self.replyID = replyID
             self.deliveryID = deliveryID
             self.action = action
             self.text = text
             self.occurredAt = occurredAt
-            self.textAllowed = textAllowed
+            self.textProblem = textProblem
         }
     }
 
@@ -43,15 +44,27 @@ public struct ReplyStore: Sendable {
         /// decided it (Sql/0019).
         public var refused: [Int] { refusals.map(\.position) }
         public var refusals: [Refusal] = []
+        /// The replies whose values the database itself refused (a
+        /// constraint of the table), each with the server's reason, when the
+        /// batch was taken apart (`storeTakingApart`). Ascending.
+        public var refusedByDatabase: [RefusedByDatabase] = []
         /// The replies that passed but whose delivery and `reply_id` were
         /// stored before, or earlier in the batch. Ascending.
         public var duplicates: [Int] = []
 
-        public init(stored: Int = 0, refusals: [Refusal] = [], duplicates: [Int] = []) {
+        public init(stored: Int = 0, refusals: [Refusal] = [], duplicates: [Int] = [], refusedByDatabase: [RefusedByDatabase] = []) {
             self.stored = stored
             self.refusals = refusals
             self.duplicates = duplicates
+            self.refusedByDatabase = refusedByDatabase
         }
+    }
+
+    /// A reply the database refused the statement for: the constraint it
+    /// violated, or the server's message.
+    public struct RefusedByDatabase: Sendable, Hashable {
+        public var position: Int
+        public var reason: String
     }
 
     /// Why the database refused one reply of a batch: the one authority on
@@ -73,11 +86,14 @@ public struct ReplyStore: Sendable {
         public var reason: Reason
         /// The campaign's category, when the delivery was found and has one.
         public var category: String?
+        /// For `textRefused`, the problem the caller found (`IncomingReply.textProblem`).
+        public var textProblem: ReplyError?
 
-        public init(position: Int, reason: Reason, category: String? = nil) {
+        public init(position: Int, reason: Reason, category: String? = nil, textProblem: ReplyError? = nil) {
             self.position = position
             self.reason = reason
             self.category = category
+            self.textProblem = textProblem
         }
     }
 
@@ -133,13 +149,50 @@ public struct ReplyStore: Sendable {
                     let code = index < reasons.count ? reasons[index] : ""
                     let category = index < categories.count && !categories[index].isEmpty ? categories[index] : nil
                     // A code this build does not know is the action's (the statement refused it).
-                    refusals.append(Refusal(position: at, reason: Refusal.Reason(rawValue: code) ?? .actionNotAllowed,
-                                            category: category))
+                    let reason = Refusal.Reason(rawValue: code) ?? .actionNotAllowed
+                    refusals.append(Refusal(position: at, reason: reason, category: category,
+                                            textProblem: reason == .textRefused ? replies[at].textProblem : nil))
                 }
                 batch = StoredBatch(stored: Int(stored), refusals: refusals.sorted { $0.position < $1.position },
                                     duplicates: duplicates.compactMap(caller).sorted())
             }
             return batch
+        }
+    }
+
+    /// `store`, for a batch in which the database may refuse one reply's
+    /// values (a constraint of the table fails the whole statement): the
+    /// batch is then taken apart by halves, each stored on its own, down to
+    /// the refused replies, so one reply never sinks the others. Positions
+    /// are the caller's. The one fallback of the batcher and of ingest.
+    public func storeTakingApart(_ replies: [IncomingReply], source: String) async throws -> StoredBatch {
+        try await storeTakingApart(replies[...], source: source)
+    }
+
+    private func storeTakingApart(_ replies: ArraySlice<IncomingReply>, source: String) async throws -> StoredBatch {
+        do {
+            let batch = try await store(Array(replies), source: source)
+            let offset = replies.startIndex
+            return StoredBatch(stored: batch.stored,
+                               refusals: batch.refusals.map {
+                                   Refusal(position: $0.position + offset, reason: $0.reason, category: $0.category, textProblem: $0.textProblem)
+                               },
+                               duplicates: batch.duplicates.map { $0 + offset })
+        } catch where DatabaseFault(error) == .refusedValues {
+            guard replies.count > 1 else {
+                var batch = StoredBatch()
+                batch.refusedByDatabase = [RefusedByDatabase(position: replies.startIndex,
+                                                             reason: StoreError.constraint(of: error) ?? StoreError.describe(error))]
+                return batch
+            }
+            let middle = replies.startIndex + replies.count / 2
+            var first = try await storeTakingApart(replies[..<middle], source: source)
+            let rest = try await storeTakingApart(replies[middle...], source: source)
+            first.stored += rest.stored
+            first.refusals += rest.refusals
+            first.duplicates += rest.duplicates
+            first.refusedByDatabase += rest.refusedByDatabase
+            return first
         }
     }
 

@@ -120,6 +120,33 @@ struct IntakeTests {
         }
     }
 
+    /// A deadlock or a serialization failure (raised here by a trigger on
+    /// `replies`, so that the server reports it from inside the statement
+    /// that stores the batch) is 503 with Retry-After, never 500 and never a
+    /// refusal; once it is gone the same reply is stored.
+    @Test(arguments: ["40P01", "40001"])
+    func aLostRaceIsAnswered503(state: String) async throws {
+        try await withIntake { intake, db in
+            try await db.exec("""
+                CREATE FUNCTION lose_the_race() RETURNS trigger LANGUAGE plpgsql AS
+                  $$ BEGIN RAISE EXCEPTION 'lost a race' USING ERRCODE = '\(state)'; END $$;
+                CREATE TRIGGER lose_the_race BEFORE INSERT ON replies FOR EACH ROW EXECUTE FUNCTION lose_the_race();
+                """)
+            let app = Application(router: IntakeServer.router(intake: intake))
+            let body = Self.reply(delivery: 1, action: "love_it")
+            try await app.test(.live) { http in
+                try await http.execute(uri: "/v1/replies", method: .post, headers: [.contentType: "application/json"],
+                                       body: ByteBuffer(string: body)) { response in
+                    #expect(response.status.code == 503, "\(state): \(String(buffer: response.body))")
+                    #expect(response.headers[.retryAfter] != nil)
+                }
+                try await db.exec("DROP TRIGGER lose_the_race ON replies")
+                #expect(try await post(http, body).0 == 202)
+            }
+            #expect(try await db.scalar("SELECT count(*) FROM replies", as: Int64.self) == 1)
+        }
+    }
+
     @Test func aReplyRetriedFiveTimesIsStoredOnce() async throws {
         try await withIntake { intake, db in
             let app = Application(router: IntakeServer.router(intake: intake))

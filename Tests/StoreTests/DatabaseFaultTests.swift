@@ -25,19 +25,36 @@ struct DatabaseFaultTests {
         }
     }
 
+    /// The golden table of `DatabaseFault`: the server's own errors, raised
+    /// by the server, each sorted by what its callers do with it.
     @Test func serverErrorsAreSortedByCause() async throws {
+        let table: [(state: String, fault: DatabaseFault)] = [
+            ("57P01", .transient), ("57P03", .transient), ("40001", .transient), ("40P01", .transient),
+            ("57014", .transient), ("25006", .transient), ("08006", .transient), ("53300", .transient),
+            ("55P03", .transient),
+            ("23514", .refusedValues), ("23505", .refusedValues), ("22023", .refusedValues), ("P0001", .refusedValues),
+            ("42601", .refusedStatement), ("42703", .refusedStatement), ("2F005", .refusedStatement),
+            ("XX000", .bug), ("0A000", .bug),
+        ]
         try await TestDatabase.with { client, _ in
-            for state in ["57P01", "57P03", "40001", "40P01", "57014", "25006", "08006"] {
-                let e = try #require(await Self.error(client, state: state))
-                #expect(DatabaseFault.isTransient(e), "\(state)")
-                #expect(!DatabaseFault.isCampaignData(e), "\(state)")
+            for row in table {
+                let e = try #require(await Self.error(client, state: row.state))
+                #expect(DatabaseFault(e) == row.fault, "\(row.state)")
             }
-            for state in ["23514", "22023", "42601", "P0001"] {
-                let e = try #require(await Self.error(client, state: state))
-                #expect(!DatabaseFault.isTransient(e), "\(state)")
-                #expect(DatabaseFault.isCampaignData(e), "\(state)")
+            // Inside a transaction, what failed first decides.
+            do {
+                try await client.withTransaction(logger: TestDatabase.logger) { conn in
+                    try await conn.query("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40P01'; END $$", logger: TestDatabase.logger)
+                }
+                Issue.record("no error")
+            } catch {
+                #expect(error is PostgresTransactionError)
+                #expect(DatabaseFault(error) == .transient)
             }
         }
+        #expect(DatabaseFault(CancellationError()) == .bug)
+        #expect(DatabaseFault.refusedStatement.isCampaignsOwn && DatabaseFault.refusedValues.isCampaignsOwn)
+        #expect(!DatabaseFault.transient.isCampaignsOwn && !DatabaseFault.bug.isCampaignsOwn)
     }
 
     @Test func aDeadlockAndASerializationFailureAreRetried() async throws {

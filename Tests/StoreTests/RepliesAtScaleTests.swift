@@ -19,7 +19,7 @@ struct RepliesAtScaleTests {
     static func reply(_ delivery: Int64, action: String = "love_it", text: String? = nil, replyID: UUID = UUID(),
                       textAllowed: Bool = true) -> ReplyStore.IncomingReply {
         ReplyStore.IncomingReply(replyID: replyID, deliveryID: delivery, action: action, text: text,
-                                 occurredAt: Date(timeIntervalSince1970: 1_800_000_000), textAllowed: textAllowed)
+                                 occurredAt: Date(timeIntervalSince1970: 1_800_000_000), textProblem: textAllowed ? nil : .textInvalid)
     }
 
     /// Replies the fixture's deliveries accept: delivery 2 is the feedback
@@ -44,7 +44,7 @@ struct RepliesAtScaleTests {
         .init(position: 1, reason: .unknownDelivery),
         .init(position: 2, reason: .actionNotAllowed, category: "feedback.v1"),
         .init(position: 3, reason: .textNotAllowed, category: "poster.v1"),
-        .init(position: 5, reason: .textRefused, category: "feedback.v1"),
+        .init(position: 5, reason: .textRefused, category: "feedback.v1", textProblem: .textInvalid),
         .init(position: 7, reason: .textNotAllowed, category: "poster.v1"),
     ]
 
