@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "APNs",
             dependencies: [
-                "Lifecycle",
+                "Lifecycle", "HeraldCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 server("X509", "swift-certificates"),
                 server("SwiftASN1", "swift-asn1"),

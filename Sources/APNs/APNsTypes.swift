@@ -1,18 +1,5 @@
 import Foundation
-
-/// Which APNs environment a device token belongs to.
-public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
-    case production
-    case sandbox
-
-    /// Apple's host for this environment.
-    public var host: String {
-        switch self {
-        case .production: return "api.push.apple.com"
-        case .sandbox: return "api.sandbox.push.apple.com"
-        }
-    }
-}
+import HeraldCore
 
 /// One notification to send: headers of Contract 1 plus an already-built JSON payload.
 public struct APNsNotification: Sendable {

@@ -339,7 +339,7 @@ public enum LocaleMatch {
 public struct DeliveryTarget: Sendable, Hashable {
     public var deliveryID: Int64
     public var deviceToken: String
-    public var environment: String
+    public var environment: APNsEnvironment
     public var locale: String
     public var publicKey: String?
     public var keyID: String?
@@ -349,7 +349,7 @@ public struct DeliveryTarget: Sendable, Hashable {
     /// The app the device belongs to (`apps.name`): its topic and credential.
     public var app: String
 
-    public init(deliveryID: Int64, deviceToken: String, environment: String, locale: String,
+    public init(deliveryID: Int64, deviceToken: String, environment: APNsEnvironment, locale: String,
                 publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID(), variant: String? = nil,
                 app: String = "default") {
         self.deliveryID = deliveryID

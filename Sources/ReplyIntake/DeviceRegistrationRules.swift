@@ -130,8 +130,7 @@ public enum DeviceRegistrationRules {
             case let v?: throw .malformed("\"\(name)\" must be a string, not \(v.typeName)")
             }
         }
-        let environment = try string("environment", required: true) ?? ""
-        guard environment == "production" || environment == "sandbox" else {
+        guard let environment = try string("environment", required: true).flatMap(APNsEnvironment.init(rawValue:)) else {
             throw .invalid("bad_environment", "\"environment\" must be production or sandbox")
         }
         let user = try string("user", required: true) ?? ""

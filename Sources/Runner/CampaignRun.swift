@@ -563,7 +563,7 @@ enum DryRunLine {
         w.raw(",\"device\":")
         w.string(t.deviceToken)
         w.raw(",\"environment\":")
-        w.string(t.environment)
+        w.string(t.environment.rawValue)
         if let variant = t.variant {
             w.raw(",\"variant\":")
             w.string(variant)

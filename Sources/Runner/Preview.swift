@@ -164,7 +164,7 @@ public struct CampaignPreview: Sendable {
         let key = DeviceKeyPair.generate()
         return prepared.builder.campaign(variant: variant).content.keys.sorted().map { locale in
             let target = DeliveryTarget(deliveryID: 1, deviceToken: String(repeating: "0", count: 64),
-                                        environment: "production", locale: locale,
+                                        environment: .production, locale: locale,
                                         publicKey: key.publicKeyBase64, keyID: key.keyID, variant: variant)
             let headers = prepared.builder.headers(for: target, topic: topic).fields
             switch personalizer.extras(for: prepared, target: target) {

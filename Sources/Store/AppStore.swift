@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Logging
 import PostgresNIO
 
@@ -16,10 +17,10 @@ public struct AppRecord: Sendable, Hashable {
     public var credentials: [AppCredentialRecord]
     /// The credential to send with, per environment (`production`, `sandbox`):
     /// the newest not retired for it (nil: none).
-    public var current: [String: String]
+    public var current: [APNsEnvironment: String]
 
     public init(name: String, displayName: String, topic: String?, registrationKeys: [String] = [],
-                credentials: [AppCredentialRecord] = [], current: [String: String] = [:]) {
+                credentials: [AppCredentialRecord] = [], current: [APNsEnvironment: String] = [:]) {
         self.name = name
         self.displayName = displayName
         self.topic = topic
@@ -114,10 +115,10 @@ public struct AppStore: Sendable {
                 keyPath: row.4, keyID: row.5, teamID: row.6, certificatePath: row.7, passwordFile: row.8,
                 privateKeyPath: row.9, retired: row.10))
         }
-        var current: [String: [String: String]] = [:]
+        var current: [String: [APNsEnvironment: String]] = [:]
         for try await (app, environment, credential) in try await client.query(
             "SELECT app, environment, credential FROM app_current_credentials", logger: logger
-        ).decode((String, String, String).self) {
+        ).decode((String, APNsEnvironment, String).self) {
             current[app, default: [:]][environment] = credential
         }
         for i in apps.indices {

@@ -31,7 +31,7 @@ public struct ClaimedRefresh: Sendable, Hashable {
     public var deliveryID: Int64
     public var deviceID: Int64
     public var deviceToken: String
-    public var environment: String
+    public var environment: APNsEnvironment
     public var etag: String
     public var apnsID: UUID
     /// Epoch seconds after which APNs may drop the push (the campaign is over by then).
@@ -181,7 +181,7 @@ public struct ConfigRefreshStore: Sendable {
             """, logger: logger)
         var out: [ClaimedRefresh] = []
         for try await (id, device, token, env, etag, apnsID, attempts, app, expiration) in rows.decode(
-            (Int64, Int64, String, String, String, UUID, Int32, String, Int64?).self) {
+            (Int64, Int64, String, APNsEnvironment, String, UUID, Int32, String, Int64?).self) {
             out.append(ClaimedRefresh(deliveryID: id, deviceID: device, deviceToken: token, environment: env, etag: etag,
                                       apnsID: apnsID, expiration: expiration.map { Int($0) }, attempts: Int(attempts),
                                       app: app))

@@ -51,7 +51,7 @@ extension DeliveryLedger {
             """, logger: logger)
         var out: [ClaimedDelivery] = []
         for try await (id, deviceID, tok, env, locale, key, kid, apnsID, app) in rows.decode(
-            (Int64, Int64, String, String, String, String?, String?, UUID, String).self) {
+            (Int64, Int64, String, APNsEnvironment, String, String?, String?, UUID, String).self) {
             out.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: tok, environment: env, locale: locale,
                                        publicKey: key, keyID: kid, apnsID: apnsID, variant: variant, app: app),

@@ -191,7 +191,7 @@ public struct DeliveryLedger: Sendable {
             let last = try cells.next(Int64?.self), n = try cells.next(Int64.self), runLive = try cells.next(Bool.self)
             let campaignLive = try cells.next(Bool.self)
             let id = try cells.next(Int64?.self), deviceID = try cells.next(Int64?.self)
-            let token = try cells.next(String?.self), env = try cells.next(String?.self), locale = try cells.next(String?.self)
+            let token = try cells.next(String?.self), env = try cells.next(APNsEnvironment?.self), locale = try cells.next(String?.self)
             let key = try cells.next(String?.self), kid = try cells.next(String?.self), apnsID = try cells.next(UUID?.self)
             let variant = try cells.next(String?.self), attempts = try cells.next(Int32?.self), app = try cells.next(String?.self)
             window.end = last ?? after
@@ -331,7 +331,7 @@ public struct DeliveryLedger: Sendable {
     private static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {
         var out: [ClaimedDelivery] = []
         for try await (id, deviceID, token, env, locale, key, kid, apnsID, variant, app) in rows.decode(
-            (Int64, Int64, String, String, String, String?, String?, UUID?, String?, String).self) {
+            (Int64, Int64, String, APNsEnvironment, String, String?, String?, UUID?, String?, String).self) {
             out.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
                                        publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant, app: app),

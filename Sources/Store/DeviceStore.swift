@@ -7,7 +7,7 @@ import PostgresNIO
 /// checked. Optional fields left nil keep what the device had.
 public struct DeviceRegistration: Sendable, Hashable {
     public var token: String
-    public var environment: String
+    public var environment: APNsEnvironment
     /// The app's external user id (`users.external_id`).
     public var user: String
     public var locale: String?
@@ -24,7 +24,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     /// The app whose backend registers it (`apps.name`; from the token's `aud`).
     public var app: String = AppRecord.defaultName
 
-    public init(token: String, environment: String, user: String, locale: String? = nil, timeZone: String? = nil,
+    public init(token: String, environment: APNsEnvironment, user: String, locale: String? = nil, timeZone: String? = nil,
                 appVersion: String? = nil, publicKey: String? = nil, keyID: String? = nil,
                 attributes: [String: JSONValue]? = nil, marketing: Bool? = nil, configETag: String? = nil) {
         self.token = token
@@ -131,7 +131,7 @@ public struct DeviceStore: Sendable {
                 """
             insert.binds.append(userID)
             insert.binds.append(r.token)
-            insert.binds.append(r.environment)
+            insert.binds.append(r.environment.rawValue)
             insert.binds.append(r.publicKey)
             insert.binds.append(r.keyID)
             insert.binds.append(r.appVersion)

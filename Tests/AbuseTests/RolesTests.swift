@@ -94,7 +94,7 @@ struct RolesTests {
                 // same device again without one (its key stays), then for another user.
                 let devices = DeviceStore(client: client, logger: TestDatabase.logger)
                 let token = String(repeating: "ab", count: 32)
-                var registration = DeviceRegistration(token: token, environment: "production", user: "role-user",
+                var registration = DeviceRegistration(token: token, environment: .production, user: "role-user",
                                                       locale: "fr", timeZone: "Europe/Paris")
                 registration.publicKey = "auYyK/2a0xkuiQUaAZhUtXUoa9++6wkcfSdWJjLLkUc="
                 registration.keyID = "role-key"

@@ -6,7 +6,7 @@ import Testing
 @Suite("Payloads (contract 2)")
 struct PayloadTests {
     static let target = DeliveryTarget(
-        deliveryID: 918273, deviceToken: String(repeating: "ab", count: 32), environment: "production",
+        deliveryID: 918273, deviceToken: String(repeating: "ab", count: 32), environment: .production,
         locale: "en-US", apnsID: UUID(uuidString: "6F1B5C2E-8C1D-4E0A-9B77-2A9C1F3D4E5F")!)
 
     static let poster = Campaign(

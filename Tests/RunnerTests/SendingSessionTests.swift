@@ -12,7 +12,7 @@ struct SendingSessionTests {
     struct Row: ClaimedItem, Hashable {
         var deliveryID: Int64
         var deviceID: Int64 { deliveryID + 1000 }
-        var environment = "production"
+        var environment = APNsEnvironment.production
         var app = "default"
         var priorAttempts = 0
     }
@@ -234,7 +234,7 @@ struct SendingSessionTests {
         s.sent(Row(deliveryID: 1, app: "shop"),
                result: APNsResult(outcome: .failed(status: 403, reason: .invalidProviderToken), attempts: 1, retried: 0),
                at: Self.start)
-        #expect(s.breakers.refusedApps["shop"] == AppRefusal(app: "shop", environment: "production", answer: "403 InvalidProviderToken"))
+        #expect(s.breakers.refusedApps["shop"] == AppRefusal(app: "shop", environment: .production, answer: "403 InvalidProviderToken"))
         #expect(Self.name(s.next(Self.at(2))) == "send 2", "the other app's item goes out")
         s.sent(Row(deliveryID: 2), result: Self.ok, at: Self.start)
         #expect(Self.name(s.next(Self.at(3))) == "write 1:queued,2:sent")

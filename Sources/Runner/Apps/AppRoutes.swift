@@ -1,4 +1,5 @@
 import APNs
+import HeraldCore
 import Store
 
 /// Which topic and APNs credential each app's devices are sent with (Sql/0027):
@@ -11,7 +12,7 @@ public struct AppRoutes: Sendable {
         public var topic: String
         /// The client's credential name per environment (`production`,
         /// `sandbox`); nil: the client's default credential.
-        public var credentials: [String: String]
+        public var credentials: [APNsEnvironment: String]
         /// A credential name the client does not have, for an environment the
         /// app has none for: the client refuses it (UnknownCredential), and
         /// the run fails that app's campaigns with the reason.
@@ -40,7 +41,7 @@ public struct AppRoutes: Sendable {
     public init(apps: [AppRecord], defaultTopic: String, deploymentKey: Bool = true) {
         var routes: [String: Route] = [:]
         for app in apps {
-            var credentials: [String: String] = [:]
+            var credentials: [APNsEnvironment: String] = [:]
             for (environment, name) in app.current {
                 credentials[environment] = AppCredentialRecord.qualifiedName(app: app.name, name: name)
             }
@@ -55,7 +56,7 @@ public struct AppRoutes: Sendable {
 
     /// The credential to send a device of `app` in `environment` with (nil:
     /// the client's default).
-    public func credential(app: String, environment: String) -> String? {
+    public func credential(app: String, environment: APNsEnvironment) -> String? {
         guard let route = routes[app] else { return "\(app)/(none)" }
         return route.credentials[environment] ?? route.fallback
     }
@@ -66,13 +67,13 @@ public struct AppRoutes: Sendable {
     }
 
     /// For a message: `app shop (credential shop/2026-key)`.
-    public func describe(app: String, environment: String) -> String {
+    public func describe(app: String, environment: APNsEnvironment) -> String {
         switch credential(app: app, environment: environment) {
         case nil: "app \(app) (credential: the APNS_* settings)"
         case let name? where name.hasSuffix("/(none)"):
             app == AppRecord.defaultName
-                ? "app \(app) (no APNs credential for \(environment): set APNS_KEY_PATH, APNS_KEY_ID and APNS_TEAM_ID, or add one with herald apps add-credential)"
-                : "app \(app) (no APNs credential for \(environment))"
+                ? "app \(app) (no APNs credential for \(environment.rawValue): set APNS_KEY_PATH, APNS_KEY_ID and APNS_TEAM_ID, or add one with herald apps add-credential)"
+                : "app \(app) (no APNs credential for \(environment.rawValue))"
         case let name?:
             if let problem = problems[name] {
                 "app \(app) (credential \(name), unusable: \(problem))"

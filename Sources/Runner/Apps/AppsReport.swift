@@ -19,7 +19,7 @@ public enum AppsReport {
                     : "  no APNs credential: its campaigns fail until one is added (herald apps add-credential)")
             }
             for record in app.credentials {
-                let uses = app.current.filter { $0.value == record.name }.keys.sorted()
+                let uses = app.current.filter { $0.value == record.name }.keys.map(\.rawValue).sorted()
                 let state = record.retired ? "retired" : uses.isEmpty ? "not in use" : "in use for \(uses.joined(separator: ", "))"
                 let what: String
                 do {

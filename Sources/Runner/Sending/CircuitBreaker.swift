@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// A circuit breaker per APNs host. Consecutive transport failures (no
 /// connection, TLS failure, timeouts) open it: nothing is sent to the host
 /// until `reopenAt`; then one probe goes out, and its answer closes the
@@ -69,7 +71,7 @@ struct APNsBreakers {
 /// APNs refused an app's credential: which app, in which environment, and its answer.
 struct AppRefusal: Sendable, Hashable {
     var app: String
-    var environment: String
+    var environment: APNsEnvironment
     /// e.g. `403 InvalidProviderToken`.
     var answer: String
 }

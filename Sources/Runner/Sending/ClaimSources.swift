@@ -5,7 +5,7 @@ import Store
 
 extension ClaimedDelivery: ClaimedItem {
     var deliveryID: Int64 { target.deliveryID }
-    var environment: String { target.environment }
+    var environment: APNsEnvironment { target.environment }
     var app: String { target.app }
     var priorAttempts: Int { attempts }
 }
@@ -22,7 +22,7 @@ struct CampaignItem: ClaimedItem {
 
     var deliveryID: Int64 { delivery.deliveryID }
     var deviceID: Int64 { delivery.deviceID }
-    var environment: String { delivery.environment }
+    var environment: APNsEnvironment { delivery.environment }
     var app: String { delivery.target.app }
     var priorAttempts: Int { delivery.attempts }
 }
@@ -92,7 +92,7 @@ struct CampaignClaims: ClaimSource {
             let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
             let headers = prepared.builder.headers(for: target, topic: apps.topic(app: target.app))
             return APNsNotification(
-                deviceToken: target.deviceToken, environment: target.environment == "sandbox" ? .sandbox : .production,
+                deviceToken: target.deviceToken, environment: target.environment,
                 pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
                 collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload,
                 credential: apps.credential(app: target.app, environment: target.environment))
@@ -142,7 +142,7 @@ struct RefreshClaims: ClaimSource {
 
     func notification(for item: ClaimedRefresh) -> Result<APNsNotification, CampaignProblem> {
         .success(APNsNotification(
-            deviceToken: item.deviceToken, environment: item.environment == "sandbox" ? .sandbox : .production,
+            deviceToken: item.deviceToken, environment: item.environment,
             pushType: "background", priority: 5, expiration: item.expiration,
             collapseID: Self.collapseID, apnsID: item.apnsID, topic: options.apps.topic(app: item.app),
             payload: Self.payload(etag: item.etag),

@@ -7,8 +7,8 @@ import Store
 protocol ClaimedItem: Sendable {
     var deliveryID: Int64 { get }
     var deviceID: Int64 { get }
-    /// `sandbox` or `production`: which APNs host it goes to.
-    var environment: String { get }
+    /// Which APNs host it goes to.
+    var environment: APNsEnvironment { get }
     /// The device's app (`apps.name`): its topic and credential.
     var app: String { get }
     /// Attempts recorded before this claim, for the retry backoff.
@@ -18,7 +18,7 @@ protocol ClaimedItem: Sendable {
 }
 
 extension ClaimedItem {
-    var host: String { environment == "sandbox" ? APNsEnvironment.sandbox.host : APNsEnvironment.production.host }
+    var host: String { environment.host }
     var sendAt: ContinuousClock.Instant? { nil }
 }
 
