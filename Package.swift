@@ -160,9 +160,9 @@ let package = Package(
                 server("NIOConcurrencyHelpers", "swift-nio"),
             ]
         ),
-        // Reply intake and notification config over HTTP (Hummingbird).
+        // The app's endpoints over HTTP (Hummingbird): replies, device registration, the notification config, receipts, conversions.
         .target(
-            name: "ReplyIntake",
+            name: "AppServer",
             dependencies: [
                 "HeraldCore", "Store",
                 server("Hummingbird", "hummingbird"),
@@ -184,7 +184,7 @@ let package = Package(
         .target(
             name: "Demo",
             dependencies: [
-                "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Reporting", "Settings",
+                "ExtensionKit", "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "AppServer", "Reporting", "Settings",
                 server("AsyncHTTPClient", "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 server("NIOCore", "swift-nio"),
@@ -198,7 +198,7 @@ let package = Package(
         .executableTarget(
             name: "herald",
             dependencies: [
-                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "ReplyIntake", "Demo", "Observability", "Lifecycle", "Reporting", "Settings",
+                "HeraldCore", "Store", "Runner", "APNs", "APNsSimulator", "AppServer", "Demo", "Observability", "Lifecycle", "Reporting", "Settings",
                 server("ArgumentParser", "swift-argument-parser"),
                 // `herald healthcheck` asks `herald serve` for /healthz.
                 server("AsyncHTTPClient", "async-http-client"),
@@ -248,7 +248,7 @@ let package = Package(
         .testTarget(
             name: "DemoTests",
             dependencies: [
-                "Demo", "TestSupport", "Runner", "Settings", "ReplyIntake", "ExtensionKit", "APNsSimulator",
+                "Demo", "TestSupport", "Runner", "Settings", "AppServer", "ExtensionKit", "APNsSimulator",
                 server("PostgresNIO", "postgres-nio"),
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdTesting", "hummingbird"),
@@ -303,15 +303,15 @@ let package = Package(
         .testTarget(
             name: "FaultTests",
             dependencies: [
-                "Store", "TestSupport", "HeraldCore", "ReplyIntake",
+                "Store", "TestSupport", "HeraldCore", "AppServer",
                 server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
-            name: "ReplyIntakeTests",
+            name: "AppServerTests",
             dependencies: [
-                "ReplyIntake", "TestSupport", "Settings",
+                "AppServer", "TestSupport", "Settings",
                 server("Hummingbird", "hummingbird"),
                 server("JWTKit", "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -323,7 +323,7 @@ let package = Package(
         .testTarget(
             name: "AbuseTests",
             dependencies: [
-                "ReplyIntake", "TestSupport", "Demo", "Runner", "Settings", "Store", "HeraldCore", "ExtensionKit", "Observability",
+                "AppServer", "TestSupport", "Demo", "Runner", "Settings", "Store", "HeraldCore", "ExtensionKit", "Observability",
                 server("Hummingbird", "hummingbird"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
                 server("PostgresNIO", "postgres-nio"),

@@ -3,7 +3,7 @@ import Crypto
 import ExtensionKit
 import Foundation
 import Logging
-import ReplyIntake
+import AppServer
 import Store
 
 /// One of the demo's devices as its app knows itself (Sql/sample_devices.tsv).

@@ -8,7 +8,7 @@ import HeraldCore
 import Hummingbird
 import Logging
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Runner
 import ServiceLifecycle
 import Reporting

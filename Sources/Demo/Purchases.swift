@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import Store
-import ReplyIntake
+import AppServer
 
 /// The shop's backend after the campaigns: some users buy, and the backend
 /// reports each purchase to `POST /v1/conversions` with its token for that

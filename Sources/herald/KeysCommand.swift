@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
-import ReplyIntake
+import AppServer
 
 /// `herald keys`: makes the keys Herald's contracts need.
 struct KeysCommand: AsyncParsableCommand {

@@ -5,7 +5,7 @@ import HeraldCore
 import Logging
 import NIOCore
 import Observability
-import ReplyIntake
+import AppServer
 import Runner
 import ServiceLifecycle
 import Reporting

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import Logging
-import ReplyIntake
+import AppServer
 import ServiceLifecycle
 import Settings
 import Store

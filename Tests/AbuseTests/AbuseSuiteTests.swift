@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Store
 import Testing
 import TestSupport

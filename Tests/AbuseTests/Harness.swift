@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import ServiceLifecycle
 import Store
 import TestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import Observability
-import ReplyIntake
+import AppServer
 import Testing
 import TestSupport
 

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import Observability
-import ReplyIntake
+import AppServer
 import Testing
 import TestSupport
 
@@ -194,7 +194,7 @@ struct OpenAPITests {
                 #expect(served.status == 200)
                 #expect(served.body == OpenAPIDocument.bytes)
                 let repository = try Data(contentsOf: TestDatabase.sqlDirectory.deletingLastPathComponent()
-                    .appendingPathComponent("Sources/ReplyIntake/openapi.json"))
+                    .appendingPathComponent("Sources/AppServer/openapi.json"))
                 #expect(Array(repository) == served.body)
                 let document = try StrictJSON.parse(served.body, limits: .init(maxDepth: 64))
                 #expect(document["openapi"] == .string("3.1.0"))

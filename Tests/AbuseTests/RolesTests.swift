@@ -4,7 +4,7 @@ import Foundation
 import HeraldCore
 import Logging
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Runner
 import Store
 import Testing

@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import HeraldCore
-import ReplyIntake
+import AppServer
 import Testing
 import TestSupport
 

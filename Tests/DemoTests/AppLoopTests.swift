@@ -9,7 +9,7 @@ import Hummingbird
 import HTTPTypes
 import HummingbirdTesting
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Runner
 import Store
 import Testing

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import HeraldCore
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Store
 import Testing
 import TestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import HeraldCore
 import NIOCore
-import ReplyIntake
+import AppServer
 import Testing
 
 @Suite("Strict JSON")

@@ -3,7 +3,7 @@ import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Store
 import Testing
 import TestSupport

@@ -4,7 +4,7 @@ import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Store
 import Testing
 import TestSupport

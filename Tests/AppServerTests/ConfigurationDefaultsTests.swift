@@ -1,5 +1,5 @@
 import Settings
-import ReplyIntake
+import AppServer
 
 import Testing
 

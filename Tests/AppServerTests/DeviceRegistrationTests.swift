@@ -6,7 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import JWTKit
 import PostgresNIO
-import ReplyIntake
+import AppServer
 import Store
 import Testing
 import TestSupport
