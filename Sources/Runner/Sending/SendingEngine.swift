@@ -91,56 +91,52 @@ struct SendingEngine: Sendable {
     let logger: Logger
     /// The run's limits shared with the sessions of overlapping campaigns (nil: its own settings alone).
     var budget: RunBudget? = nil
+    /// The time the engine goes by; tests drive their own.
+    var clock: any RunClock = SystemClock()
 
     /// Sends what `source` has; the circuit breakers carry over from and to the caller.
     /// `progressed` is told the figures so far after each ledger write.
+    /// Between sessions, `SendingRounds` decides and this carries it out.
     func send<Source: ClaimSource>(_ source: Source, breakers: inout APNsBreakers, tally: inout SendTally,
                                    progressed: (SendTally) -> Void = { _ in }) async throws -> SendingFinish {
-        let clock = ContinuousClock()
+        var rounds = SendingRounds(settings: SendingRounds.Settings(options))
+        var action = SendingRounds.Action.runSession
+        var waitingFor: SendingRounds.Wait?
         while true {
-            let end = try await withTaskExecutorPreference(transport.preferredExecutor) {
-                try await session(source, breakers: &breakers, tally: &tally, progressed: progressed)
-            }
-            switch end {
-            case .declaredGone:
-                return .outage("another run declared this run gone (it seemed to have stopped); the next run continues")
-            case .paused: return .paused
-            case .cancelled: return .cancelled
-            case .expired: return .expired
-            case .stopped: return .stopped
-            case .drained:
-                if source.moreComing {
-                    guard await pause(for: .milliseconds(50)) else { return .stopped }
-                    continue
+            switch action {
+            case .finish(let finish):
+                return finish
+            case .runSession:
+                waitingFor = nil
+                let end = try await withTaskExecutorPreference(transport.preferredExecutor) {
+                    try await session(source, breakers: &breakers, tally: &tally, progressed: progressed)
                 }
-                // Items back from transient answers wait out their backoff; a short one is waited for here.
-                let refused = breakers.refusedApps.keys.sorted()
-                guard let wait = try await source.nextDue(excludingApps: refused), wait <= options.retryWait else { return .done }
-                if wait > .zero {
-                    logger.debug("waiting for retries", metadata: ["seconds": "\(wait.components.seconds)"])
-                }
-                guard await pause(for: wait + .milliseconds(20)) else { return .stopped }
-            case .breakerOpen(let host):
-                let breaker = breakers[host]
                 let now = clock.now
-                if let since = breaker.outageSince, now - since >= options.outageBudget {
-                    return .outage("APNs (\(host)) unreachable for \(Int((now - since).components.seconds)) s: \(breaker.lastError ?? "no connection")")
-                }
-                logger.warning("APNs unreachable; waiting before a probe", metadata: [
-                    "host": "\(host)", "error": "\(breaker.lastError ?? "")",
-                ])
-                guard await pause(until: breaker.reopenAt ?? now) else { return .stopped }
-            case .fenced:
-                // Renewals failed (the database is away): wait for one, within the database budget.
-                let since = clock.now
-                logger.warning("leases could not be renewed; sending waits for the database")
-                while let leases, !leases.maySend(at: clock.now) {
-                    if clock.now - since >= options.databaseBudget {
-                        return .outage("the database was unavailable for more than \(options.databaseBudget.components.seconds) s: the run's leases could not be renewed")
-                    }
-                    guard await pause(for: .milliseconds(250)) else { return .stopped }
-                }
+                action = rounds.sessionEnded(end, moreComing: source.moreComing, breakers: breakers,
+                                             maySend: leases?.maySend(at: now) ?? true, now: now)
+            case .askNextDue:
+                // Items back from transient answers wait out their backoff; a short one is waited for.
+                let refused = breakers.refusedApps.keys.sorted()
+                action = rounds.nextDue(try await source.nextDue(excludingApps: refused), now: clock.now)
+            case .sleep(let until, let cause):
+                if waitingFor != cause { log(waiting: cause) }
+                waitingFor = cause
+                guard await pause(until: until) else { return .stopped }
+                let now = clock.now
+                action = rounds.woke(maySend: leases?.maySend(at: now) ?? true, now: now)
             }
+        }
+    }
+
+    private func log(waiting cause: SendingRounds.Wait) {
+        switch cause {
+        case .more: break
+        case .retries(let wait):
+            if wait > .zero { logger.debug("waiting for retries", metadata: ["seconds": "\(wait.components.seconds)"]) }
+        case .breaker(let host, let error):
+            logger.warning("APNs unreachable; waiting before a probe", metadata: ["host": "\(host)", "error": "\(error ?? "")"])
+        case .leases:
+            logger.warning("leases could not be renewed; sending waits for the database")
         }
     }
 
@@ -149,17 +145,11 @@ struct SendingEngine: Sendable {
         String(format: "%.3f", d.inSeconds)
     }
 
-    /// Sleeps, waking early when the run is asked to stop; false then.
-    func pause(for duration: Duration) async -> Bool {
-        await pause(until: ContinuousClock().now + duration)
-    }
-
+    /// Sleeps until `instant`, waking early when the run is asked to stop; false then.
     func pause(until instant: ContinuousClock.Instant) async -> Bool {
-        let clock = ContinuousClock()
         while clock.now < instant {
             if options.stop.isRequested { return false }
-            let step = min(instant - clock.now, .milliseconds(100))
-            do { try await Task.sleep(for: step) } catch { return false }
+            do { try await clock.sleep(until: min(instant, clock.now + .milliseconds(100))) } catch { return false }
         }
         return !options.stop.isRequested
     }
@@ -187,7 +177,7 @@ struct SendingEngine: Sendable {
         _ source: Source, breakers: inout APNsBreakers, tally: inout SendTally, progressed: (SendTally) -> Void
     ) async throws -> SendingSession<Source.Item>.End {
         typealias Item = Source.Item
-        let clock = ContinuousClock()
+        let clock = self.clock
         let transport = self.transport
         let options = self.options
         let leases = self.leases
@@ -294,7 +284,7 @@ struct SendingEngine: Sendable {
                         ticking = true
                         let interval = options.recordInterval
                         group.addTask {
-                            try? await Task.sleep(for: interval)
+                            try? await clock.sleep(until: clock.now + interval)
                             return .tick
                         }
                     }
