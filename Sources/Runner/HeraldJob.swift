@@ -71,20 +71,7 @@ public struct HeraldJob: Sendable {
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
         let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: options,
                               personalizer: personalizer, transport: apnsClient, logger: logger)
-        return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
-            group.addTask {
-                try await apnsClient.run()
-                return nil
-            }
-            do {
-                let summary = try await run.execute()
-                group.cancelAll()
-                return summary
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-        }
+        return try await JobLifecycle.withAPNsClient(apnsClient, stop: stop, logger: logger) { try await run.execute() }
     }
 
     /// Every app's topic and credential in use (Sql/0027), read from the

@@ -1,3 +1,4 @@
+import APNs
 import Lifecycle
 import Logging
 import NIOConcurrencyHelpers
@@ -45,8 +46,28 @@ public enum JobLifecycle {
         return try service.result()
     }
 
+    /// Runs `body` beside the APNs client, both services of one group: the
+    /// client starts first and is shut down after `body` has ended, so what
+    /// `body` sends is never cut short by the client going away. A graceful
+    /// shutdown of the enclosing group reaches `body` through `stop`.
+    static func withAPNsClient<T: Sendable>(_ client: APNsClient, stop: StopSignal, logger: Logger,
+                                            _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let job = JobService(stop: stop, logger: logger, job: body)
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: ClientService(client: client)),
+                .init(service: job, successTerminationBehavior: .gracefullyShutdownGroup,
+                      failureTerminationBehavior: .gracefullyShutdownGroup),
+            ],
+            logger: logger))
+        try await group.run()
+        return try job.result()
+    }
+
     /// Counts SIGTERM and SIGINT beside the service group: the first is the
-    /// group's graceful shutdown, the second ends the process.
+    /// group's graceful shutdown, the second ends the process. (A group's
+    /// `cancellationSignals` may not repeat its graceful ones, so the group
+    /// cannot tell a second SIGTERM from the first.)
     private static func exitOnSecondSignal(logger: Logger) async {
         var seen = 0
         for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
@@ -58,6 +79,19 @@ public enum JobLifecycle {
                 exit(tempFail)
             }
         }
+    }
+}
+
+/// The APNs client as a service of a job's group. When a stop's grace runs
+/// out, the engine shuts the client down while the job still records what
+/// it has: the service then waits for the group to end it, so that the group
+/// sees its services end in order.
+struct ClientService: Service {
+    let client: APNsClient
+
+    func run() async throws {
+        try await client.run()
+        try? await gracefulShutdown()
     }
 }
 

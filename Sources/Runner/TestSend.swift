@@ -259,13 +259,8 @@ extension HeraldJob {
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
         let test = TestSend(stores: RunStores(client: client, logger: logger), options: options,
                             personalizer: personalizer, transport: apnsClient, logger: logger)
-        return try await withThrowingTaskGroup(of: [TestSendAnswer]?.self) { group in
-            group.addTask {
-                try await apnsClient.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await test.send(campaign: campaign, to: recipient, variant: variant)
+        return try await JobLifecycle.withAPNsClient(apnsClient, stop: stop, logger: logger) {
+            try await test.send(campaign: campaign, to: recipient, variant: variant)
         }
     }
 
