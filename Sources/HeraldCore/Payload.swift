@@ -11,6 +11,15 @@ public struct PushHeaders: Sendable, Hashable {
     public var collapseID: String
     public var apnsID: UUID
 
+    public init(topic: String, pushType: String, priority: Int, expiration: Int?, collapseID: String, apnsID: UUID) {
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
     /// The headers as APNs receives them, in a fixed order.
     public var fields: [(name: String, value: String)] {
         var f: [(String, String)] = [

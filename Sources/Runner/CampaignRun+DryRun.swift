@@ -1,36 +1,139 @@
+import APNs
+import Foundation
 import HeraldCore
+import NIOConcurrencyHelpers
 import Store
 
 extension CampaignRun {
-    /// Writes one JSON line per queued device of the campaign to the sink,
-    /// with the headers and payload a run would send it; nothing is claimed.
-    func printPayloads(_ prepared: PreparedCampaign, summary: inout CampaignSummary, figures: inout RunFigures) async throws {
+    /// A dry run of one campaign: its queued deliveries go through the same
+    /// engine and are built as a run builds them (`CampaignClaims.notification`:
+    /// each device's own app's topic and credential, its payload and reply
+    /// token), then written to the sink as JSON lines instead of sent.
+    /// Nothing is claimed or recorded; the ledger is only read.
+    func printPayloads(_ prepared: PreparedCampaign, summary: inout CampaignSummary) async throws {
         guard let sink else { return }
-        var after: Int64 = 0
-        let ledger = stores.ledger
-        let campaignID = prepared.campaign.id
-        let limit = options.batchSize
-        while true {
-            let from = after
-            let batch = try await db("read queued deliveries") {
-                try await ledger.peekQueued(campaign: campaignID, afterID: from, limit: limit)
-            }
-            guard let last = batch.last else { break }
-            after = last.target.deliveryID
-            for delivery in batch {
-                switch personalizer.extras(for: prepared, target: delivery.target) {
-                case .failure(let problem):
-                    summary.skipped += 1
-                    try await sink.write(DryRunLine.skipped(prepared, delivery.target, reason: problem.message))
-                case .success(let extras):
-                    let payload = prepared.builder.payload(for: delivery.target, replyToken: extras.replyToken, sealed: extras.sealed)
-                    let headers = prepared.builder.headers(for: delivery.target, topic: options.apps.topic(app: delivery.target.app))
-                    try await sink.write(DryRunLine.payload(prepared, delivery.target, headers: headers, payload: payload))
-                    summary.printed += 1
-                }
+        let printer = DryRunPrinter(prepared: prepared, sink: sink)
+        let source = DryRunClaims(ledger: stores.ledger, db: db, prepared: prepared, options: options,
+                                  personalizer: personalizer, printer: printer)
+        let engine = SendingEngine(transport: DryRunTransport(printer: printer), options: options, leases: nil, logger: logger)
+        var breakers = APNsBreakers(threshold: options.breakerThreshold)
+        var tally = SendTally()
+        _ = try await engine.send(source, breakers: &breakers, tally: &tally)
+        try printer.check()
+        summary.printed += tally.sent
+        summary.skipped += tally.skipped
+    }
+}
+
+/// What a dry run has read and where its lines go: the campaign's
+/// deliveries by `apns-id`, until each is printed.
+final class DryRunPrinter: Sendable {
+    let prepared: PreparedCampaign
+    let sink: any PayloadSink
+    private let state = NIOLockedValueBox<(targets: [UUID: DeliveryTarget], byDelivery: [Int64: UUID], error: (any Error)?)>(([:], [:], nil))
+
+    init(prepared: PreparedCampaign, sink: any PayloadSink) {
+        self.prepared = prepared
+        self.sink = sink
+    }
+
+    func read(_ targets: [DeliveryTarget]) {
+        state.withLockedValue { s in
+            for t in targets {
+                s.targets[t.apnsID] = t
+                s.byDelivery[t.deliveryID] = t.apnsID
             }
         }
     }
+
+    private func take(apnsID: UUID) -> DeliveryTarget? {
+        state.withLockedValue { s in
+            guard let t = s.targets.removeValue(forKey: apnsID) else { return nil }
+            s.byDelivery[t.deliveryID] = nil
+            return t
+        }
+    }
+
+    private func take(delivery: Int64) -> DeliveryTarget? {
+        state.withLockedValue { s in s.byDelivery[delivery] }.flatMap { take(apnsID: $0) }
+    }
+
+    /// The line of one notification, as APNs would receive it.
+    func print(_ n: APNsNotification) async {
+        guard let target = take(apnsID: n.apnsID) else { return }
+        let headers = PushHeaders(topic: n.topic ?? "", pushType: n.pushType, priority: n.priority, expiration: n.expiration,
+                                  collapseID: n.collapseID ?? "", apnsID: n.apnsID)
+        await write(DryRunLine.payload(prepared, target, headers: headers, payload: n.payload))
+    }
+
+    /// The line of a device no notification could be built for, with why.
+    func printSkipped(delivery: Int64, reason: String) async {
+        guard let target = take(delivery: delivery) else { return }
+        await write(DryRunLine.skipped(prepared, target, reason: reason))
+    }
+
+    private func write(_ line: [UInt8]) async {
+        do {
+            try await sink.write(line)
+        } catch {
+            state.withLockedValue { s in if s.error == nil { s.error = error } }
+        }
+    }
+
+    /// Throws the first error of the sink (a closed pipe, a full disk).
+    func check() throws {
+        if let error = state.withLockedValue({ $0.error }) { throw error }
+    }
+}
+
+/// A dry run's deliveries: the campaign's queued rows read in order, never
+/// claimed, built exactly as `CampaignClaims` builds them.
+struct DryRunClaims: ClaimSource {
+    let ledger: DeliveryLedger
+    let db: DatabaseRetry
+    let prepared: PreparedCampaign
+    let options: RunOptions
+    let personalizer: any DeliveryPersonalizer
+    let printer: DryRunPrinter
+
+    func claim(after cursor: Int64, excludingApps: [String]) async throws -> ClaimBatch<ClaimedDelivery> {
+        let (ledger, campaign, limit) = (ledger, prepared.campaign.id, options.batchSize)
+        let rows = try await db("read queued deliveries") {
+            try await ledger.peekQueued(campaign: campaign, afterID: cursor, limit: limit)
+        }
+        printer.read(rows.map(\.target))
+        return ClaimBatch(items: rows, end: rows.last?.target.deliveryID ?? cursor)
+    }
+
+    func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
+        CampaignClaims.notification(prepared: prepared, target: item.target, apps: options.apps, personalizer: personalizer)
+    }
+
+    /// Nothing goes to the ledger; a device skipped gets its line.
+    func record(_ outcomes: [DeliveryOutcome]) async throws {
+        for outcome in outcomes where outcome.status == .skipped {
+            await printer.printSkipped(delivery: outcome.deliveryID, reason: outcome.error ?? "skipped")
+        }
+        try printer.check()
+    }
+
+    func nextDue(excludingApps: [String]) async throws -> Duration? { nil }
+
+    /// One at a time: the lines come out in the ledger's order.
+    var concurrencyLimit: Int? { 1 }
+}
+
+/// Writes each notification a dry run would send to its sink, and answers
+/// as APNs would accept it.
+struct DryRunTransport: PushTransport {
+    let printer: DryRunPrinter
+
+    func send(_ notification: APNsNotification) async -> APNsResult {
+        await printer.print(notification)
+        return APNsResult(outcome: .sent(apnsID: notification.apnsID), attempts: 1, retried: 0)
+    }
+
+    func shutdown() async {}
 }
 
 /// The JSON lines of a dry run: one per device, with the headers and the

@@ -252,7 +252,7 @@ public struct CampaignRun: Sendable {
             state.figures.skipped += snap.skipped
             if options.dryRun {
                 logSnapshot(snap, logger: logger)
-                try await printPayloads(prepared, summary: &summary, figures: &state.figures)
+                try await printPayloads(prepared, summary: &summary)
             } else if snap.complete {
                 logSnapshot(snap, logger: logger)
                 try await send(prepared, summary: &summary, state: &state, logger: logger)

@@ -104,6 +104,45 @@ struct AppsRunTests {
         }
     }
 
+    @Test("a dry run prints exactly what the run then sends: every header and every payload byte, per device, for two apps")
+    func dryRunIsWhatTheRunSends() async throws {
+        try await TestDatabase.with { client, database in
+            try await Self.audience(client, count: 30, companionWhere: "id % 3 = 0")
+            try await client.exec(Fixtures.campaign(name: "Everyone", kind: "flash_sale"))
+            try await Self.withCompanion("token") { sim in
+                _ = try await Self.addCredential("token", name: "key", sim: sim, client: client)
+                let job = try Self.job(database, extra: ["APNS_TOPIC": APNsSimulatorHarness.defaultTopic])
+                let out = FileManager.default.temporaryDirectory.appendingPathComponent("dry-\(UUID().uuidString).jsonl")
+                defer { try? FileManager.default.removeItem(at: out) }
+                _ = try await job.dryRun(client: client, out: out.path)
+                var printed: [String: (headers: [String: String], payload: Data)] = [:]
+                for line in try String(contentsOf: out, encoding: .utf8).split(separator: "\n") {
+                    let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                    let token = try #require(object["device"] as? String)
+                    let headers = try #require(object["headers"] as? [String: String])
+                    let payload = try JSONSerialization.data(withJSONObject: try #require(object["payload"]), options: [.sortedKeys])
+                    printed[token] = (headers, payload)
+                }
+                let summary = try await job.send(client: client, apns: sim.clientConfiguration)
+                #expect(summary.figures.sent == 30)
+                let accepted = await sim.simulator.accepted
+                #expect(accepted.count == 30 && printed.count == 30)
+                for notification in accepted {
+                    let dry = try #require(printed[notification.deviceToken])
+                    // The apns-id is given when a run claims the delivery (its repeats carry
+                    // the same one): a dry run, which claims nothing, cannot know it.
+                    #expect(dry.headers["apns-id"] != nil)
+                    for (name, value) in dry.headers where name != "apns-id" {
+                        #expect(notification.headers[name] == value, "\(name) of \(notification.deviceToken)")
+                    }
+                    let sent = try JSONSerialization.data(withJSONObject: try JSONSerialization.jsonObject(with: Data(notification.payload)),
+                                                          options: [.sortedKeys])
+                    #expect(sent == dry.payload, "the payload of \(notification.deviceToken)")
+                }
+            }
+        }
+    }
+
     static func figures(_ client: Database) async throws -> [String: String] {
         var out: [String: String] = [:]
         for try await (name, line) in try await client.query("""
