@@ -16,9 +16,8 @@ extension CampaignRun {
         let source = DryRunClaims(ledger: stores.ledger, db: db, prepared: prepared, options: options,
                                   personalizer: personalizer, printer: printer)
         let engine = SendingEngine(transport: DryRunTransport(printer: printer), options: options, leases: nil, logger: logger)
-        var breakers = APNsBreakers(threshold: options.breakerThreshold)
         var tally = SendTally()
-        _ = try await engine.send(source, breakers: &breakers, tally: &tally)
+        _ = try await engine.send(source, breakers: RunBreakers(threshold: options.breakerThreshold), tally: &tally)
         try printer.check()
         summary.printed += tally.sent
         summary.skipped += tally.skipped

@@ -25,7 +25,7 @@ extension CampaignRun {
         let before = summary.sent + summary.invalid + summary.failed + summary.skipped
         var tally = SendTally()
         defer { summary.add(tally, into: &state.figures) }
-        let finish = try await engine.send(source, breakers: &state.breakers, tally: &tally) { sofar in
+        let finish = try await engine.send(source, breakers: state.breakers, tally: &tally) { sofar in
             progress.update(done: before + sofar.done, now: clock.now, logger: logger)
         }
         switch finish {
@@ -35,7 +35,7 @@ extension CampaignRun {
             if try await db("complete the campaign", { try await campaigns.completeIfDone(id) }) {
                 summary.completed = true
                 logger.info("campaign completed")
-            } else if let reason = try await refusedAppsReason(campaign: id, refused: state.breakers.refusedApps) {
+            } else if let reason = try await refusedAppsReason(campaign: id, refused: state.breakers.snapshot.refusedApps) {
                 try await fail(&summary, reason: reason, logger: logger)
             }
         case .paused:

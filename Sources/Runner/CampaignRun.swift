@@ -68,7 +68,7 @@ public struct CampaignRun: Sendable {
         logger[metadataKey: "run"] = "\(runID)"
         let leases = LeaseClock(lease: options.lease, sendSpan: options.sendSpan, renewedAt: started)
         let budget = RunBudget(total: SendLimits(options))
-        var state = RunState(runID: runID, leases: leases, breakers: APNsBreakers(threshold: options.breakerThreshold),
+        var state = RunState(runID: runID, leases: leases, breakers: RunBreakers(threshold: options.breakerThreshold),
                              budget: budget, writer: OutcomeWriter(ledger: stores.ledger, db: db, run: runID, budget: budget))
         var summaries: [CampaignSummary] = []
         var expired = 0
@@ -120,7 +120,7 @@ public struct CampaignRun: Sendable {
         }
         state.figures.campaigns = summaries.count
         let figures = state.figures
-        let refused = state.breakers.refusedApps.mapValues { options.apps.describe($0) }
+        let refused = state.breakers.snapshot.refusedApps.mapValues { options.apps.describe($0) }
         let end: RunStore.RunEnd = state.interruption != nil ? .stopped : refused.isEmpty ? .succeeded : .failed
         let note: String? = switch state.interruption {
         case nil: refused.isEmpty ? nil : "credentials refused: " + refused.keys.sorted().map { refused[$0]! }.joined(separator: "; ")

@@ -62,7 +62,7 @@ struct ConfigRefresh: Sendable {
         let source = RefreshClaims(ledger: ledger, refreshes: refreshes, db: db, runID: state.runID, options: options)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger)
         var tally = SendTally()
-        let finish = try await engine.send(source, breakers: &state.breakers, tally: &tally)
+        let finish = try await engine.send(source, breakers: state.breakers, tally: &tally)
         summary.sent += tally.sent
         summary.invalid += tally.invalid
         summary.failed += tally.failed

@@ -1,10 +1,13 @@
 import Store
 
-/// What a run carries from campaign to campaign.
+/// What a run carries from campaign to campaign: what every campaign sending
+/// at once shares (its leases, breakers, limits and outcome writer), and the
+/// figures and interruption each campaign adds to the run's.
 struct RunState {
     var runID: Int64
     var leases: LeaseClock
-    var breakers: APNsBreakers
+    /// What the run knows of APNs' hosts and apps, shared as it learns it.
+    let breakers: RunBreakers
     var figures = RunFigures()
     var interruption: RunInterruption?
     /// The run's limits, shared by the campaigns sending at once.
@@ -18,10 +21,9 @@ struct RunState {
         RunState(runID: runID, leases: leases, breakers: breakers, budget: budget, writer: writer)
     }
 
-    /// What a campaign that sent beside others learnt, added to the run's.
+    /// What a campaign that sent beside others did, added to the run's.
     mutating func merge(_ campaign: RunState) {
         figures.add(campaign.figures)
-        breakers.merge(campaign.breakers)
         if interruption == nil { interruption = campaign.interruption }
     }
 }

@@ -95,10 +95,10 @@ public struct TestSend: Sendable {
         let source = TestSendClaims(ledger: ledger, db: db, prepared: prepared, deliveries: deliveries,
                                     options: options, personalizer: personalizer)
         let engine = SendingEngine(transport: answers, options: options, leases: nil, logger: logger)
-        var breakers = APNsBreakers(threshold: options.breakerThreshold)
+        let breakers = RunBreakers(threshold: options.breakerThreshold)
         var tally = SendTally()
-        let finish = try await engine.send(source, breakers: &breakers, tally: &tally)
-        if let refusal = breakers.refusedApps.values.first {
+        let finish = try await engine.send(source, breakers: breakers, tally: &tally)
+        if let refusal = breakers.snapshot.refusedApps.values.first {
             throw RunAborted.providerRefused(options.apps.describe(refusal))
         }
         let unsent: String = switch finish {

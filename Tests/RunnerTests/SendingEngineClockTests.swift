@@ -94,9 +94,8 @@ struct SendingEngineClockTests {
         let engine = Self.engine(Transport(failures: 3), clock: clock)
         let began = ContinuousClock().now
         let (finish, tally) = try await clock.driving {
-            var breakers = APNsBreakers(threshold: 3)
             var tally = SendTally()
-            let finish = try await engine.send(source, breakers: &breakers, tally: &tally)
+            let finish = try await engine.send(source, breakers: RunBreakers(threshold: 3), tally: &tally)
             return (finish, tally)
         }
         #expect(finish == .done)
@@ -112,9 +111,8 @@ struct SendingEngineClockTests {
         let source = Source(ids: 1...5, clock: clock)
         let engine = Self.engine(Transport(failures: .max), clock: clock)
         let finish = try await clock.driving {
-            var breakers = APNsBreakers(threshold: 3)
             var tally = SendTally()
-            return try await engine.send(source, breakers: &breakers, tally: &tally)
+            return try await engine.send(source, breakers: RunBreakers(threshold: 3), tally: &tally)
         }
         guard case .outage(let why) = finish else {
             Issue.record("expected an outage, got \(finish)")
@@ -126,5 +124,25 @@ struct SendingEngineClockTests {
         // Nothing was lost: every item is back in the queue or waits for a retry.
         let last = Dictionary(source.outcomes.map { ($0.deliveryID, $0.status) }, uniquingKeysWith: { _, later in later })
         #expect(last.values.allSatisfy { $0 == .retry || $0 == .queued } && last.count == 5)
+    }
+
+    /// Two campaigns of one run share its breakers: what one learns of a host
+    /// the other's next session starts from, and a host it did not touch
+    /// keeps what the other learnt meanwhile.
+    @Test func whatOneSessionLearnsIsTheRunsForTheNext() {
+        let now = ContinuousClock().now
+        let run = RunBreakers(threshold: 3)
+        let (a, b) = ("api.push.apple.com", "api.sandbox.push.apple.com")
+        let startOne = run.snapshot, startTwo = run.snapshot
+        var one = startOne, two = startTwo
+        for _ in 0..<3 { one[a].record(transportFailure: true, error: "connectionFailed", at: now) }
+        two[b].record(transportFailure: true, error: "timedOut", at: now)
+        two.refusedApps["shop"] = AppRefusal(app: "shop", environment: .production, answer: "403 InvalidProviderToken")
+        run.learnt(one, since: startOne)
+        run.learnt(two, since: startTwo)
+        let learnt = run.snapshot
+        #expect(learnt[a].reopenAt != nil, "the open breaker of the first is kept")
+        #expect(learnt[b].consecutive == 1)
+        #expect(learnt.refusedApps.keys.sorted() == ["shop"])
     }
 }

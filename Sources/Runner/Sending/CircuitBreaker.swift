@@ -1,11 +1,12 @@
 import HeraldCore
+import NIOConcurrencyHelpers
 
 /// A circuit breaker per APNs host. Consecutive transport failures (no
 /// connection, TLS failure, timeouts) open it: nothing is sent to the host
 /// until `reopenAt`; then one probe goes out, and its answer closes the
 /// breaker or opens it again with a longer wait (1 s doubling to 30 s).
-struct CircuitBreaker {
-    enum Gate { case closed, open(until: ContinuousClock.Instant), probe, waitForProbe }
+struct CircuitBreaker: Hashable {
+    enum Gate: Hashable { case closed, open(until: ContinuousClock.Instant), probe, waitForProbe }
 
     var threshold: Int
     var consecutive = 0
@@ -55,11 +56,14 @@ struct APNsBreakers {
 
     init(threshold: Int) { self.threshold = threshold }
 
-    /// What another campaign's sessions learnt: its breakers (the later
-    /// word on each host) and the apps refused.
-    mutating func merge(_ other: APNsBreakers) {
-        byHost.merge(other.byHost) { _, theirs in theirs }
-        refusedApps.merge(other.refusedApps) { ours, _ in ours }
+    /// What a session learnt since it began from `start`: the hosts whose
+    /// breaker it changed (its word is the later one on them; the others
+    /// keep what other sessions learnt meanwhile) and the apps refused.
+    mutating func merge(_ session: APNsBreakers, since start: APNsBreakers) {
+        for (host, breaker) in session.byHost where start.byHost[host] != breaker {
+            byHost[host] = breaker
+        }
+        refusedApps.merge(session.refusedApps) { ours, _ in ours }
     }
 
     subscript(host: String) -> CircuitBreaker {
@@ -74,4 +78,22 @@ struct AppRefusal: Sendable, Hashable {
     var environment: APNsEnvironment
     /// e.g. `403 InvalidProviderToken`.
     var answer: String
+}
+
+/// The run's breakers, shared by the sessions of every campaign it sends at
+/// once: each session starts from what the run knows, and what it learns is
+/// the run's as soon as it ends.
+final class RunBreakers: Sendable {
+    private let state: NIOLockedValueBox<APNsBreakers>
+
+    init(threshold: Int) {
+        state = NIOLockedValueBox(APNsBreakers(threshold: threshold))
+    }
+
+    var snapshot: APNsBreakers { state.withLockedValue { $0 } }
+
+    /// What a session that began from `start` ended with.
+    func learnt(_ session: APNsBreakers, since start: APNsBreakers) {
+        state.withLockedValue { $0.merge(session, since: start) }
+    }
 }

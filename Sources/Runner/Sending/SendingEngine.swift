@@ -94,10 +94,10 @@ struct SendingEngine: Sendable {
     /// The time the engine goes by; tests drive their own.
     var clock: any RunClock = SystemClock()
 
-    /// Sends what `source` has; the circuit breakers carry over from and to the caller.
+    /// Sends what `source` has; each session starts from the run's breakers and adds what it learnt.
     /// `progressed` is told the figures so far after each ledger write.
     /// Between sessions, `SendingRounds` decides and this carries it out.
-    func send<Source: ClaimSource>(_ source: Source, breakers: inout APNsBreakers, tally: inout SendTally,
+    func send<Source: ClaimSource>(_ source: Source, breakers: RunBreakers, tally: inout SendTally,
                                    progressed: (SendTally) -> Void = { _ in }) async throws -> SendingFinish {
         var rounds = SendingRounds(settings: SendingRounds.Settings(options))
         var action = SendingRounds.Action.runSession
@@ -109,14 +109,14 @@ struct SendingEngine: Sendable {
             case .runSession:
                 waitingFor = nil
                 let end = try await withTaskExecutorPreference(transport.preferredExecutor) {
-                    try await session(source, breakers: &breakers, tally: &tally, progressed: progressed)
+                    try await session(source, breakers: breakers, tally: &tally, progressed: progressed)
                 }
                 let now = clock.now
-                action = rounds.sessionEnded(end, moreComing: source.moreComing, breakers: breakers,
+                action = rounds.sessionEnded(end, moreComing: source.moreComing, breakers: breakers.snapshot,
                                              maySend: leases?.maySend(at: now) ?? true, now: now)
             case .askNextDue:
                 // Items back from transient answers wait out their backoff; a short one is waited for.
-                let refused = breakers.refusedApps.keys.sorted()
+                let refused = breakers.snapshot.refusedApps.keys.sorted()
                 action = rounds.nextDue(try await source.nextDue(excludingApps: refused), now: clock.now)
             case .sleep(let until, let cause):
                 if waitingFor != cause { log(waiting: cause) }
@@ -174,7 +174,7 @@ struct SendingEngine: Sendable {
     /// One session: carries out what the session decides, in one task group.
     /// Its figures and the breakers' states are handed back however it ends.
     private func session<Source: ClaimSource>(
-        _ source: Source, breakers: inout APNsBreakers, tally: inout SendTally, progressed: (SendTally) -> Void
+        _ source: Source, breakers: RunBreakers, tally: inout SendTally, progressed: (SendTally) -> Void
     ) async throws -> SendingSession<Source.Item>.End {
         typealias Item = Source.Item
         let clock = self.clock
@@ -183,13 +183,14 @@ struct SendingEngine: Sendable {
         let leases = self.leases
         var settings = SendingSession<Item>.Settings(options)
         if let limit = source.concurrencyLimit { settings.concurrency = max(1, min(settings.concurrency, limit)) }
-        var machine = SendingSession<Item>(settings: settings, breakers: breakers,
+        let start = breakers.snapshot
+        var machine = SendingSession<Item>(settings: settings, breakers: start,
                                            epoch: leases?.epoch ?? 0, now: clock.now)
         let before = tally
         let budget = self.budget
         let member = budget?.join(demand: settings.concurrency)
         defer {
-            breakers = machine.breakers
+            breakers.learnt(machine.breakers, since: start)
             tally = before + machine.tally
             if let budget, let member { budget.leave(member) }
         }
