@@ -75,8 +75,8 @@ public final class APNsClient: Service, Sendable {
         let sharedContext = try NIOSSLContext(configuration: tls)
         var credentials: [ClientCredential] = []
         var sslContexts: [NIOSSLContext] = []
-        for name in configuration.credentials.keys.sorted() {
-            switch configuration.credentials[name]! {
+        for (name, credential) in configuration.credentials.sorted(by: { $0.key < $1.key }) {
+            switch credential {
             case .token(let key, let keyID, let teamID):
                 let store = ProviderTokenStore(key: key, keyID: keyID, teamID: teamID, clock: configuration.tokenClock)
                 credentials.append(ClientCredential(name: name, kind: .token(store)))

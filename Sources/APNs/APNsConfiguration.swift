@@ -159,7 +159,7 @@ public struct APNsConfiguration: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let shown = credentials.keys.sorted().map { "\($0): \(credentials[$0]!)" }.joined(separator: ", ")
+        let shown = credentials.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         return "APNsConfiguration(credentials: [\(shown)], defaultCredential: \(defaultCredential ?? "none"), "
             + "topic: \(topic), url: \(baseURLOverride ?? "apple"), extraCA: \(extraTrustedCAPath ?? "none"), "
             + "maxConnections: \(maxConnections), connectionBudget: \(connectionBudget), "
@@ -282,7 +282,7 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     }
 
     /// True for problems with a credential: the signing key, a client certificate or their files.
-    public var isKeyProblem: Bool {
+    var isKeyProblem: Bool {
         switch code {
         case .keyFileUnreadable, .keyFileTooOpen, .keyInvalid, .credentialFileTooOpen, .credentialFileUnreadable,
             .p12Unusable, .certificateInvalid, .certificateKeyInvalid, .certificateUnusable:

@@ -257,7 +257,7 @@ public enum APNsVerdict: Sendable, Hashable {
 
 extension APNsResult {
     /// The verdict on this result (see `APNsVerdict.of`).
-    public var verdict: APNsVerdict {
+    var verdict: APNsVerdict {
         switch outcome {
         case .sent: .sent
         case .deviceInvalid: .deviceInvalid

@@ -210,20 +210,20 @@ public final class APNsSimulator: Service, Sendable {
 
     /// Trusts one more signing key for `teamID` (key rotation): its tokens are accepted for every
     /// token app of that team, beside the keys trusted already. Undoes `revokeKey` for that id.
-    public func trustKey(keyID: String, publicKey: P256.Signing.PublicKey, teamID: String) async {
+    func trustKey(keyID: String, publicKey: P256.Signing.PublicKey, teamID: String) async {
         await onLoop({ $0.auth.trust(keyID: keyID, publicKey: publicKey, teamID: teamID) }, stopped: { _ in () })
     }
 
     /// Revokes a signing key: its tokens are answered 403 InvalidProviderToken from now on, on
     /// connections that used it already too.
-    public func revokeKey(keyID: String) async {
+    func revokeKey(keyID: String) async {
         await onLoop({ _ = $0.auth.revokedKeys.insert(keyID) }, stopped: { _ in () })
     }
 
     /// Revokes a client certificate by serial number (lowercase hex, as `IssuedClientCertificate`
     /// gives it): its requests are answered 403 BadCertificate from now on, on connections that
     /// presented it already too. The handshake still succeeds, as Apple's does.
-    public func revokeCertificate(serialNumber: String) async {
+    func revokeCertificate(serialNumber: String) async {
         let serial = serialNumber.lowercased()
         await onLoop({ _ = $0.auth.revokedCertificates.insert(serial) }, stopped: { _ in () })
     }

@@ -58,7 +58,7 @@ public struct ReplyIntake: Sendable {
 
     /// Replies taken in by `submit` and not answered yet: queued for a
     /// batch or being stored.
-    public var repliesWaiting: Int { batcher.outstanding }
+    var repliesWaiting: Int { batcher.outstanding }
 
     /// What `herald ingest` did with a file.
     public struct IngestReport: Sendable {

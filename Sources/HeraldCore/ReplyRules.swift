@@ -37,7 +37,7 @@ public struct ReplyError: Error, Hashable, CustomStringConvertible {
     public static func refusedByDatabase(_ message: String) -> Self { Self(code: "reply_refused", message: message) }
 
     /// Every code, for documentation and tests.
-    public static let allCodes = ["malformed_json", "bad_token", "unknown_delivery", "action_not_allowed",
+    static let allCodes = ["malformed_json", "bad_token", "unknown_delivery", "action_not_allowed",
                                   "text_not_allowed", "text_too_long", "text_invalid", "body_too_large", "reply_refused"]
 }
 

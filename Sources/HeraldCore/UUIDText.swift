@@ -44,27 +44,4 @@ public enum UUIDText {
         default: nil
         }
     }
-
-    /// Calls `body` with the 36 bytes of `id`'s text form, in upper case as
-    /// `uuidString` writes it.
-    public static func withText<R>(_ id: UUID, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let digits: StaticString = "0123456789ABCDEF"
-        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
-            withUnsafeBytes(of: id.uuid) { raw in
-                digits.withUTF8Buffer { hex in
-                    var index = 0
-                    for (n, byte) in raw.enumerated() {
-                        if n == 4 || n == 6 || n == 8 || n == 10 {
-                            text[index] = UInt8(ascii: "-")
-                            index += 1
-                        }
-                        text[index] = hex[Int(byte >> 4)]
-                        text[index + 1] = hex[Int(byte & 0x0F)]
-                        index += 2
-                    }
-                }
-            }
-            return try body(UnsafeRawBufferPointer(text))
-        }
-    }
 }

@@ -149,7 +149,7 @@ public final class LineWriter: Sendable {
     public static let standardError = LineWriter(target: nil)
 
     /// Keeps the lines in memory (tests).
-    public static func memory() -> LineWriter { LineWriter(target: NIOLockedValueBox([])) }
+    static func memory() -> LineWriter { LineWriter(target: NIOLockedValueBox([])) }
 
     private init(target: NIOLockedValueBox<[String]>?) {
         self.target = target
@@ -164,7 +164,7 @@ public final class LineWriter: Sendable {
     }
 
     /// What was written (memory writers only).
-    public var lines: [String] { target?.withLockedValue { $0 } ?? [] }
+    var lines: [String] { target?.withLockedValue { $0 } ?? [] }
 }
 
 /// One `write(2)` for the whole line where the system allows it.

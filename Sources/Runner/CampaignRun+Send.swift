@@ -62,11 +62,11 @@ extension CampaignRun {
         guard !refused.isEmpty else { return nil }
         let ledger = stores.ledger
         let queued = try await db("count deliveries left queued") { try await ledger.queuedByApp(campaign: campaign) }
-        let stuck = refused.keys.filter { (queued[$0] ?? 0) > 0 }.sorted()
+        let stuck = refused.compactMap { app, refusal in queued[app].flatMap { $0 > 0 ? (app, refusal, $0) : nil } }
+            .sorted { $0.0 < $1.0 }
         guard !stuck.isEmpty else { return nil }
-        let parts = stuck.map { app in
-            let r = refused[app]!
-            return "\(options.apps.describe(app: app, environment: r.environment)): APNs refused it (\(r.answer)); \(queued[app]!) deliveries wait"
+        let parts = stuck.map { app, r, waiting in
+            "\(options.apps.describe(app: app, environment: r.environment)): APNs refused it (\(r.answer)); \(waiting) deliveries wait"
         }
         return parts.joined(separator: "; ")
             + ". Fix the credential (docs/operators.md, \"Apps and credentials\"), then UPDATE campaigns SET status = 'running' WHERE id = \(campaign);"

@@ -123,7 +123,7 @@ public struct CampaignRun: Sendable {
         let refused = state.breakers.snapshot.refusedApps.mapValues { options.apps.describe($0) }
         let end: RunStore.RunEnd = state.interruption != nil ? .stopped : refused.isEmpty ? .succeeded : .failed
         let note: String? = switch state.interruption {
-        case nil: refused.isEmpty ? nil : "credentials refused: " + refused.keys.sorted().map { refused[$0]! }.joined(separator: "; ")
+        case nil: refused.isEmpty ? nil : "credentials refused: " + refused.sorted { $0.key < $1.key }.map(\.value).joined(separator: "; ")
         case .stopped?: "stopped by a signal; the next run continues"
         case .outage(let why)?: why + "; the next run continues"
         }

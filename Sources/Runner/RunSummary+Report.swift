@@ -41,7 +41,7 @@ extension RunSummary {
         case .stopped?: total += "; STOPPED by a signal, \(f.requeued) deliveries back in the queue for the next run"
         case .outage(let why)?: total += "; STOPPED: \(why)"
         }
-        let refused = refusedApps.keys.sorted().map { "CREDENTIAL REFUSED: \(refusedApps[$0]!)" }
+        let refused = refusedApps.sorted { $0.key < $1.key }.map { "CREDENTIAL REFUSED: \($0.value)" }
         return ([total] + refused + [configRefresh.line, series.line].compactMap { $0 } + lines).joined(separator: "\n")
     }
 }

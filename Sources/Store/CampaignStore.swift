@@ -102,12 +102,6 @@ public struct CampaignStore: Sendable {
         return 0
     }
 
-    /// Ids of campaigns that are due now, oldest first (a series is never
-    /// sent itself: its occurrences are).
-    public func dueCampaignIDs() async throws -> [Int64] {
-        try await dueCampaigns().map(\.id)
-    }
-
     /// The campaigns a run sends now, by `send_at` then id, with what orders them further (`DueOrder`).
     public func dueCampaigns() async throws -> [DueCampaignHead] {
         let rows = try await client.query("""

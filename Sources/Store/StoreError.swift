@@ -44,7 +44,7 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
         hasher.combine(message)
     }
 
-    public var isMigrationError: Bool { code == .migration }
+    var isMigrationError: Bool { code == .migration }
 }
 
 extension StoreError {

@@ -1,5 +1,5 @@
 @testable import APNs
-import APNsSimulator
+@testable import APNsSimulator
 import Crypto
 import Foundation
 import TestSupport

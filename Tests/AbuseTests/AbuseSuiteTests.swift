@@ -1,5 +1,5 @@
 import Foundation
-import HeraldCore
+@testable import HeraldCore
 import PostgresNIO
 import AppServer
 import Store

@@ -3,7 +3,7 @@ import HeraldCore
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import AppServer
+@testable import AppServer
 import ServiceLifecycle
 import Store
 import Testing

@@ -2,7 +2,7 @@ import ExtensionKit
 import Foundation
 import HeraldCore
 import PostgresNIO
-import AppServer
+@testable import AppServer
 import Store
 import Testing
 import TestSupport

@@ -66,279 +66,183 @@ struct FaultSuite {
     // MARK: kill -9
 
     @Test func chaosKillsLoseNothingAndRepeatWithinTheBound() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 20_000
-                let concurrency = 100
-                let campaign = try await Self.campaign(client, devices: devices, name: "Chaos", collapseID: "chaos")
-                let sim = try SimulatorProcess(directory: dir, faults: [
-                    "--fail-503", "0.1", "--fail-429", "0.02", "--goaway-after", "1000", "--latency-ms", "25",
-                ])
-                try await sim.start()
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_BATCH_SIZE": "400",
-                    // The audience in slices of 1,000, 3,000, 12,000 and
-                    // 48,000 device ids: sending starts on the first while
-                    // kills land between and during slices.
-                    "HERALD_SNAPSHOT_SLICE": "1000",
-                ])
-                var runs = 0
-                var kills = 0
-                var workers: [Child] = []
-                func start() throws {
-                    runs += 1
-                    workers.append(try Child(name: "worker", arguments: ["run"], environment: env, directory: dir))
+        let concurrency = 100
+        try await Self.scenario("chaos", devices: 20_000, name: "Chaos", collapseID: "chaos", faults: [
+            "--fail-503", "0.1", "--fail-429", "0.02", "--goaway-after", "1000", "--latency-ms", "25",
+        ], extra: [
+            "HERALD_CONCURRENCY": "\(concurrency)", "HERALD_BATCH_SIZE": "400",
+            // The audience in slices of 1,000, 3,000, 12,000 and 48,000 device
+            // ids: sending starts on the first while kills land between and during slices.
+            "HERALD_SNAPSHOT_SLICE": "1000",
+        ]) { s in
+            var kills = 0
+            var workers: [Child] = [try s.worker()]
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(240)
+            while kills < 6, clock.now < end {
+                try await Task.sleep(for: .milliseconds(Int64.random(in: 700...1600)))
+                if try await s.status() == "completed" { break }
+                for w in workers where !w.isRunning {
+                    let code = try await w.wait(limit: .seconds(5))
+                    // 1 means a person is needed: no point in restarting it.
+                    try #require(code == 0 || code == 75, "herald run exited \(code)\n\(w.tail())")
                 }
-                try start()
-                let clock = ContinuousClock()
-                let end = clock.now + .seconds(240)
-                while kills < 6, clock.now < end {
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 700...1600)))
-                    if try await Self.status(client, campaign) == "completed" { break }
-                    for w in workers where !w.isRunning {
-                        let code = try await w.wait(limit: .seconds(5))
-                        // 1 means a person is needed: no point in restarting it.
-                        try #require(code == 0 || code == 75, "herald run exited \(code)\n\(w.tail())")
-                    }
-                    workers.removeAll { !$0.isRunning }
-                    guard let victim = workers.randomElement() else {
-                        try start()
-                        continue
-                    }
-                    victim.signal(SIGKILL)
-                    // Only a kill that landed (the worker died of it) counts towards the bound.
-                    if try await victim.wait(limit: .seconds(10)) == 128 + SIGKILL { kills += 1 }
-                    workers.removeAll { $0 === victim }
-                    try start()
-                    // Two workers in parallel from the second kill on.
-                    if kills == 2 { try start() }
+                workers.removeAll { !$0.isRunning }
+                guard let victim = workers.randomElement() else {
+                    workers.append(try s.worker())
+                    continue
                 }
-                for w in workers {
-                    let code = try await w.wait(limit: .seconds(180))
-                    #expect(code == 0 || code == 75, "herald run exited \(code)\n\(w.tail())")
-                }
-                if try await Self.status(client, campaign) != "completed" {
-                    try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                }
-                try await sim.stop()
-
-                var f = try await compare("chaos", client: client, simulator: sim, campaign: campaign, collapseID: "chaos")
-                f.runs = runs
-                f.kills = kills
-                print(f)
-                print("fault suite [chaos]: repeat bound \(Self.repeatBound(concurrency: concurrency)) per kill")
-                #expect(kills >= 5)
-                #expect(f.targeted == devices)
-                #expect(f.lost == 0)
-                #expect(f.failed == 0)
-                #expect(f.leftover == 0)
-                #expect(f.delivered == devices)
-                #expect(f.sentInLedger == f.delivered)
-                #expect(f.repeated <= Self.repeatBound(concurrency: concurrency) * kills)
-                #expect(f.repeatsWithOtherCollapseID == 0)
-                #expect(f.repeatsWithOtherAPNsID == 0)
-                #expect(f.ledgerAPNsIDMismatch == 0)
-                #expect(try await Self.status(client, campaign) == "completed")
-                #expect(try await Self.count(client, "SELECT count(*) FROM runs WHERE status = 'running'") == 0)
+                victim.signal(SIGKILL)
+                // Only a kill that landed (the worker died of it) counts towards the bound.
+                if try await victim.wait(limit: .seconds(10)) == 128 + SIGKILL { kills += 1 }
+                workers.removeAll { $0 === victim }
+                workers.append(try s.worker())
+                // Two workers in parallel from the second kill on.
+                if kills == 2 { workers.append(try s.worker()) }
             }
+            for w in workers {
+                let code = try await w.wait(limit: .seconds(180))
+                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(w.tail())")
+            }
+            if try await s.status() != "completed" { try await s.runToCompletion() }
+            let f = try await s.figures(kills: kills)
+            print("fault suite [chaos]: repeat bound \(Self.repeatBound(concurrency: concurrency)) per kill")
+            #expect(kills >= 5)
+            #expect(f.targeted == s.devices)
+            #expect(f.lost == 0)
+            #expect(f.failed == 0)
+            #expect(f.leftover == 0)
+            #expect(f.delivered == s.devices)
+            #expect(f.sentInLedger == f.delivered)
+            #expect(f.repeated <= Self.repeatBound(concurrency: concurrency) * kills)
+            #expect(f.repeatsWithOtherCollapseID == 0)
+            #expect(f.repeatsWithOtherAPNsID == 0)
+            #expect(f.ledgerAPNsIDMismatch == 0)
+            #expect(try await s.status() == "completed")
+            #expect(try await s.count("SELECT count(*) FROM runs WHERE status = 'running'") == 0)
         }
     }
 
     // MARK: APNs outage
 
     @Test func apnsDownForTenSecondsFailsNothing() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 4000
-                let campaign = try await Self.campaign(client, devices: devices, name: "Outage", collapseID: "outage")
-                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
-                try await sim.start()
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "20", "HERALD_OUTAGE_BUDGET_SECONDS": "90",
-                ])
-                var runs = 1
-                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
-                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
-                try await sim.stop()
-                let downAt = sim.acceptedCount()
-                try await Task.sleep(for: .seconds(10))
-                // While APNs is away nothing is failed.
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'failed'") == 0)
-                try await sim.start()
-                let code = try await worker.wait(limit: .seconds(180))
-                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
-                if code != 0 { try await Self.runToCompletion(env: env, dir: dir, runs: &runs) }
-                try await sim.stop()
-
-                var f = try await compare("apns down 10 s", client: client, simulator: sim, campaign: campaign, collapseID: "outage")
-                f.runs = runs
-                print(f)
-                #expect(downAt < devices)
-                #expect(f.failed == 0)
-                #expect(f.lost == 0)
-                #expect(f.leftover == 0)
-                #expect(f.delivered == devices)
-                #expect(f.sentInLedger == devices)
-                // Only what was in flight when APNs went away can come twice.
-                #expect(f.repeated <= 20)
-                #expect(f.repeatsWithOtherAPNsID == 0)
-                #expect(try await Self.status(client, campaign) == "completed")
-            }
+        try await Self.scenario("apns down 10 s", devices: 4000, name: "Outage", collapseID: "outage", faults: ["--latency-ms", "20"],
+                                extra: ["HERALD_CONCURRENCY": "20", "HERALD_OUTAGE_BUDGET_SECONDS": "90"]) { s in
+            let worker = try s.worker()
+            try await waitUntil("the first 800 notifications", limit: .seconds(90)) { s.sim.acceptedCount() >= 800 }
+            try await s.sim.stop()
+            let downAt = s.sim.acceptedCount()
+            try await Task.sleep(for: .seconds(10))
+            // While APNs is away nothing is failed.
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'failed'") == 0)
+            try await s.sim.start()
+            let code = try await worker.wait(limit: .seconds(180))
+            #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
+            if code != 0 { try await s.runToCompletion() }
+            let f = try await s.figures()
+            #expect(downAt < s.devices)
+            // Only what was in flight when APNs went away can come twice.
+            #expect(f.repeated <= 20)
+            try await Self.expectEachDeviceOnce(f, devices: s.devices, concurrency: 20, client: s.client, campaign: s.campaign)
         }
     }
 
     // MARK: SIGTERM
 
     @Test func sigtermStopsWithinTheGracePeriodAndTheNextRunRepeatsNothing() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 4000
-                let campaign = try await Self.campaign(client, devices: devices, name: "Term", collapseID: "term")
-                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
-                try await sim.start()
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "20", "HERALD_STOP_GRACE_SECONDS": "5",
-                ])
-                var runs = 1
-                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
-                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
-                worker.signal(SIGTERM)
-                // The grace period (5 s) plus the time to record and print.
-                let code = try await worker.wait(limit: .seconds(20))
-                #expect(code == 75, "herald run exited \(code)\n\(worker.tail())")
-                #expect(worker.text().contains("STOPPED by a signal"))
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'queued'") > 0)
-                #expect(try await client.scalar("SELECT status FROM runs ORDER BY id LIMIT 1", as: String.self) == "stopped")
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                try await sim.stop()
-
-                var f = try await compare("sigterm", client: client, simulator: sim, campaign: campaign, collapseID: "term")
-                f.runs = runs
-                print(f)
-                #expect(f.lost == 0)
-                #expect(f.repeated == 0)
-                #expect(f.delivered == devices)
-                #expect(f.sentInLedger == devices)
-                #expect(try await Self.status(client, campaign) == "completed")
-            }
+        try await Self.scenario("sigterm", devices: 4000, name: "Term", collapseID: "term", faults: ["--latency-ms", "20"],
+                                extra: ["HERALD_CONCURRENCY": "20", "HERALD_STOP_GRACE_SECONDS": "5"]) { s in
+            let worker = try s.worker()
+            try await waitUntil("the first 800 notifications", limit: .seconds(90)) { s.sim.acceptedCount() >= 800 }
+            worker.signal(SIGTERM)
+            // The grace period (5 s) plus the time to record and print.
+            let code = try await worker.wait(limit: .seconds(20))
+            #expect(code == 75, "herald run exited \(code)\n\(worker.tail())")
+            #expect(worker.text().contains("STOPPED by a signal"))
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'queued'") > 0)
+            #expect(try await s.client.scalar("SELECT status FROM runs ORDER BY id LIMIT 1", as: String.self) == "stopped")
+            try await s.runToCompletion()
+            let f = try await s.figures()
+            #expect(f.repeated == 0)
+            try await Self.expectEachDeviceOnce(f, devices: s.devices, concurrency: 20, client: s.client, campaign: s.campaign)
         }
     }
 
     // MARK: Operators
 
     @Test func pauseMidRunThenResume() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 4000
-                let campaign = try await Self.campaign(client, devices: devices, name: "Paused", collapseID: "paused")
-                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
-                try await sim.start()
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "20",
-                ])
-                var runs = 1
-                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
-                try await waitUntil("the first 800 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 800 }
-                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
-                let code = try await worker.wait(limit: .seconds(60))
-                #expect(code == 0, "herald run exited \(code)\n\(worker.tail())")
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
-                let waiting = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'queued'")
-                #expect(waiting > 0)
-                #expect(try await Self.status(client, campaign) == "paused")
+        try await Self.scenario("pause mid-run, resume", devices: 4000, name: "Paused", collapseID: "paused",
+                                faults: ["--latency-ms", "20"], extra: ["HERALD_CONCURRENCY": "20"]) { s in
+            let worker = try s.worker()
+            try await waitUntil("the first 800 notifications", limit: .seconds(90)) { s.sim.acceptedCount() >= 800 }
+            try await s.client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(s.campaign)")
+            let code = try await worker.wait(limit: .seconds(60))
+            #expect(code == 0, "herald run exited \(code)\n\(worker.tail())")
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'queued'") > 0)
+            #expect(try await s.status() == "paused")
 
-                // Resume: the one documented value.
-                try await client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(campaign)")
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                try await sim.stop()
-                var f = try await compare("pause mid-run, resume", client: client, simulator: sim, campaign: campaign, collapseID: "paused")
-                f.runs = runs
-                print(f)
-                #expect(f.lost == 0)
-                #expect(f.repeated == 0)
-                #expect(f.delivered == devices)
-                #expect(try await Self.status(client, campaign) == "completed")
-                // Every change is in the audit, with who made it.
-                var changes: [String] = []
-                for try await (from, to, by) in try await client.query("""
-                    SELECT coalesce(from_status, '-'), to_status, changed_by FROM analyst.campaign_status_changes
-                    WHERE campaign_id = \(campaign) ORDER BY changed_at, to_status
-                    """, logger: TestDatabase.logger).decode((String, String, String).self) {
-                    changes.append("\(from)>\(to)")
-                    #expect(!by.isEmpty)
-                }
-                #expect(changes == ["->scheduled", "scheduled>running", "running>paused", "paused>running", "running>completed"])
+            // Resume: the one documented value.
+            try await s.client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(s.campaign)")
+            try await s.runToCompletion()
+            let f = try await s.figures()
+            #expect(f.repeated == 0)
+            try await Self.expectEachDeviceOnce(f, devices: s.devices, concurrency: 20, client: s.client, campaign: s.campaign)
+            // Every change is in the audit, with who made it.
+            var changes: [String] = []
+            for try await (from, to, by) in try await s.client.query("""
+                SELECT coalesce(from_status, '-'), to_status, changed_by FROM analyst.campaign_status_changes
+                WHERE campaign_id = \(s.campaign) ORDER BY changed_at, to_status
+                """, logger: TestDatabase.logger).decode((String, String, String).self) {
+                changes.append("\(from)>\(to)")
+                #expect(!by.isEmpty)
             }
+            #expect(changes == ["->scheduled", "scheduled>running", "running>paused", "paused>running", "running>completed"])
         }
     }
 
     @Test func pauseBeforeTheFirstSnapshotThenResume() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 500
-                let campaign = try await Self.campaign(client, devices: devices, name: "Early", collapseID: "early")
-                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
-                let sim = try SimulatorProcess(directory: dir)
-                try await sim.start()
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret())
-                var runs = 0
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries") == 0)
-                #expect(try await Self.status(client, campaign) == "paused")
-                try await client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(campaign)")
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                try await sim.stop()
-                var f = try await compare("pause before snapshot, resume", client: client, simulator: sim, campaign: campaign,
-                                          collapseID: "early")
-                f.runs = runs
-                print(f)
-                #expect(f.targeted == devices)
-                #expect(f.delivered == devices)
-                #expect(f.lost == 0)
-                #expect(f.repeated == 0)
-                #expect(try await Self.status(client, campaign) == "completed")
-            }
+        try await Self.scenario("pause before snapshot, resume", devices: 500, name: "Early", collapseID: "early",
+                                prepare: { client, campaign in
+                                    try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
+                                }) { s in
+            try await s.runToCompletion()
+            #expect(try await s.count("SELECT count(*) FROM deliveries") == 0)
+            #expect(try await s.status() == "paused")
+            try await s.client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(s.campaign)")
+            try await s.runToCompletion()
+            let f = try await s.figures()
+            #expect(f.targeted == s.devices)
+            #expect(f.repeated == 0)
+            try await Self.expectEachDeviceOnce(f, devices: s.devices, concurrency: 0, client: s.client, campaign: s.campaign)
         }
     }
 
     @Test func cancelBetweenRunsLeavesNothingQueued() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 3000
-                let campaign = try await Self.campaign(client, devices: devices, name: "Dropped", collapseID: "dropped")
-                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
-                try await sim.start()
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "20",
-                ])
-                var runs = 1
-                let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
-                try await waitUntil("the first 500 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 500 }
-                try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
-                #expect(try await worker.wait(limit: .seconds(60)) == 0, "\(worker.tail())")
-                // No run is on it now: cancel.
-                try await client.exec("UPDATE campaigns SET status = 'cancelled' WHERE id = \(campaign)")
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status IN ('queued', 'in_flight')") == 0)
-                let cancelled = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'cancelled'")
-                #expect(cancelled > 0)
-                #expect(try await Self.count(client, """
-                    SELECT queued + in_flight FROM analyst.campaign_funnel WHERE campaign_id = \(campaign)
-                    """) == 0)
-                // What the ledger says went out before the cancel (the simulator's log is flushed later).
-                let before = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'")
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                try await sim.stop()
-                var f = try await compare("cancel between runs", client: client, simulator: sim, campaign: campaign,
-                                          collapseID: "dropped")
-                f.runs = runs
-                print(f)
-                #expect(f.delivered == before)
-                #expect(f.sentInLedger == f.delivered)
-                #expect(f.delivered + cancelled == devices)
-                #expect(f.repeated == 0)
-                #expect(try await Self.status(client, campaign) == "cancelled")
-            }
+        try await Self.scenario("cancel between runs", devices: 3000, name: "Dropped", collapseID: "dropped",
+                                faults: ["--latency-ms", "20"], extra: ["HERALD_CONCURRENCY": "20"]) { s in
+            let worker = try s.worker()
+            try await waitUntil("the first 500 notifications", limit: .seconds(90)) { s.sim.acceptedCount() >= 500 }
+            try await s.client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(s.campaign)")
+            #expect(try await worker.wait(limit: .seconds(60)) == 0, "\(worker.tail())")
+            // No run is on it now: cancel.
+            try await s.client.exec("UPDATE campaigns SET status = 'cancelled' WHERE id = \(s.campaign)")
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status IN ('queued', 'in_flight')") == 0)
+            let cancelled = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'cancelled'")
+            #expect(cancelled > 0)
+            #expect(try await s.count("""
+                SELECT queued + in_flight FROM analyst.campaign_funnel WHERE campaign_id = \(s.campaign)
+                """) == 0)
+            // What the ledger says went out before the cancel (the simulator's log is flushed later).
+            let before = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'")
+            try await s.runToCompletion()
+            let f = try await s.figures()
+            #expect(f.delivered == before)
+            #expect(f.sentInLedger == f.delivered)
+            #expect(f.delivered + cancelled == s.devices)
+            #expect(f.repeated == 0)
+            #expect(try await s.status() == "cancelled")
         }
     }
 }
@@ -506,62 +410,50 @@ extension FaultSuite {
     /// then another run takes its work over, and the frozen one, woken up,
     /// starts no new send and writes nothing over the new owner's outcomes.
     @Test func aFrozenRunIsTakenOverAfterItsLeaseAndSendsNothingWhenItWakes() async throws {
-        try await TestDatabase.with { client, database in
-            try await withScratch { dir in
-                let devices = 3000
-                let concurrency = 20
-                let campaign = try await Self.campaign(client, devices: devices, name: "Frozen", collapseID: "frozen")
-                let sim = try SimulatorProcess(directory: dir, faults: ["--latency-ms", "20"])
-                try await sim.start()
-                // One notification takes at most 2 × (1 s + 5 s backoff) + 10 s connect: a 30 s lease.
-                let env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(), extra: [
-                    "HERALD_CONCURRENCY": "\(concurrency)", "APNS_TIMEOUT_SECONDS": "1", "APNS_MAX_ATTEMPTS": "2",
-                    "HERALD_LEASE_SECONDS": "30",
-                ])
-                var runs = 1
-                let frozen = try Child(name: "frozen", arguments: ["run"], environment: env, directory: dir)
-                try await waitUntil("the first 500 notifications", limit: .seconds(90)) { sim.acceptedCount() >= 500 }
-                frozen.signal(SIGSTOP)
-                // Its leases are live: another run leaves its deliveries alone.
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                let held = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'")
-                #expect(held > 0)
-                #expect(try await Self.status(client, campaign) == "running")
-                // Once they expire, the next run takes them over and finishes.
-                try await waitUntil("the frozen run's leases expire", limit: .seconds(60)) {
-                    try await Self.count(client, """
-                        SELECT count(*) FROM deliveries d JOIN runs r ON r.id = d.claimed_by
-                        WHERE d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at > now()
-                        """) == 0
-                }
-                try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
-                #expect(try await Self.status(client, campaign) == "completed")
-                try await Task.sleep(for: .milliseconds(500))
-                let beforeWake = sim.acceptedCount()
-                let sentBeforeWake = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'")
-                frozen.signal(SIGCONT)
-                let code = try await frozen.wait(limit: .seconds(60))
-                #expect(code == 0 || code == 75, "the woken run exited \(code)\n\(frozen.tail())")
-                try await Task.sleep(for: .milliseconds(500))
-                // Woken, it starts no new send: only those it had in flight when
-                // it froze may still go out, with their remaining attempts
-                // (APNS_MAX_ATTEMPTS = 2), before it sees its lease lapsed.
-                // And it writes nothing over the new owner's outcomes.
-                let afterWake = sim.acceptedCount() - beforeWake
-                #expect(afterWake <= concurrency * 2, "the woken run sent \(afterWake)")
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'") == sentBeforeWake)
-                try await sim.stop()
-                var f = try await compare("frozen run", client: client, simulator: sim, campaign: campaign, collapseID: "frozen")
-                f.runs = runs
-                print(f)
-                #expect(f.lost == 0)
-                #expect(f.leftover == 0)
-                #expect(f.delivered == devices)
-                #expect(f.sentInLedger == devices)
-                print("fault suite [frozen run]: \(afterWake) sends finished after waking")
-                #expect(f.repeated <= Self.repeatBound(concurrency: concurrency) + concurrency * 2)
-                #expect(f.repeatsWithOtherAPNsID == 0)
+        let concurrency = 20
+        // One notification takes at most 2 × (1 s + 5 s backoff) + 10 s connect: a 30 s lease.
+        try await Self.scenario("frozen run", devices: 3000, name: "Frozen", collapseID: "frozen", faults: ["--latency-ms", "20"], extra: [
+            "HERALD_CONCURRENCY": "\(concurrency)", "APNS_TIMEOUT_SECONDS": "1", "APNS_MAX_ATTEMPTS": "2",
+            "HERALD_LEASE_SECONDS": "30",
+        ]) { s in
+            let frozen = try s.worker("frozen")
+            try await waitUntil("the first 500 notifications", limit: .seconds(90)) { s.sim.acceptedCount() >= 500 }
+            frozen.signal(SIGSTOP)
+            // Its leases are live: another run leaves its deliveries alone.
+            try await s.runToCompletion()
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'") > 0)
+            #expect(try await s.status() == "running")
+            // Once they expire, the next run takes them over and finishes.
+            try await waitUntil("the frozen run's leases expire", limit: .seconds(60)) {
+                try await s.count("""
+                    SELECT count(*) FROM deliveries d JOIN runs r ON r.id = d.claimed_by
+                    WHERE d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at > now()
+                    """) == 0
             }
+            try await s.runToCompletion()
+            #expect(try await s.status() == "completed")
+            try await Task.sleep(for: .milliseconds(500))
+            let beforeWake = s.sim.acceptedCount()
+            let sentBeforeWake = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'")
+            frozen.signal(SIGCONT)
+            let code = try await frozen.wait(limit: .seconds(60))
+            #expect(code == 0 || code == 75, "the woken run exited \(code)\n\(frozen.tail())")
+            try await Task.sleep(for: .milliseconds(500))
+            // Woken, it starts no new send: only those it had in flight when
+            // it froze may still go out, with their remaining attempts
+            // (APNS_MAX_ATTEMPTS = 2), before it sees its lease lapsed.
+            // And it writes nothing over the new owner's outcomes.
+            let afterWake = s.sim.acceptedCount() - beforeWake
+            #expect(afterWake <= concurrency * 2, "the woken run sent \(afterWake)")
+            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'") == sentBeforeWake)
+            let f = try await s.figures()
+            #expect(f.lost == 0)
+            #expect(f.leftover == 0)
+            #expect(f.delivered == s.devices)
+            #expect(f.sentInLedger == s.devices)
+            print("fault suite [frozen run]: \(afterWake) sends finished after waking")
+            #expect(f.repeated <= Self.repeatBound(concurrency: concurrency) + concurrency * 2)
+            #expect(f.repeatsWithOtherAPNsID == 0)
         }
     }
 }

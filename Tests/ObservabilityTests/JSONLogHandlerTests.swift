@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import Observability
+@testable import Observability
 import Testing
 
 @Suite("JSON logs")

@@ -1,5 +1,5 @@
 import APNs
-import APNsSimulator
+@testable import APNsSimulator
 import Crypto
 import ExtensionKit
 import Foundation

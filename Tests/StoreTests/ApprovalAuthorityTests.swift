@@ -151,7 +151,7 @@ struct ApprovalAuthorityTests {
                 #expect(try await client.scalar("SELECT count(*) FROM campaign_approvals", as: Int64.self) == 0)
                 #expect(try await client.scalar("SELECT count(*) FROM approval_grants", as: Int64.self) == 0)
                 #expect(try await client.scalar("SELECT require_approval FROM settings", as: Bool.self) == true)
-                #expect(try await !CampaignStore(client: client, logger: TestDatabase.logger).dueCampaignIDs().contains(again))
+                #expect(try await !CampaignStore(client: client, logger: TestDatabase.logger).dueCampaigns().map(\.id).contains(again))
             }
         }
     }

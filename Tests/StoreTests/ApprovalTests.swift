@@ -48,7 +48,7 @@ struct ApprovalTests {
                 let id = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Needs a look'", as: Int64.self))
                 let store = CampaignStore(client: client, logger: TestDatabase.logger)
                 #expect(try await client.scalar("SELECT created_by FROM campaigns WHERE id = \(id)", as: String.self) == people.author)
-                #expect(try await !store.dueCampaignIDs().contains(id))
+                #expect(try await !store.dueCampaigns().map(\.id).contains(id))
                 #expect(try await store.sendingStatus(id) == .paused)
 
                 // The author may not approve it, though an approver; nor may someone who is not one;
@@ -61,11 +61,11 @@ struct ApprovalTests {
                 // tries it as a role that has, which the guard refuses.)
                 #expect(try await refusal(client, as: people.author, "UPDATE campaigns SET approved_by = 'me', approved_at = now() WHERE id = \(id)")?
                     .contains("permission denied for table campaigns") == true)
-                #expect(try await !store.dueCampaignIDs().contains(id))
+                #expect(try await !store.dueCampaigns().map(\.id).contains(id))
 
                 // Another approver approves it: due now, and in the audit with who.
                 #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(id), 'looks right')") == nil)
-                #expect(try await store.dueCampaignIDs().contains(id))
+                #expect(try await store.dueCampaigns().map(\.id).contains(id))
                 let approval = try #require(try await store.approval(id))
                 #expect(approval.required && approval.approvedBy == people.approver && approval.allowsSending)
 
@@ -77,7 +77,7 @@ struct ApprovalTests {
                     UPDATE campaigns SET content = '{"en": {"title": "Changed", "body": "B"}}' WHERE id = \(id)
                     """) == nil)
                 #expect(try await store.approval(id)?.allowsSending == false)
-                #expect(try await !store.dueCampaignIDs().contains(id))
+                #expect(try await !store.dueCampaigns().map(\.id).contains(id))
 
                 // Approved again, then its schedule moved: withdrawn again.
                 #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(id))") == nil)
@@ -104,7 +104,7 @@ struct ApprovalTests {
 
                 // Without the setting, approval is not needed.
                 try await client.exec("UPDATE settings SET require_approval = false")
-                #expect(try await store.dueCampaignIDs().contains(id))
+                #expect(try await store.dueCampaigns().map(\.id).contains(id))
             }
         }
     }

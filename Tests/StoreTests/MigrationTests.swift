@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import Store
+@testable import Store
 import Testing
 import TestSupport
 
