@@ -1,12 +1,12 @@
 import Foundation
 import HeraldCore
+import Lifecycle
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
-import Lifecycle
 import ServiceLifecycle
 
 /// Sends notifications to APNs over HTTP/2 + TLS, each with the credential it names (a provider

@@ -73,7 +73,7 @@ public struct AppEndpoints: Sendable {
         do {
             outcome = try await conversions.store([conversion], source: "api").first ?? .duplicate
         } catch where ReplyIntake.isRefusal(error) {
-            throw IntakeError.invalid("invalid_conversion", StoreError.describe(error))
+            throw IntakeError.invalid("invalid_conversion", ErrorText.describe(error))
         }
         switch outcome {
         case .stored: return (.created, Array(#"{"status":"stored"}"#.utf8))
@@ -125,9 +125,9 @@ public struct AppEndpoints: Sendable {
         } catch where ReplyIntake.isRefusal(error) {
             // A CHECK of the schema (e.g. a time zone PostgreSQL does not know)
             // or a value it cannot hold: the request's fault.
-            throw IntakeError.invalid("invalid_registration", StoreError.describe(error))
+            throw IntakeError.invalid("invalid_registration", ErrorText.describe(error))
         } catch {
-            logger.error("device registration failed", metadata: ["error": "\(StoreError.describe(error))"])
+            logger.error("device registration failed", metadata: ["error": "\(ErrorText.describe(error))"])
             throw IntakeError.notStored("the registration")
         }
         switch outcome {
@@ -162,7 +162,7 @@ public struct AppEndpoints: Sendable {
         do {
             outcome = try await devices.unregister(token: token, user: claims.sub.value, app: app)
         } catch {
-            logger.error("device unregistration failed", metadata: ["error": "\(StoreError.describe(error))"])
+            logger.error("device unregistration failed", metadata: ["error": "\(ErrorText.describe(error))"])
             throw IntakeError.notStored("the request")
         }
         switch outcome {

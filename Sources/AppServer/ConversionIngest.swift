@@ -24,7 +24,7 @@ public struct ConversionIngest: Sendable {
 
     public func ingest(file path: String, batch: Int = 2000) async throws -> Report {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw StoreError.configuration("cannot read \(path)")
+            throw InputError("cannot read \(path)")
         }
         defer { try? handle.close() }
         var reader = LineReader(handle: handle)

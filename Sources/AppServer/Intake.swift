@@ -79,7 +79,7 @@ public struct ReplyIntake: Sendable {
     /// file's size (`writers` + 1 batches at most). Blank lines are ignored.
     public func ingest(file path: String, batch: Int = 5000, writers: Int = 3) async throws -> IngestReport {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw StoreError.configuration("cannot read \(path)")
+            throw InputError("cannot read \(path)")
         }
         defer { try? handle.close() }
         var reader = LineReader(handle: handle)

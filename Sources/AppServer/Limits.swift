@@ -1,7 +1,7 @@
 import Foundation
+import HeraldCore
 import NIOConcurrencyHelpers
 import NIOCore
-import HeraldCore
 
 /// How much one client may ask of the intake (docs/operators.md, "Limits"). Every
 /// value has a default fit for production; `herald serve` reads overrides

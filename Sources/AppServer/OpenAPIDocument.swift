@@ -1,5 +1,5 @@
-import HeraldCore
 import HTTPTypes
+import HeraldCore
 
 /// `openapi.json` (beside this file): the OpenAPI 3.1 document of every
 /// endpoint, compiled into the binary, served at `GET /v1/openapi.json`, and

@@ -1,6 +1,6 @@
 import Foundation
-import HeraldCore
 import HTTPTypes
+import HeraldCore
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -179,7 +179,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 logger.warning("database unavailable", metadata: ["path": "\(request.uri.path)"])
                 return IntakeError.unavailable.response
             }
-            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(StoreError.describe(error))"])
+            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(ErrorText.describe(error))"])
             return IntakeError.internalError.response
         }
     }

@@ -1,9 +1,10 @@
 import APNsSimulator
+import AppServer
 import Crypto
 import ExtensionKit
 import Foundation
+import HeraldCore
 import Logging
-import AppServer
 import Store
 
 /// One of the demo's devices as its app knows itself (Sql/sample_devices.tsv).
@@ -98,7 +99,7 @@ public actor AppFleet {
 
     /// A registration token for `device`, from its own app's backend.
     private func bearer(_ device: SampleDevice) async throws -> String {
-        guard let issuer = issuers[device.app] else { throw StoreError.configuration("the demo has no backend for app \(device.app)") }
+        guard let issuer = issuers[device.app] else { throw InputError("the demo has no backend for app \(device.app)") }
         return try await issuer.token(user: device.user, app: device.app == AppRecord.defaultName ? nil : device.app)
     }
 

@@ -1,6 +1,6 @@
-import Settings
 import APNs
 import APNsSimulator
+import AppServer
 import Crypto
 import ExtensionKit
 import Foundation
@@ -8,10 +8,10 @@ import HeraldCore
 import Hummingbird
 import Logging
 import PostgresNIO
-import AppServer
+import Reporting
 import Runner
 import ServiceLifecycle
-import Reporting
+import Settings
 import Store
 
 /// The whole loop on one machine: campaigns in PostgreSQL → the batch run →

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Logging
 import PostgresNIO
 import Store
@@ -20,7 +21,7 @@ public struct DemoSetup: Sendable {
     /// Drops and recreates the demo database, migrates it and loads the sample data.
     public func prepare() async throws -> DatabaseConfiguration {
         guard database.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }), !database.isEmpty else {
-            throw StoreError.configuration("the demo database name may hold only letters, digits and _")
+            throw ConfigurationError("the demo database name may hold only letters, digits and _")
         }
         let logger = self.logger
         let name = database

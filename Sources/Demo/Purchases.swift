@@ -1,10 +1,10 @@
+import AppServer
 import Crypto
 import ExtensionKit
 import Foundation
 import Logging
 import PostgresNIO
 import Store
-import AppServer
 
 /// The shop's backend after the campaigns: some users buy, and the backend
 /// reports each purchase to `POST /v1/conversions` with its token for that

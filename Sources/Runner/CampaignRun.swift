@@ -114,7 +114,7 @@ public struct CampaignRun: Sendable {
             state.figures.campaigns = summaries.count
             let figures = state.figures
             _ = try? await db("finish the run") {
-                try await runs.finishRun(runID, figures: figures, end: .failed, error: StoreError.describe(error))
+                try await runs.finishRun(runID, figures: figures, end: .failed, error: ErrorText.describe(error))
             }
             throw error
         }
@@ -134,8 +134,8 @@ public struct CampaignRun: Sendable {
                 }
                 state.figures.requeued += back
             } catch {
-                logger.error("could not record the run's end", metadata: ["error": "\(StoreError.describe(error))"])
-                if state.interruption == nil { state.interruption = .outage(StoreError.describe(error)) }
+                logger.error("could not record the run's end", metadata: ["error": "\(ErrorText.describe(error))"])
+                if state.interruption == nil { state.interruption = .outage(ErrorText.describe(error)) }
             }
         } else {
             _ = try? await db("finish the run") { try await runs.finishRun(runID, figures: figures, end: end, error: note) }
@@ -162,7 +162,7 @@ public struct CampaignRun: Sendable {
                 leases.renewed(asked: asked, seen: clock.now)
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("could not renew the run's leases", metadata: ["error": "\(StoreError.describe(error))"])
+                logger.warning("could not renew the run's leases", metadata: ["error": "\(ErrorText.describe(error))"])
             }
         }
     }
@@ -190,7 +190,7 @@ public struct CampaignRun: Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("could not hold the run's session", metadata: ["error": "\(StoreError.describe(error))"])
+                logger.warning("could not hold the run's session", metadata: ["error": "\(ErrorText.describe(error))"])
                 do { try await Task.sleep(for: .seconds(1)) } catch { return }
             }
         }
@@ -267,7 +267,7 @@ public struct CampaignRun: Sendable {
             // Only what a campaign's own data causes fails it (a constraint, an
             // unreadable rule or column); a lost connection, a restart, a
             // deadlock or a timeout concerns the run, and was retried.
-            try await fail(&summary, reason: StoreError.describe(error), logger: logger)
+            try await fail(&summary, reason: ErrorText.describe(error), logger: logger)
         }
         return summary
     }

@@ -1,4 +1,3 @@
-import Settings
 import APNs
 import ExtensionKit
 import Foundation
@@ -6,6 +5,7 @@ import HeraldCore
 import Lifecycle
 import Logging
 import PostgresNIO
+import Settings
 import Store
 
 /// `herald run`: wires the configuration to a `CampaignRun`.

@@ -1,6 +1,6 @@
 import Foundation
-import Prometheus
 import HeraldCore
+import Prometheus
 
 /// A run's figures as Prometheus metrics, for node exporter's textfile
 /// collector (`HERALD_METRICS_TEXTFILE`): gauges of the last run, replaced

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 import Store
 
 /// The APNs client's settings: `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -165,10 +166,6 @@ struct Setting: Sendable {
             return try body()
         } catch let error as ConfigurationError {
             guard case .file(let path) = origin else { throw error }
-            throw ConfigurationError("configuration file \(path): \(key.fileKey ?? key.environment): \(error.message)", key: key)
-        } catch let error as StoreError {
-            // A value the store refused (a malformed DATABASE_URL): a setting's fault, named as one.
-            guard case .file(let path) = origin else { throw ConfigurationError(error.message, key: key) }
             throw ConfigurationError("configuration file \(path): \(key.fileKey ?? key.environment): \(error.message)", key: key)
         }
     }

@@ -98,7 +98,7 @@ public final class Database: Service, Sendable {
         guard case .several(let chooser) = servers, chooser.generation != generation, !(error is CancellationError)
         else { return error }
         return DatabaseServerUnavailable(servers: configuration.endpoints.map(\.description),
-                                         target: configuration.targetSession, cause: StoreError.describe(error))
+                                         target: configuration.targetSession, cause: ErrorText.describe(error))
     }
 }
 

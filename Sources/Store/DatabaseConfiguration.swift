@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Logging
 import NIOSSL
 import PostgresNIO
@@ -48,11 +49,11 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
 
     static let shape = "DATABASE_URL must look like postgres://user@host:port/database (several servers: host1:port1,host2:port2)"
 
-    public init(url: String, maxConnections: Int = 10) throws(StoreError) {
+    public init(url: String, maxConnections: Int = 10) throws(ConfigurationError) {
         // URLComponents takes one host only: the authority is read here, the rest by it.
         guard let schemeEnd = url.range(of: "://"),
               ["postgres", "postgresql"].contains(url[..<schemeEnd.lowerBound].lowercased())
-        else { throw StoreError.configuration(Self.shape) }
+        else { throw ConfigurationError(Self.shape, key: "DATABASE_URL") }
         let rest = url[schemeEnd.upperBound...]
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
         let authority = rest[..<authorityEnd]
@@ -60,7 +61,7 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
             (authority[..<$0], authority[authority.index(after: $0)...])
         } ?? (nil, authority)
         guard let components = URLComponents(string: "postgres://h" + rest[authorityEnd...]) else {
-            throw StoreError.configuration(Self.shape)
+            throw ConfigurationError(Self.shape, key: "DATABASE_URL")
         }
         self.endpoints = try Self.endpoints(hostList)
         let user = userInfo.map { $0.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false) }
@@ -71,19 +72,19 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
         let query = components.queryItems ?? []
         self.sslMode = query.first(where: { $0.name == "sslmode" })?.value ?? Self.defaultSSLMode(endpoints)
         guard ["disable", "prefer", "require"].contains(sslMode) else {
-            throw StoreError.configuration("DATABASE_URL sslmode must be disable, prefer or require, not \(sslMode)")
+            throw ConfigurationError("DATABASE_URL sslmode must be disable, prefer or require, not \(sslMode)", key: "DATABASE_URL")
         }
         let target = query.first(where: { $0.name == "target_session_attrs" })?.value ?? "any"
         guard let targetSession = TargetSession(rawValue: target) else {
             let known = TargetSession.allCases.map(\.rawValue).joined(separator: ", ")
-            throw StoreError.configuration("DATABASE_URL target_session_attrs must be one of \(known), not \(target)")
+            throw ConfigurationError("DATABASE_URL target_session_attrs must be one of \(known), not \(target)", key: "DATABASE_URL")
         }
         self.targetSession = targetSession
         self.maxConnections = maxConnections
     }
 
     /// `host`, `host:port`, `[v6]:port`, separated by commas.
-    private static func endpoints(_ list: Substring) throws(StoreError) -> [Endpoint] {
+    private static func endpoints(_ list: Substring) throws(ConfigurationError) -> [Endpoint] {
         var endpoints: [Endpoint] = []
         for item in list.split(separator: ",", omittingEmptySubsequences: false) {
             var host = item
@@ -91,15 +92,15 @@ public struct DatabaseConfiguration: Sendable, CustomStringConvertible {
             if item.hasPrefix("["), let close = item.firstIndex(of: "]") {
                 host = item[item.index(after: item.startIndex)..<close]
                 let after = item[item.index(after: close)...]
-                if after.hasPrefix(":") { port = after.dropFirst() } else if !after.isEmpty { throw StoreError.configuration(Self.shape) }
+                if after.hasPrefix(":") { port = after.dropFirst() } else if !after.isEmpty { throw ConfigurationError(Self.shape, key: "DATABASE_URL") }
             } else if let colon = item.lastIndex(of: ":") {
                 host = item[..<colon]
                 port = item[item.index(after: colon)...]
             }
-            guard !host.isEmpty else { throw StoreError.configuration(Self.shape) }
-            let number = try port.map { (text: Substring) throws(StoreError) -> Int in
+            guard !host.isEmpty else { throw ConfigurationError(Self.shape, key: "DATABASE_URL") }
+            let number = try port.map { (text: Substring) throws(ConfigurationError) -> Int in
                 guard let n = Int(text), (1...65535).contains(n) else {
-                    throw StoreError.configuration("DATABASE_URL port must be a number from 1 to 65535, not \(text)")
+                    throw ConfigurationError("DATABASE_URL port must be a number from 1 to 65535, not \(text)", key: "DATABASE_URL")
                 }
                 return n
             } ?? 5432

@@ -149,7 +149,7 @@ public struct Migrator: Sendable {
             logger.info("applied migration")
         } catch {
             _ = try? await conn.query("ROLLBACK", logger: logger)
-            throw StoreError.migration("migration \(file.name) failed and was rolled back: \(StoreError.describe(error))",
+            throw StoreError.migration("migration \(file.name) failed and was rolled back: \(ErrorText.describe(error))",
                                        underlying: error)
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
+import HeraldCore
 import Logging
 import PostgresNIO
-import HeraldCore
 
 /// A finished campaign whose ledger `herald prune` may drop.
 public struct PruneCandidate: Sendable, Hashable {
@@ -248,13 +248,13 @@ public struct PruneStore: Sendable {
         let file = dir.appendingPathComponent("deliveries_c\(campaign).jsonl")
         let temp = dir.appendingPathComponent(".deliveries_c\(campaign).jsonl.partial")
         guard FileManager.default.createFile(atPath: temp.path, contents: nil) else {
-            throw StoreError.configuration("prune: cannot write \(temp.path); is --export a writable directory?")
+            throw InputError("prune: cannot write \(temp.path); is --export a writable directory?")
         }
         let handle: FileHandle
         do {
             handle = try FileHandle(forWritingTo: temp)
         } catch {
-            throw StoreError.configuration("prune: cannot write \(temp.path): \(error.localizedDescription)", underlying: error)
+            throw InputError("prune: cannot write \(temp.path): \(error.localizedDescription)")
         }
         do {
             var buffer = Data()
@@ -280,7 +280,7 @@ public struct PruneStore: Sendable {
             try? handle.close()
             try? FileManager.default.removeItem(at: temp)
             if error is StoreError || error is PSQLError { throw error }
-            throw StoreError.configuration("prune: cannot write \(file.path): \(error.localizedDescription)", underlying: error)
+            throw InputError("prune: cannot write \(file.path): \(error.localizedDescription)")
         }
         return file
     }
@@ -289,11 +289,11 @@ public struct PruneStore: Sendable {
 /// An age on the command line: a whole number and a unit, `90d`, `12h`,
 /// `30m`, `45s`, `2w`.
 public enum PruneAge {
-    public static func parse(_ text: String) throws(StoreError) -> Duration {
+    public static func parse(_ text: String) throws(InputError) -> Duration {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
         guard let unit = text.last, let factor = units[unit],
               let n = Int64(text.dropLast()), n > 0, n <= Int64.max / factor / 2 else {
-            throw StoreError.configuration(
+            throw InputError(
                 "--older-than \"\(text)\" is not an age; write a whole number and a unit: 90d, 12h, 30m, 45s or 2w")
         }
         return .seconds(n * factor)

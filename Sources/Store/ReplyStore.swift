@@ -182,7 +182,7 @@ public struct ReplyStore: Sendable {
             guard replies.count > 1 else {
                 var batch = StoredBatch()
                 batch.refusedByDatabase = [RefusedByDatabase(position: replies.startIndex,
-                                                             reason: StoreError.constraint(of: error) ?? StoreError.describe(error))]
+                                                             reason: StoreError.constraint(of: error) ?? ErrorText.describe(error))]
                 return batch
             }
             let middle = replies.startIndex + replies.count / 2

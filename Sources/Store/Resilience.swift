@@ -133,11 +133,11 @@ public struct DatabaseRetry: Sendable {
             } catch where DatabaseFault(error) == .transient && !Task.isCancelled {
                 let elapsed = clock.now - start
                 guard elapsed + delay <= budget else {
-                    throw DatabaseUnavailable(what: what, cause: StoreError.describe(error), budget: budget)
+                    throw DatabaseUnavailable(what: what, cause: ErrorText.describe(error), budget: budget)
                 }
                 if !warned {
                     logger.warning("database call failed; retrying", metadata: [
-                        "call": "\(what)", "error": "\(StoreError.describe(error))",
+                        "call": "\(what)", "error": "\(ErrorText.describe(error))",
                     ])
                     warned = true
                 }

@@ -38,13 +38,13 @@ public enum SQLFiles: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .embedded:
             guard let text = EmbeddedFiles.base64[name], let data = Data(base64Encoded: text) else {
-                throw StoreError.configuration("the binary holds no \(name)")
+                throw StoreError.migration("the binary holds no \(name)")
             }
             return data
         case .directory(let url):
             let path = url.appendingPathComponent(name).path
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw StoreError.configuration("cannot read \(path)")
+                throw StoreError.migration("cannot read \(path)")
             }
             return data
         }
@@ -54,7 +54,7 @@ public enum SQLFiles: Sendable, Hashable, CustomStringConvertible {
     public func text(_ name: String) throws(StoreError) -> String {
         let data = try data(name)
         guard let text = String(data: data, encoding: .utf8) else {
-            throw StoreError.configuration("\(name) (\(self)) is not UTF-8 text")
+            throw StoreError.migration("\(name) (\(self)) is not UTF-8 text")
         }
         return text
     }

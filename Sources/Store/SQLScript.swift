@@ -91,7 +91,7 @@ extension SQLScript {
                 }
             }
         } catch {
-            throw StoreError.database("\(name): \(StoreError.describe(error))", underlying: error)
+            throw StoreError.database("\(name): \(ErrorText.describe(error))", underlying: error)
         }
     }
 }

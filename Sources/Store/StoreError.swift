@@ -1,10 +1,12 @@
+import HeraldCore
 import PostgresNIO
 
-/// A database problem, said so that the person who caused it can fix it:
-/// a marketer's broken row, an operator's bad URL, a migration that changed.
+/// A problem of the database or of what it holds, said so that the person
+/// who caused it can fix it: a marketer's broken row, a migration that
+/// changed, a row that is not there. (A bad setting is a
+/// `ConfigurationError`, a file a command cannot use an `InputError`.)
 public struct StoreError: Error, Hashable, CustomStringConvertible {
     private enum Code: Hashable {
-        case configuration
         case migration
         case database
         case notFound
@@ -24,9 +26,6 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
 
     public var description: String { message }
 
-    public static func configuration(_ message: String, underlying: (any Error)? = nil) -> Self {
-        Self(code: .configuration, message: message, underlying: underlying)
-    }
     public static func migration(_ message: String, underlying: (any Error)? = nil) -> Self {
         Self(code: .migration, message: message, underlying: underlying)
     }
@@ -47,23 +46,33 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
     var isMigrationError: Bool { code == .migration }
 }
 
-extension StoreError {
-    /// The server's own words for a failed statement: the message, the
-    /// violated constraint's name (the schema names constraints as sentences),
-    /// and the hint.
+/// The one place an error becomes a line for a person: Herald's own errors
+/// say their message; a statement the server refused, its own words (the
+/// message, the violated constraint's name, the hint, the SQLSTATE); a
+/// failed transaction, what failed in it first. Never a secret: a
+/// `DATABASE_URL`'s password is in none of these.
+public enum ErrorText {
     public static func describe(_ error: any Error) -> String {
-        guard let psql = error as? PSQLError else {
+        switch error {
+        case let e as StoreError: return e.message
+        case let e as ConfigurationError: return e.message
+        case let e as InputError: return e.message
+        case let e as PostgresTransactionError:
+            guard let cause = e.beginError ?? e.closureError ?? e.commitError else { return "database: the transaction failed" }
+            return describe(cause)
+        case let psql as PSQLError:
+            guard let info = psql.serverInfo else { return "database: \(psql.code)" }
+            var text = info[.message] ?? "database error"
+            if let hint = info[.hint] { text += " (\(hint))" }
+            if let state = info[.sqlState] { text += " [SQLSTATE \(state)]" }
+            return text
+        default:
             return String(describing: error)
         }
-        guard let info = psql.serverInfo else {
-            return "database: \(psql.code)"
-        }
-        var text = info[.message] ?? "database error"
-        if let hint = info[.hint] { text += " (\(hint))" }
-        if let state = info[.sqlState] { text += " [SQLSTATE \(state)]" }
-        return text
     }
+}
 
+extension StoreError {
     /// The constraint a statement violated, when the server named one.
     public static func constraint(of error: any Error) -> String? {
         (error as? PSQLError)?.serverInfo?[.constraintName]

@@ -157,7 +157,7 @@ extension Database {
             return nil
         } catch {
             let constraint = StoreError.constraint(of: error).map { " {\($0)}" } ?? ""
-            return StoreError.describe(error) + constraint
+            return ErrorText.describe(error) + constraint
         }
     }
 

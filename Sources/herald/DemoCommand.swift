@@ -2,8 +2,8 @@ import ArgumentParser
 import Demo
 import Foundation
 import HeraldCore
-import Runner
 import Reporting
+import Runner
 import Store
 
 struct DemoCommand: AsyncParsableCommand {

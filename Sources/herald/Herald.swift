@@ -1,11 +1,12 @@
-import Settings
 import ArgumentParser
 import Foundation
+import HeraldCore
 import Lifecycle
 import Logging
 import NIOConcurrencyHelpers
 import Observability
 import Runner
+import Settings
 import Store
 
 @main
@@ -79,11 +80,7 @@ struct ConfigFileOption: ParsableArguments {
 /// Turns any error into one readable line and exit code 1.
 func readable(_ error: any Error) -> any Error {
     if error is ExitCode || error is CleanExit { return error }
-    let text: String
-    if let e = error as? StoreError { text = e.message }
-    else if let e = error as? ConfigurationError { text = e.message }
-    else { text = StoreError.describe(error) }
-    FileHandle.standardError.write(Data("herald: \(text)\n".utf8))
+    FileHandle.standardError.write(Data("herald: \(ErrorText.describe(error))\n".utf8))
     return ExitCode.failure
 }
 

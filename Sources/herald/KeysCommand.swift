@@ -1,7 +1,7 @@
+import AppServer
 import ArgumentParser
 import Foundation
 import HeraldCore
-import AppServer
 
 /// `herald keys`: makes the keys Herald's contracts need.
 struct KeysCommand: AsyncParsableCommand {

@@ -1,14 +1,14 @@
-import Settings
+import AppServer
 import ArgumentParser
 import Foundation
 import HeraldCore
 import Logging
 import NIOCore
 import Observability
-import AppServer
+import Reporting
 import Runner
 import ServiceLifecycle
-import Reporting
+import Settings
 import Store
 
 /// The reply tokens of the configured secrets (the current one, and the

@@ -1,7 +1,7 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Logging
-import AppServer
 import ServiceLifecycle
 import Settings
 import Store
@@ -53,7 +53,7 @@ struct ServeReload: Service {
                 logger.notice("app registration keys changed", metadata: ["apps": "\(apps.keys.sorted().joined(separator: ","))"])
             }
         } catch {
-            logger.error("keys not reloaded; those in use are kept", metadata: ["error": "\((error as? ConfigurationError)?.message ?? StoreError.describe(error))"])
+            logger.error("keys not reloaded; those in use are kept", metadata: ["error": "\(ErrorText.describe(error))"])
         }
     }
 }

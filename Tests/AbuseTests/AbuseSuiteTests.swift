@@ -1,10 +1,10 @@
+import AppServer
 import Foundation
 @testable import HeraldCore
 import PostgresNIO
-import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Abuse: hostile requests and ingest lines")
 struct AbuseSuiteTests {

@@ -1,13 +1,13 @@
+@testable import AppServer
 import Foundation
 import HeraldCore
 import NIOCore
 import NIOPosix
 import PostgresNIO
-@testable import AppServer
 import ServiceLifecycle
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Many apps answering at once, over the real server: each request gets its
 /// own answer, every reply is stored once, and a server told to stop answers

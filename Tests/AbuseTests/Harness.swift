@@ -1,3 +1,4 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Hummingbird
@@ -5,7 +6,6 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-import AppServer
 import ServiceLifecycle
 import Store
 import TestSupport

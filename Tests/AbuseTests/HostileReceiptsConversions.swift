@@ -1,6 +1,6 @@
+import AppServer
 import Foundation
 import HeraldCore
-import AppServer
 
 /// The hostile requests of `POST /v1/receipts` (contract 8) and `POST
 /// /v1/conversions` (contract 9): malformed and lax JSON, wrong types,

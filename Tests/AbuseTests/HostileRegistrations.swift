@@ -1,6 +1,6 @@
+import AppServer
 import Foundation
 import HeraldCore
-import AppServer
 
 /// The hostile requests of device registration (`PUT`/`DELETE
 /// /v1/devices/{token}`): bad device tokens, refused JWTs, a `sub` that is not

@@ -1,9 +1,9 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Observability
-import AppServer
-import Testing
 import TestSupport
+import Testing
 
 @Suite("GET /metrics")
 struct MetricsTests {

@@ -1,9 +1,9 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Observability
-import AppServer
-import Testing
 import TestSupport
+import Testing
 
 /// A JSON Schema check of the subset the document uses: type, const, enum,
 /// required, properties, additionalProperties, items, minimum, maximum,

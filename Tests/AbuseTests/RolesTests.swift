@@ -1,14 +1,14 @@
-import Settings
+import AppServer
 import ExtensionKit
 import Foundation
 import HeraldCore
 import Logging
 import PostgresNIO
-import AppServer
 import Runner
+import Settings
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Connects to `database` as a new login role that is a member of `group`
 /// (and nothing else), for the time of `body`.
@@ -43,7 +43,7 @@ func refused(_ client: Database, _ statements: [String]) async -> [String] {
             Issue.record("allowed: \(sql)")
         } catch {
             let state = StoreError.sqlState(of: error)
-            if state == "42501" { out.append(sql) } else { Issue.record("\(sql): \(StoreError.describe(error))") }
+            if state == "42501" { out.append(sql) } else { Issue.record("\(sql): \(ErrorText.describe(error))") }
         }
     }
     return out
@@ -264,7 +264,7 @@ struct ArchiveTests {
                 try await db.exec("DELETE FROM campaigns WHERE name = 'Feedback'")
                 Issue.record("a campaign with replies was deleted")
             } catch {
-                let text = StoreError.describe(error)
+                let text = ErrorText.describe(error)
                 #expect(text.contains("campaign \"Feedback\" has deliveries or replies and cannot be deleted; archive it instead"))
                 #expect(text.contains("UPDATE campaigns SET status = 'archived'"))
             }
@@ -284,7 +284,7 @@ struct ArchiveTests {
                 try await db.exec("UPDATE campaigns SET status = 'scheduled' WHERE name = 'Poster'")
                 Issue.record("an archived campaign was rescheduled")
             } catch {
-                #expect(StoreError.describe(error).contains("is archived; an archived campaign is never sent again"))
+                #expect(ErrorText.describe(error).contains("is archived; an archived campaign is never sent again"))
             }
         }
     }

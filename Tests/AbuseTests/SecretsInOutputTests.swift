@@ -3,8 +3,8 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The `herald` executable's own output (stdout and stderr) at every
 /// `LOG_LEVEL`, while runs send with an app on a `.p12` and its password file

@@ -1,4 +1,3 @@
-import Settings
 import Crypto
 import Demo
 import Foundation
@@ -6,9 +5,10 @@ import HeraldCore
 import Logging
 import NIOConcurrencyHelpers
 import Runner
+import Settings
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Every log line at any level, as text with all its metadata (what a
 /// StreamLogHandler would print).

@@ -1,10 +1,10 @@
+import AppServer
 import Foundation
+import HeraldCore
 import NIOCore
 import NIOPosix
-import HeraldCore
-import AppServer
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Abuse: rate limits, proxies and slow clients")
 struct ThrottlingTests {

@@ -1,12 +1,12 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Registration with several apps (Sql/0027): the token's `aud` names the
 /// app, and only that app's keys verify it; keys replaced while requests

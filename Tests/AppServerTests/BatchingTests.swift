@@ -1,11 +1,11 @@
+@testable import AppServer
 import ExtensionKit
 import Foundation
 import HeraldCore
 import PostgresNIO
-@testable import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Replies submitted together are checked and stored together; each still
 /// gets the answer it would get alone.

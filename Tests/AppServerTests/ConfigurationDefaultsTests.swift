@@ -1,5 +1,5 @@
-import Settings
 import AppServer
+import Settings
 
 import Testing
 

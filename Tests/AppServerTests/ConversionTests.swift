@@ -1,12 +1,12 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Conversions (Sql/0025): posted by the app's backend with its JWT for the
 /// user, stored once per idempotency key; or loaded from a file.

@@ -1,4 +1,4 @@
-import Settings
+import AppServer
 import Crypto
 import Foundation
 import HeraldCore
@@ -6,10 +6,10 @@ import Hummingbird
 import HummingbirdTesting
 import JWTKit
 import PostgresNIO
-import AppServer
+import Settings
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The app's backend and Herald, over real HTTP on a real database.
 struct AppHarness: Sendable {

@@ -1,7 +1,7 @@
+import AppServer
 import Foundation
 import HeraldCore
 import NIOCore
-import AppServer
 import Testing
 
 @Suite("Strict JSON")

@@ -1,13 +1,13 @@
+import AppServer
 import ExtensionKit
 import Foundation
 import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// A database with three deliveries: 1 of a poster (buttons), 2 of a feedback
 /// prompt (text input), and 3 of the poster again.

@@ -1,12 +1,12 @@
+import AppServer
 import Foundation
 import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Localized notification config (contract 5)")
 struct LocalizedConfigTests {
@@ -130,7 +130,7 @@ struct LocalizedConfigTests {
                     try await db.exec("UPDATE actions SET localized = '\(json)' WHERE id = 'reserve'")
                     Issue.record("accepted \(json)")
                 } catch {
-                    #expect(StoreError.describe(error).contains(expected), "\(json): \(StoreError.describe(error))")
+                    #expect(ErrorText.describe(error).contains(expected), "\(json): \(ErrorText.describe(error))")
                 }
             }
         }

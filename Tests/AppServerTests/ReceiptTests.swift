@@ -1,13 +1,13 @@
+import AppServer
 import ExtensionKit
 import Foundation
 import HeraldCore
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Delivery receipts (contract 8): the bodies ExtensionKit builds, stored
 /// once per delivery, refused one by one, and counted as delivered.

@@ -1,11 +1,11 @@
+@testable import AppServer
 import ExtensionKit
 import Foundation
 import HeraldCore
 import PostgresNIO
-@testable import AppServer
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// What needs the delivery and the catalogue is decided by one statement
 /// (Sql/0018) that also says why it refused (Sql/0019): the intake and

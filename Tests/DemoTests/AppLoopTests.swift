@@ -1,19 +1,19 @@
-import Settings
 import APNs
 import APNsSimulator
+import AppServer
 import Crypto
 import ExtensionKit
 import Foundation
+import HTTPTypes
 import HeraldCore
 import Hummingbird
-import HTTPTypes
 import HummingbirdTesting
 import PostgresNIO
-import AppServer
 import Runner
+import Settings
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The app's side of the loop against the real pieces: devices register over
 /// HTTP, `herald run` sends through the APNs simulator (HTTP/2 + TLS).
@@ -276,7 +276,7 @@ struct AppLoopTests {
                         """)
                     Issue.record("accepted \(entry)")
                 } catch {
-                    let message = StoreError.describe(error)
+                    let message = ErrorText.describe(error)
                     #expect(message.contains(#"campaign "Bad": content for locale "en""#), "\(message)")
                     #expect(message.contains(expected), "\(entry): \(message)")
                 }

@@ -2,8 +2,8 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The commands of docs/operators.md ("Database roles") as the processes an
 /// operator starts, each logged in as a member of its documented role:

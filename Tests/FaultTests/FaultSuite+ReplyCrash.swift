@@ -2,8 +2,8 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Store
-import Testing
 import TestSupport
+import Testing
 
 // MARK: Replies with PostgreSQL killed
 

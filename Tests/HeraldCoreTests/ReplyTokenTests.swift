@@ -1,9 +1,9 @@
 import Crypto
-import Foundation
 import ExtensionKit
+import Foundation
 import HeraldCore
-import Testing
 import TestVectors
+import Testing
 
 @Suite("Reply tokens (contract 4)")
 struct ReplyTokenTests {

@@ -2,8 +2,8 @@ import Crypto
 import ExtensionKit
 import Foundation
 import HeraldCore
-import Testing
 import TestVectors
+import Testing
 
 @Suite("Sealing sensitive fields (contract 3)")
 struct SealingTests {

@@ -8,8 +8,8 @@ import PostgresNIO
 import Runner
 import Settings
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Several apps in one run (Sql/0027), through `HeraldJob` as `herald run`
 /// does it (the apps and their credentials read from the database), against

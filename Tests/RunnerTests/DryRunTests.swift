@@ -5,8 +5,8 @@ import HeraldCore
 import PostgresNIO
 import Runner
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Collects a dry run's JSON lines.
 actor CollectingSink: PayloadSink {

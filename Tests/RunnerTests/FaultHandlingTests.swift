@@ -5,8 +5,8 @@ import HeraldCore
 import PostgresNIO
 import Runner
 import Store
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Transient faults are never permanent", .serialized)
 struct FaultHandlingTests {

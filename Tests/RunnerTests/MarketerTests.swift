@@ -5,8 +5,8 @@ import HeraldCore
 import PostgresNIO
 import Runner
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// `herald send-test` against the APNs simulator, as the command wires it.
 func testSend(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = .generate(),

@@ -2,10 +2,10 @@ import APNs
 import Foundation
 import HeraldCore
 import PostgresNIO
-import Store
-import Testing
-import TestSupport
 @testable import Runner
+import Store
+import TestSupport
+import Testing
 
 /// Overlapping campaigns (DESIGN point 16) on plain values: the order they
 /// start in, the run's limits shared between their sessions, and a session

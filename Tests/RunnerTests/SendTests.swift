@@ -5,8 +5,8 @@ import HeraldCore
 import PostgresNIO
 import Runner
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// A real run against the APNs simulator over TLS + HTTP/2.
 func sendRun(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = .generate(),

@@ -3,9 +3,9 @@ import Foundation
 import HeraldCore
 import Logging
 import NIOConcurrencyHelpers
+@testable import Runner
 import Store
 import Testing
-@testable import Runner
 
 /// The sending engine's waits on an injected clock: an open breaker, retries
 /// coming due and an outage's budget pass in virtual time, and the engine

@@ -1,8 +1,8 @@
 import APNs
 import Foundation
 import HeraldCore
-import Testing
 @testable import Runner
+import Testing
 
 /// The engine's decisions between sessions on plain values: the waits the
 /// engine makes (an audience still being written, retries coming due, an

@@ -1,9 +1,9 @@
 import APNs
 import Foundation
 import HeraldCore
+@testable import Runner
 import Store
 import Testing
-@testable import Runner
 
 /// The sending session's rules on plain values: no database, no APNs, no
 /// clock but the instants each step is given.

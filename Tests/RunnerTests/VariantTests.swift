@@ -4,11 +4,11 @@ import Crypto
 import Foundation
 import HeraldCore
 import PostgresNIO
-import Runner
 import Reporting
+import Runner
 import Store
-import Testing
 import TestSupport
+import Testing
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -37,7 +37,7 @@ struct ApprovalAuthorityTests {
                 do {
                     for try await _ in try await conn.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger) {}
                 } catch {
-                    refusal = (StoreError.sqlState(of: error), StoreError.describe(error))
+                    refusal = (StoreError.sqlState(of: error), ErrorText.describe(error))
                     break
                 }
             }

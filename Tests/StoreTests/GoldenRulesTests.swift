@@ -2,8 +2,8 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// Rules checked in both languages, held to one answer: a campaign's content
 /// entry and a locale tag are checked by SQL when a marketer writes the row

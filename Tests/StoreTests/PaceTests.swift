@@ -2,8 +2,8 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// A campaign's pace in SQL (Sql/0020): written and checked by the marketer's
 /// row, and the send slots every worker takes from one row per campaign.

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import PostgresNIO
 import Store
 import Testing
@@ -325,7 +326,7 @@ struct PartitionTests {
         #expect(try PruneAge.parse("12h") == .seconds(12 * 3600))
         #expect(try PruneAge.parse("2w") == .seconds(14 * 86400))
         for bad in ["", "d", "90", "-1d", "0d", "1.5d", "90 days", "9y"] {
-            #expect(throws: StoreError.self) { try PruneAge.parse(bad) }
+            #expect(throws: InputError.self) { try PruneAge.parse(bad) }
         }
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The replies table without foreign keys (Sql/0013), stored through one
 /// checked path (Sql/0018): `ReplyStore.store` looks each reply's delivery
@@ -73,7 +73,7 @@ struct RepliesAtScaleTests {
                     Issue.record("a statement with a reply to an unknown delivery was stored")
                 } catch {
                     #expect(StoreError.sqlState(of: error) == "23503")
-                    #expect(StoreError.describe(error).contains("which campaign \(poster) does not have"))
+                    #expect(ErrorText.describe(error).contains("which campaign \(poster) does not have"))
                 }
                 #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == 0)
             }
