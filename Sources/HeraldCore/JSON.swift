@@ -139,6 +139,17 @@ public struct JSONWriter: Sendable {
         bytes.append(UInt8(ascii: ":"))
     }
 
+    /// An object of string values, in the order given (request headers).
+    public mutating func stringObject(_ fields: [(name: String, value: String)]) {
+        raw("{")
+        for (i, field) in fields.enumerated() {
+            if i > 0 { raw(",") }
+            key(field.name)
+            string(field.value)
+        }
+        raw("}")
+    }
+
     public mutating func value(_ v: JSONValue) {
         switch v {
         case .null: raw("null")

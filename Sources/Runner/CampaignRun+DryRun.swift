@@ -140,13 +140,9 @@ struct DryRunTransport: PushTransport {
 enum DryRunLine {
     static func payload(_ p: PreparedCampaign, _ t: DeliveryTarget, headers: PushHeaders, payload: [UInt8]) -> [UInt8] {
         var w = head(p, t)
-        w.raw(",\"headers\":{")
-        for (i, field) in headers.fields.enumerated() {
-            if i > 0 { w.raw(",") }
-            w.key(field.name)
-            w.string(field.value)
-        }
-        w.raw("},\"bytes\":")
+        w.raw(",\"headers\":")
+        w.stringObject(headers.fields)
+        w.raw(",\"bytes\":")
         w.int(Int64(payload.count))
         w.raw(",\"payload\":")
         w.raw(payload)

@@ -300,13 +300,9 @@ public struct CampaignPreview: Sendable {
             w.int(Int64(l.largestBytes))
             w.raw(",\"max_bytes\":")
             w.int(Int64(PayloadBuilder.maxBytes))
-            w.raw(",\"headers\":{")
-            for (j, h) in l.headers.enumerated() {
-                if j > 0 { w.raw(",") }
-                w.key(h.name)
-                w.string(h.value)
-            }
-            w.raw("},\"payload\":")
+            w.raw(",\"headers\":")
+            w.stringObject(l.headers)
+            w.raw(",\"payload\":")
             if l.payload.isEmpty { w.raw("null") } else { w.raw(l.payload) }
             w.raw("}")
         }

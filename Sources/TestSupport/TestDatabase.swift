@@ -142,6 +142,19 @@ public enum TestDatabase {
 }
 
 extension Database {
+    /// Holds `LOCK TABLE table IN EXCLUSIVE MODE` in a transaction of its own
+    /// until `released` ends; `locked` is finished once the lock is held.
+    public func holdingLock(on table: String, locked: AsyncStream<Void>.Continuation,
+                            until released: AsyncStream<Void>) async throws {
+        try await withConnection { conn in
+            try await conn.query("BEGIN", logger: TestDatabase.logger)
+            try await conn.query(PostgresQuery(unsafeSQL: "LOCK TABLE \(table) IN EXCLUSIVE MODE"), logger: TestDatabase.logger)
+            locked.finish()
+            for await _ in released {}
+            try await conn.query("COMMIT", logger: TestDatabase.logger)
+        }
+    }
+
     /// Runs a SQL text of one or more statements (fixtures in tests).
     public func exec(_ sql: String, logger: Logger = TestDatabase.logger) async throws {
         for statement in SQLScript.statements(in: sql) {

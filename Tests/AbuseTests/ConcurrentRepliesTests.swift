@@ -67,13 +67,7 @@ struct ConcurrentRepliesTests {
                 }
                 // No batch can store anything while this holds the table.
                 tasks.addTask {
-                    try await db.withConnection { conn in
-                        try await conn.query("BEGIN", logger: TestDatabase.logger)
-                        try await conn.query("LOCK TABLE replies IN EXCLUSIVE MODE", logger: TestDatabase.logger)
-                        lockedSink.finish()
-                        for await _ in released {}
-                        try await conn.query("COMMIT", logger: TestDatabase.logger)
-                    }
+                    try await db.holdingLock(on: "replies", locked: lockedSink, until: released)
                     return nil
                 }
                 var iterator = ports.makeAsyncIterator()

@@ -37,13 +37,7 @@ struct BatchingTests {
         let (locked, lockedSink) = AsyncStream.makeStream(of: Void.self)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
-                try await db.withConnection { conn in
-                    try await conn.query("BEGIN", logger: TestDatabase.logger)
-                    try await conn.query("LOCK TABLE replies IN EXCLUSIVE MODE", logger: TestDatabase.logger)
-                    lockedSink.finish()
-                    for await _ in released {}
-                    try await conn.query("COMMIT", logger: TestDatabase.logger)
-                }
+                try await db.holdingLock(on: "replies", locked: lockedSink, until: released)
                 return nil
             }
             for await _ in locked {}
