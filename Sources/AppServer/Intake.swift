@@ -71,7 +71,7 @@ public struct ReplyIntake: Sendable {
     /// Checks and stores a JSON-lines file, `batch` lines at a time: each
     /// batch is parsed and its tokens checked as it is read, then looked up,
     /// checked against its deliveries and stored by one statement that
-    /// commits (`ReplyStore.store`), up to `writers` batches at once (on as
+    /// commits (`ReplyStore.storeTakingApart`), up to `writers` batches at once (on as
     /// many connections) while the next batches are read. A batch that
     /// shares a reply (a delivery and `reply_id`) with one still being
     /// stored waits for it, so the first line of a reply is the one stored,
@@ -156,11 +156,9 @@ public struct ReplyIntake: Sendable {
     private func write(_ rows: ArraySlice<(line: Int, body: ReplyBody)>) async throws -> Written {
         let batch = try await store.storeTakingApart(rows.map { Self.incoming($0.body) }, source: "ingest")
         var written = Written(stored: batch.stored, duplicates: batch.duplicates.count)
-        written.bad = batch.refusals.map { refusal in
-            (rows[rows.startIndex + refusal.position].line, Self.reason(refusal, of: rows[rows.startIndex + refusal.position].body))
-        } + batch.refusedByDatabase.map { refused in
-            (rows[rows.startIndex + refused.position].line, Self.refusal(refused))
-        }
+        let row = { (position: Int) in rows[rows.startIndex + position] }
+        written.bad = batch.refusals.map { (row($0.position).line, Self.reason($0, of: row($0.position).body)) }
+            + batch.refusedByDatabase.map { (row($0.position).line, Self.refusal($0)) }
         return written
     }
 

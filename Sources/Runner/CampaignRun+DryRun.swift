@@ -29,7 +29,7 @@ extension CampaignRun {
 final class DryRunPrinter: Sendable {
     let prepared: PreparedCampaign
     let sink: any PayloadSink
-    private let state = NIOLockedValueBox<(targets: [UUID: DeliveryTarget], byDelivery: [Int64: UUID], error: (any Error)?)>(([:], [:], nil))
+    private let state = NIOLockedValueBox<(targets: [UUID: DeliveryTarget], error: (any Error)?)>(([:], nil))
 
     init(prepared: PreparedCampaign, sink: any PayloadSink) {
         self.prepared = prepared
@@ -38,23 +38,20 @@ final class DryRunPrinter: Sendable {
 
     func read(_ targets: [DeliveryTarget]) {
         state.withLockedValue { s in
-            for t in targets {
-                s.targets[t.apnsID] = t
-                s.byDelivery[t.deliveryID] = t.apnsID
-            }
+            for t in targets { s.targets[t.apnsID] = t }
         }
     }
 
     private func take(apnsID: UUID) -> DeliveryTarget? {
-        state.withLockedValue { s in
-            guard let t = s.targets.removeValue(forKey: apnsID) else { return nil }
-            s.byDelivery[t.deliveryID] = nil
-            return t
-        }
+        state.withLockedValue { $0.targets.removeValue(forKey: apnsID) }
     }
 
+    /// A skip is rare: a search of what is read (one batch at most) finds it.
     private func take(delivery: Int64) -> DeliveryTarget? {
-        state.withLockedValue { s in s.byDelivery[delivery] }.flatMap { take(apnsID: $0) }
+        state.withLockedValue { s in
+            guard let t = s.targets.values.first(where: { $0.deliveryID == delivery }) else { return nil }
+            return s.targets.removeValue(forKey: t.apnsID)
+        }
     }
 
     /// The line of one notification, as APNs would receive it.
