@@ -31,7 +31,7 @@ extension FaultSuite {
                 try await client.exec("SELECT herald_withdraw_approval(\(campaign), 'legal wants another look')")
                 let code = try await worker.wait(limit: .seconds(120))
                 let exitedAt = Int64(Date().timeIntervalSince1970 * 1000)
-                try await Task.sleep(for: .milliseconds(500))
+                try await sim.settledLog()
                 let firstRun = try Self.acceptedAt(sim.logPath).map(\.at).filter { $0 <= exitedAt }
                 let before = firstRun.filter { $0 < withdrawnAt }.count
                 let after = firstRun.count - before

@@ -66,12 +66,13 @@ extension FaultSuite {
                         continue
                     }
                     let others = workers.filter { $0 !== victim }
-                    let run = try await Self.runID(client, pid: victim.pid)
+                    // A kill is worth counting once the victim is sending: wait (a while) until it holds claims.
+                    let run = try await Self.sendingRun(client, pid: victim.pid, campaign: campaign, limit: .seconds(10))
                     for w in others { w.signal(SIGSTOP) }
                     victim.signal(SIGKILL)
                     let code = try await victim.wait(limit: .seconds(10))
-                    // The simulator writes its log every 200 ms.
-                    try await Task.sleep(for: .milliseconds(600))
+                    // Read the log once the simulator has taken in all the victim had written.
+                    try await sim.settledLog()
                     if code == 128 + SIGKILL, let run {
                         let accepted = Set(try sim.accepted().map(\.token))
                         let unrecorded = try await Self.acceptedNotRecorded(client, tokens: accepted, campaign: campaign,

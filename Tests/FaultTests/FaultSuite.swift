@@ -432,13 +432,13 @@ extension FaultSuite {
             }
             try await s.runToCompletion()
             #expect(try await s.status() == "completed")
-            try await Task.sleep(for: .milliseconds(500))
+            try await s.sim.settledLog()
             let beforeWake = s.sim.acceptedCount()
             let sentBeforeWake = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'")
             frozen.signal(SIGCONT)
             let code = try await frozen.wait(limit: .seconds(60))
             #expect(code == 0 || code == 75, "the woken run exited \(code)\n\(frozen.tail())")
-            try await Task.sleep(for: .milliseconds(500))
+            try await s.sim.settledLog()
             // Woken, it starts no new send: only those it had in flight when
             // it froze may still go out, with their remaining attempts
             // (APNS_MAX_ATTEMPTS = 2), before it sees its lease lapsed.

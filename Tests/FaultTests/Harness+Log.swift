@@ -45,6 +45,23 @@ extension FaultSuite {
         try await client.scalar("SELECT max(id) FROM runs WHERE pid = \(Int(pid))", as: Int64?.self) ?? nil
     }
 
+    /// The run of a `herald run` process once it holds claims on `campaign`: polled for at
+    /// most `limit`, then whatever run it registered (nil before it did).
+    static func sendingRun(_ client: Database, pid: Int32, campaign: Int64, limit: Duration) async throws -> Int64? {
+        let clock = ContinuousClock()
+        let end = clock.now + limit
+        while clock.now < end {
+            if let run = try await runID(client, pid: pid),
+               try await client.scalar("""
+                   SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'in_flight' AND claimed_by = \(run)
+                   """, as: Int64.self) ?? 0 > 0 {
+                return run
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await runID(client, pid: pid)
+    }
+
     /// A duration in seconds, one decimal, for the printed figures.
     static func seconds(_ d: Duration) -> String {
         String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)

@@ -173,6 +173,28 @@ final class SimulatorProcess {
         ]
     }
 
+    /// Waits until the accepted log has stopped growing for `quiet`, at most `limit`. The simulator
+    /// writes its log every 200 ms, and on a loaded machine it may read a killed run's last
+    /// requests later still: a fixed pause is not enough to read the log "after".
+    func settledLog(quiet: Duration = .seconds(1), limit: Duration = .seconds(15)) async throws {
+        func size() -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: logPath))?[.size] as? NSNumber)?.intValue ?? 0
+        }
+        let clock = ContinuousClock()
+        let end = clock.now + limit
+        var last = size()
+        var stillSince = clock.now
+        while clock.now - stillSince < quiet {
+            if clock.now > end { throw Timeout(what: "the simulator's log still grows after \(limit)") }
+            try await Task.sleep(for: .milliseconds(100))
+            let now = size()
+            if now != last {
+                last = now
+                stillSince = clock.now
+            }
+        }
+    }
+
     /// Lines of the accepted log so far (it is flushed every 200 ms).
     func acceptedCount() -> Int {
         guard let data = FileManager.default.contents(atPath: logPath) else { return 0 }
