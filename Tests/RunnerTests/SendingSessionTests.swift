@@ -53,6 +53,16 @@ struct SendingSessionTests {
         }
     }
 
+    /// Describes a session's phase with its data.
+    static func phase(_ session: Session) -> String {
+        switch session.phase {
+        case .sending: "sending"
+        case .draining(let d):
+            "draining \(d.end)" + (d.transportShutDown ? ", transport shut down" : "") + (d.sendsCancelled ? ", sends cancelled" : "")
+        case .flushing(let end): "flushing \(end)"
+        }
+    }
+
     @Test("claims, sends within the concurrency, prefetches the next batch, writes, drains and ends")
     func wholeSession() {
         var s = Self.session()
@@ -111,18 +121,22 @@ struct SendingSessionTests {
         _ = s.next(Self.at(1))
         _ = s.next(Self.at(1))
         #expect(s.inFlight == 2)
+        #expect(Self.phase(s) == "sending")
         let asked = Self.start + .seconds(1)
         #expect(Self.name(s.next(Self.at(1000, stop: asked))) == "wait", "within the grace")
+        #expect(Self.phase(s) == "draining stopped")
         s.claimAnswered(ClaimBatch(items: Self.rows(5...6), end: 6))
         s.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
         #expect(Self.name(s.next(Self.at(21_000, stop: asked))) == "write 1:sent")
         #expect(Self.name(s.next(Self.at(21_001, stop: asked))) == "shutdown", "the grace is over")
-        #expect(Self.name(s.next(Self.at(21_002, stop: asked))) == "wait")
+        #expect(Self.phase(s) == "draining stopped, transport shut down")
+        #expect(Self.name(s.next(Self.at(21_002, stop: asked))) == "wait", "once: the transport is told to end only once")
         s.recorded()
         s.sent(Row(deliveryID: 2), result: APNsResult(outcome: .failed(status: nil, reason: .clientShutdown), attempts: 1, retried: 0),
                at: Self.start)
         #expect(Self.name(s.next(Self.at(21_003, stop: asked))) == "write 2:queued,3:queued,4:queued,5:queued,6:queued",
                 "ended by our stop: queued again, with the claims never sent")
+        #expect(Self.phase(s) == "flushing stopped")
         s.recorded()
         #expect(Self.name(s.next(Self.at(21_004, stop: asked))) == "end stopped")
         #expect(s.tally.requeued == 5)
@@ -138,6 +152,8 @@ struct SendingSessionTests {
         #expect(Self.name(s.next(Self.at(2, maySend: false))) == "wait", "a renewal is late: no new send, nothing cancelled")
         var lapsed = s
         #expect(Self.name(lapsed.next(Self.at(3, maySend: false, epoch: 1))) == "cancel sends")
+        #expect(Self.phase(lapsed) == "draining fenced, sends cancelled" && lapsed.sendsCancelled)
+        #expect(Self.name(lapsed.next(Self.at(3, maySend: false, epoch: 1))) == "wait", "cancelled once")
         lapsed.sent(Row(deliveryID: 1), result: Self.ok, at: Self.start)
         lapsed.claimAnswered(ClaimBatch(items: [], end: 3))
         #expect(Self.name(lapsed.next(Self.at(4, maySend: false, epoch: 1))) == "write 1:sent,2:queued,3:queued")

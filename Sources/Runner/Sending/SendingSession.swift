@@ -152,6 +152,33 @@ struct SendingSession<Item: ClaimedItem> {
         case end(End)
     }
 
+    /// Where a session is. Each phase holds what only it needs, as the flags it replaces could not say.
+    enum Phase {
+        /// Claiming and sending.
+        case sending
+        /// Ending: what is in flight finishes, then what was claimed and not sent goes back.
+        case draining(Draining)
+        /// What was claimed and not sent is given back: the last writes remain, then the end.
+        case flushing(End)
+    }
+
+    struct Draining {
+        let end: End
+        /// How long claims given back wait (an open breaker's reopening).
+        let giveBackDelay: Double
+        /// The stop's grace ran out and the transport was told to end what is in flight.
+        var transportShutDown = false
+        /// A lease lapsed: the sends in flight were cancelled, so none retries.
+        var sendsCancelled = false
+    }
+
+    /// The claim of the next batch, asked for while the current one is sent.
+    enum Ahead {
+        case none
+        case asked
+        case answered(ClaimBatch<Item>)
+    }
+
     let settings: Settings
     /// Claims of this session are sent only while no lease lapsed since it began.
     let epoch: Int
@@ -167,22 +194,30 @@ struct SendingSession<Item: ClaimedItem> {
     var unrecorded: Int { inFlight + pending.count + writing }
     /// Outcomes in the ledger write under way.
     private(set) var writing = 0
-    private(set) var claiming = false
     private var pending: [DeliveryOutcome] = []
     private var lastWrite: ContinuousClock.Instant
+    /// The batch being sent: `claimed[next...]` is not sent yet.
     private var claimed: [Item] = []
     private var next = 0
-    /// The answer of the last claim, not taken yet.
-    private var answer: ClaimBatch<Item>?
+    private var ahead = Ahead.none
     /// Where the next claim reads on.
     private var cursor: Int64 = 0
-    /// Set once the session ends: it then drains.
-    private(set) var ending: End?
-    /// How long claims given back wait (the breaker's reopening).
-    private var giveBackDelay = 0.0
-    private var transportShutDown = false
-    private(set) var sendsCancelled = false
-    private var gaveBack = false
+    private(set) var phase = Phase.sending
+
+    /// Why the session is ending, once it is.
+    var ending: End? {
+        switch phase {
+        case .sending: nil
+        case .draining(let draining): draining.end
+        case .flushing(let end): end
+        }
+    }
+
+    /// The sends in flight were cancelled (a lease lapsed while the session ended).
+    var sendsCancelled: Bool {
+        if case .draining(let draining) = phase { return draining.sendsCancelled }
+        return false
+    }
 
     init(settings: Settings, breakers: APNsBreakers, epoch: Int, now: ContinuousClock.Instant) {
         self.settings = settings
@@ -196,9 +231,8 @@ struct SendingSession<Item: ClaimedItem> {
     // MARK: events
 
     mutating func claimAnswered(_ batch: ClaimBatch<Item>) {
-        claiming = false
         cursor = batch.end
-        answer = batch
+        ahead = .answered(batch)
     }
 
     /// APNs answered (or the client gave up on) one item sent.
@@ -243,14 +277,18 @@ struct SendingSession<Item: ClaimedItem> {
                        writeAt: min(settings.writeAt, share.writeAt))
         } ?? settings.limits
         if let write = writeIfDue(c.now, force: false) { return write }
-        if let ending { return drain(ending, c) }
+        switch phase {
+        case .sending: break
+        case .draining(let draining): return drain(draining, c)
+        case .flushing(let end): return flush(end, c)
+        }
         while true {
             if c.stopRequestedAt != nil { return finish(.stopped, c) }
             if !c.maySend || c.epoch != epoch { return finish(.fenced, c) }
             // The claim ahead found the campaign paused, cancelled or its approval withdrawn:
             // the batch under way stops too, and what it has not sent goes back.
-            if let ahead = answer, ahead.items.isEmpty {
-                switch ahead.status {
+            if case .answered(let batch) = ahead, batch.items.isEmpty {
+                switch batch.status {
                 case .paused?: return finish(.paused, c)
                 case .cancelled?: return finish(.cancelled, c)
                 default: break
@@ -261,15 +299,18 @@ struct SendingSession<Item: ClaimedItem> {
                 return .wait
             }
             if next == claimed.count {
-                guard let ready = answer else {
-                    if claiming {
-                        waitCause = .claim
-                        return .wait
-                    }
-                    claiming = true
+                let ready: ClaimBatch<Item>
+                switch ahead {
+                case .none:
+                    ahead = .asked
                     return .claim(after: cursor)
+                case .asked:
+                    waitCause = .claim
+                    return .wait
+                case .answered(let batch):
+                    ready = batch
+                    ahead = .none
                 }
-                answer = nil
                 if ready.runGone { return finish(.declaredGone, c) }
                 if ready.items.isEmpty {
                     switch ready.status {
@@ -285,8 +326,8 @@ struct SendingSession<Item: ClaimedItem> {
             }
             // The next batch is claimed while this one is sent: a claim of
             // 1,000 rows takes about as long as sending them (BENCHMARKS.md).
-            if answer == nil, !claiming {
-                claiming = true
+            if case .none = ahead {
+                ahead = .asked
                 return .claim(after: cursor)
             }
             let item = claimed[next]
@@ -310,8 +351,7 @@ struct SendingSession<Item: ClaimedItem> {
                 }
                 breakers[host].probing = false
             case .open(let until):
-                giveBackDelay = max(0, Double((until - c.now).components.seconds))
-                return finish(.breakerOpen(host), c)
+                return finish(.breakerOpen(host), c, giveBackDelay: max(0, Double((until - c.now).components.seconds)))
             }
         }
     }
@@ -326,39 +366,56 @@ struct SendingSession<Item: ClaimedItem> {
         return .write(batch)
     }
 
-    private mutating func finish(_ end: End, _ c: Conditions) -> Action {
-        ending = end
-        return drain(end, c)
+    private mutating func finish(_ end: End, _ c: Conditions, giveBackDelay: Double = 0) -> Action {
+        drain(Draining(end: end, giveBackDelay: giveBackDelay), c)
     }
 
-    /// Ending: what is in flight finishes (within the stop's grace), every
-    /// outcome is written, unsent claims go back to the queue as they were.
-    private mutating func drain(_ end: End, _ c: Conditions) -> Action {
+    /// Ending: what is in flight finishes (within the stop's grace) and the
+    /// claim asked for answers; then unsent claims go back to the queue as they were.
+    private mutating func drain(_ draining: Draining, _ c: Conditions) -> Action {
+        var draining = draining
+        if let action = stillDraining(&draining, c) {
+            phase = .draining(draining)
+            return action
+        }
+        var unsent = Array(claimed[next...])
+        if case .answered(let batch) = ahead { unsent += batch.items }
+        for item in unsent {
+            collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
+                                    attempts: 0, delay: draining.giveBackDelay))
+        }
+        claimed = []
+        next = 0
+        ahead = .none
+        phase = .flushing(draining.end)
+        return flush(draining.end, c)
+    }
+
+    /// What an ending session still waits for or does before it gives back; nil once nothing.
+    private mutating func stillDraining(_ draining: inout Draining, _ c: Conditions) -> Action? {
         waitCause = .other
-        if end == .stopped, inFlight > 0, let asked = c.stopRequestedAt {
+        if draining.end == .stopped, inFlight > 0, let asked = c.stopRequestedAt {
             if c.now < asked + settings.stopGrace { return .wait }
-            if !transportShutDown {
-                transportShutDown = true
+            if !draining.transportShutDown {
+                draining.transportShutDown = true
                 return .shutdownTransport
             }
         }
-        if end == .fenced, c.epoch != epoch, !sendsCancelled {
+        if draining.end == .fenced, c.epoch != epoch, !draining.sendsCancelled {
             // What is in flight may belong to another run now: no retry of
             // it may go out; requests written are waited for.
-            sendsCancelled = true
+            draining.sendsCancelled = true
             return .cancelSends
         }
-        if inFlight > 0 || writing > 0 || claiming { return .wait }
-        if !gaveBack {
-            gaveBack = true
-            for item in claimed[next...] + (answer?.items ?? []) {
-                collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
-                                        attempts: 0, delay: giveBackDelay))
-            }
-            claimed = []
-            next = 0
-            answer = nil
-        }
+        if case .asked = ahead { return .wait }
+        if inFlight > 0 || writing > 0 { return .wait }
+        return nil
+    }
+
+    /// Every outcome written, then the end.
+    private mutating func flush(_ end: End, _ c: Conditions) -> Action {
+        waitCause = .other
+        if writing > 0 { return .wait }
         if let write = writeIfDue(c.now, force: true) { return write }
         return .end(end)
     }
