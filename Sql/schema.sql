@@ -1004,18 +1004,16 @@ CREATE FUNCTION public.herald_refusal_reasons(p_positions integer[], p_delivery_
     ), judged AS (
         SELECT r.o,
                CASE WHEN f.id IS NULL THEN 'unknown_delivery'
-                    WHEN r.action IN ('com.apple.UNNotificationDefaultActionIdentifier',
-                                      'com.apple.UNNotificationDismissActionIdentifier')
-                         THEN CASE WHEN r.has_text THEN 'text_not_allowed' ELSE 'text_refused' END
-                    WHEN a.kind IS NULL THEN 'action_not_allowed'
-                    WHEN r.has_text AND a.kind <> 'text_input' THEN 'text_not_allowed'
-                    WHEN NOT r.checked THEN 'text_refused'
-                    ELSE 'action_not_allowed' END AS reason,
+                    ELSE coalesce(herald_reply_refusal(r.action, r.has_text, r.checked, k.allowed, k.with_text),
+                                  'action_not_allowed') END AS reason,
                f.category_id
         FROM r
         LEFT JOIN found f ON f.id = r.delivery_id
-        LEFT JOIN LATERAL (SELECT ac.kind FROM category_actions ca JOIN actions ac ON ac.id = ca.action_id
-                           WHERE ca.category_id = f.category_id AND ca.action_id = r.action) a ON true
+        LEFT JOIN LATERAL (
+            SELECT coalesce(array_agg(ca.action_id), '{}') AS allowed,
+                   coalesce(array_agg(ca.action_id) FILTER (WHERE a.kind = 'text_input'), '{}') AS with_text
+            FROM category_actions ca JOIN actions a ON a.id = ca.action_id
+            WHERE ca.category_id = f.category_id) k ON true
     )
     SELECT coalesce(array_agg(reason ORDER BY o), '{}'), coalesce(array_agg(coalesce(category_id, '') ORDER BY o), '{}')
     FROM judged
@@ -1088,10 +1086,7 @@ END $$;
 CREATE FUNCTION public.herald_reply_allowed(p_action text, p_has_text boolean, p_allowed text[], p_with_text text[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-    SELECT CASE WHEN p_action IN ('com.apple.UNNotificationDefaultActionIdentifier',
-                                  'com.apple.UNNotificationDismissActionIdentifier')
-                THEN NOT p_has_text
-                ELSE p_action = ANY (p_allowed) AND (NOT p_has_text OR p_action = ANY (p_with_text)) END
+    SELECT herald_reply_refusal(p_action, p_has_text, true, p_allowed, p_with_text) IS NULL
 $$;
 
 --
@@ -1120,6 +1115,27 @@ BEGIN
     NEW.delivery_kind := k;
     RETURN NEW;
 END $$;
+
+--
+-- Name: herald_reply_refusal(text, boolean, boolean, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_reply_refusal(p_action text, p_has_text boolean, p_checked boolean, p_allowed text[], p_with_text text[]) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN p_action IN ('com.apple.UNNotificationDefaultActionIdentifier',
+                                  'com.apple.UNNotificationDismissActionIdentifier')
+                THEN CASE WHEN p_has_text THEN 'text_not_allowed' WHEN NOT p_checked THEN 'text_refused' END
+                WHEN NOT coalesce(p_action = ANY (p_allowed), false) THEN 'action_not_allowed'
+                WHEN p_has_text AND NOT coalesce(p_action = ANY (p_with_text), false) THEN 'text_not_allowed'
+                WHEN NOT p_checked THEN 'text_refused' END
+$$;
+
+--
+-- Name: FUNCTION herald_reply_refusal(p_action text, p_has_text boolean, p_checked boolean, p_allowed text[], p_with_text text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_reply_refusal(p_action text, p_has_text boolean, p_checked boolean, p_allowed text[], p_with_text text[]) IS 'why a reply''s action (and its text) is refused, given its category''s actions and those that take text; NULL: it passes';
 
 --
 -- Name: herald_reply_targets(bigint[]); Type: FUNCTION; Schema: public; Owner: -
