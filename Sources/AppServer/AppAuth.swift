@@ -88,18 +88,6 @@ public struct AppTokenVerifier: Sendable {
         return "\(audience):\(app)"
     }
 
-    /// The verifier of the configured key (`ServeSettings.appJWTPublicKeyPEM`),
-    /// or nil when none is configured (then device registration answers 503).
-    /// `source` names where the key came from in an error.
-    public static func configured(publicKeyPEM pem: String?, source: String?) async throws(AppTokenError) -> AppTokenVerifier? {
-        guard let pem else { return nil }
-        do {
-            return try await AppTokenVerifier(publicKeyPEM: pem)
-        } catch {
-            throw AppTokenError(message: "\(source ?? "the app JWT public key"): \(error.message)")
-        }
-    }
-
     /// The bearer token of `Authorization: Bearer <JWT>`.
     static func bearer(_ authorization: String?) -> Result<String, AppTokenError> {
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {

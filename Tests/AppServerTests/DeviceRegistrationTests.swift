@@ -319,11 +319,11 @@ struct DeviceRegistrationTests {
         }
     }
 
-    /// The key comes from the configuration (`HERALD_APP_JWT_PUBLIC_KEY`, inline or `_FILE`).
+    /// The key comes from the configuration (`HERALD_APP_JWT_PUBLIC_KEY`, inline or `_FILE`), read as `herald serve` reads it.
     static func verifier(_ env: [String: String]) async throws -> AppTokenVerifier? {
         let settings = try ServeSettings(environment: env)
-        return try await AppTokenVerifier.configured(publicKeyPEM: settings.appJWTPublicKeyPEM,
-                                                     source: settings.appJWTPublicKeySource)
+        return try await AppKeys.verifiers(apps: [], defaultPEM: settings.appJWTPublicKeyPEM,
+                                           defaultSource: settings.appJWTPublicKeySource)[AppRecord.defaultName]
     }
 
     @Test func theKeyComesFromTheConfiguration() async throws {
