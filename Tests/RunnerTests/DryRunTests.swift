@@ -32,6 +32,14 @@ struct PassThrough: DeliveryPersonalizer {
     }
 }
 
+/// Cannot build the notification of every other delivery: the run skips those devices with the reason.
+struct SkipsEvenDeliveries: DeliveryPersonalizer {
+    static let reason = "the device's key is unreadable"
+    func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
+        target.deliveryID % 2 == 0 ? .failure(CampaignProblem(Self.reason)) : .success((nil, nil))
+    }
+}
+
 func dryRun(_ client: Database, sink: CollectingSink = CollectingSink()) async throws -> RunSummary {
     let stores = RunStores(client: client, logger: TestDatabase.logger)
     return try await CampaignRun(stores: stores, options: RunOptions(topic: "com.example.test", dryRun: true, batchSize: 700),
@@ -102,6 +110,34 @@ struct DryRunTests {
             let titles = Set(lines.compactMap { (($0["payload"] as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any] }
                 .compactMap { $0["title"] as? String })
             #expect(titles == ["Hello", "你好"])
+        }
+    }
+
+    /// A device whose notification cannot be built gets a line that says so, with the
+    /// reason, where a run would record it skipped; the others get their payloads; the
+    /// ledger is left as it was.
+    @Test func aDeviceThatCannotBeBuiltGetsASkippedLine() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 10))
+            try await client.exec(Fixtures.campaign(name: "Poster"))
+            let sink = CollectingSink()
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            let summary = try await CampaignRun(stores: stores, options: RunOptions(topic: "t", dryRun: true),
+                                                personalizer: SkipsEvenDeliveries(), sink: sink,
+                                                logger: TestDatabase.logger).execute()
+            let lines = await sink.lines().compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            let skipped = lines.filter { $0["skipped"] != nil }
+            let sent = lines.filter { $0["payload"] != nil }
+            #expect(skipped.count == 5 && sent.count == 5, "\(lines)")
+            #expect(skipped.allSatisfy { ($0["skipped"] as? String) == SkipsEvenDeliveries.reason })
+            #expect(skipped.allSatisfy { (($0["delivery"] as? Int) ?? 1) % 2 == 0 })
+            #expect(Set(skipped.compactMap { $0["device"] as? String }).count == 5, "each names its device")
+            #expect(summary.campaigns.first?.skipped == 5)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status <> 'queued'", as: Int64.self) == 0,
+                    "a dry run records nothing")
         }
     }
 
