@@ -4,7 +4,7 @@ import Store
 import TestSupport
 import Testing
 
-/// The reply rule has one owner, `herald_reply_refusal` (Sql/0035): the
+/// The reply rule has one owner, `herald_reply_refusal` (Sql/0036): the
 /// store's check (`herald_reply_allowed`) is "no reason", and the reason a
 /// refused reply is given comes from the same function. Its table, asked of
 /// the server, and the store's check held to it for every row.
