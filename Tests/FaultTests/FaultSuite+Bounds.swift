@@ -38,8 +38,12 @@ extension FaultSuite {
                     "--fail-503", "0.1", "--fail-429", "0.02", "--goaway-after", "1000", "--latency-ms", "25",
                 ])
                 try await sim.start()
+                // The other workers are stopped (SIGSTOP) while the log is read after a kill, for a few
+                // seconds on a loaded machine: none of their requests in flight may reach its deadline
+                // meanwhile, or its retry would be a repeat that no kill caused. The lease outlasts a send.
+                let settings = ["HERALD_SNAPSHOT_SLICE": "1000", "APNS_TIMEOUT_SECONDS": "20", "HERALD_LEASE_SECONDS": "240"]
                 var env = try await workerEnvironment(database: database, simulator: sim, secret: replySecret(),
-                                                      extra: extra.merging(["HERALD_SNAPSHOT_SLICE": "1000"]) { a, _ in a })
+                                                      extra: extra.merging(settings) { a, _ in a })
                 env["HERALD_CONCURRENCY"] = concurrency.map(String.init)
                 env["HERALD_RECORD_EVERY"] = recordEvery.map(String.init)
                 var runs = 0
@@ -54,7 +58,7 @@ extension FaultSuite {
                 let clock = ContinuousClock()
                 let end = clock.now + .seconds(120)
                 while perKill.count < wanted, clock.now < end {
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 500...1200)))
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 200...800)))
                     if try await Self.status(client, campaign) == "completed" { break }
                     for w in workers where !w.isRunning {
                         let code = try await w.wait(limit: .seconds(5))
@@ -66,8 +70,10 @@ extension FaultSuite {
                         continue
                     }
                     let others = workers.filter { $0 !== victim }
-                    // A kill is worth counting once the victim is sending: wait (a while) until it holds claims.
-                    let run = try await Self.sendingRun(client, pid: victim.pid, campaign: campaign, limit: .seconds(10))
+                    // A kill is worth counting once the victim is sending: wait (a while) until it has
+                    // recorded outcomes, then a moment more, so that it lands anywhere in its sending.
+                    let run = try await Self.recordingRun(client, pid: victim.pid, campaign: campaign, limit: .seconds(20))
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...400)))
                     for w in others { w.signal(SIGSTOP) }
                     victim.signal(SIGKILL)
                     let code = try await victim.wait(limit: .seconds(10))

@@ -45,15 +45,16 @@ extension FaultSuite {
         try await client.scalar("SELECT max(id) FROM runs WHERE pid = \(Int(pid))", as: Int64?.self) ?? nil
     }
 
-    /// The run of a `herald run` process once it holds claims on `campaign`: polled for at
-    /// most `limit`, then whatever run it registered (nil before it did).
-    static func sendingRun(_ client: Database, pid: Int32, campaign: Int64, limit: Duration) async throws -> Int64? {
+    /// The run of a `herald run` process once it has recorded outcomes of `campaign`: polled
+    /// for at most `limit`, then whatever run it registered (nil before it did).
+    static func recordingRun(_ client: Database, pid: Int32, campaign: Int64, limit: Duration) async throws -> Int64? {
         let clock = ContinuousClock()
         let end = clock.now + limit
         while clock.now < end {
             if let run = try await runID(client, pid: pid),
                try await client.scalar("""
-                   SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'in_flight' AND claimed_by = \(run)
+                   SELECT count(*) FROM deliveries
+                   WHERE campaign_id = \(campaign) AND claimed_by = \(run) AND status <> 'in_flight'
                    """, as: Int64.self) ?? 0 > 0 {
                 return run
             }
