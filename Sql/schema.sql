@@ -988,6 +988,38 @@ CREATE FUNCTION public.herald_quiet_until(tz text, at timestamp with time zone, 
 $$;
 
 --
+-- Name: herald_recipients_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_recipients_approval_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_ids bigint[];
+    v_id bigint;
+BEGIN
+    -- Each branch names only the transition tables its trigger has.
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(DISTINCT campaign_id) INTO v_ids FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(DISTINCT campaign_id) INTO v_ids FROM old_rows;
+    ELSIF TG_OP = 'UPDATE' THEN
+        SELECT array_agg(DISTINCT campaign_id) INTO v_ids
+        FROM (SELECT campaign_id FROM new_rows UNION SELECT campaign_id FROM old_rows) x;
+    END IF;
+    FOR v_id IN
+        SELECT c.id FROM campaigns c
+        WHERE c.approved_at IS NOT NULL AND c.status IN ('draft', 'scheduled', 'running', 'paused')
+          AND CASE WHEN TG_OP = 'TRUNCATE' THEN c.audience = 'recipients' ELSE c.id = ANY (v_ids) END
+        ORDER BY c.id
+    LOOP
+        PERFORM herald_clear_approval(v_id, 'changed: recipients');
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_refusal_reasons(integer[], bigint[], text[], boolean[], boolean[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1671,8 +1703,10 @@ CREATE TABLE public.campaigns (
     conversion_event text,
     attribution_window interval DEFAULT '7 days'::interval NOT NULL,
     apps text[],
+    audience text DEFAULT 'segment'::text NOT NULL,
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
+    CONSTRAINT "campaign audience must be segment or recipients" CHECK ((audience = ANY (ARRAY['segment'::text, 'recipients'::text]))),
     CONSTRAINT "campaign collapse_id must be at most 64 bytes" CHECK (((collapse_id IS NULL) OR ((octet_length(collapse_id) >= 1) AND (octet_length(collapse_id) <= 64)))),
     CONSTRAINT "campaign conversion_event: 1 to 100 characters, no spaces" CHECK (((conversion_event IS NULL) OR (conversion_event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text))),
     CONSTRAINT "campaign custom must be a JSON object" CHECK ((jsonb_typeof(custom) = 'object'::text)),
@@ -1698,7 +1732,8 @@ CREATE TABLE public.campaigns (
     CONSTRAINT "campaign sensitive must be a JSON object" CHECK (((sensitive IS NULL) OR (jsonb_typeof(sensitive) = 'object'::text))),
     CONSTRAINT "campaign sets rate_per_minute or finish_within, not both" CHECK (((rate_per_minute IS NULL) OR (finish_within IS NULL))),
     CONSTRAINT "campaign status must be draft, scheduled, running, paused, …" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))),
-    CONSTRAINT "interruption_level: passive/active/time-sensitive/critical" CHECK (((interruption_level IS NULL) OR (interruption_level = ANY (ARRAY['passive'::text, 'active'::text, 'time-sensitive'::text, 'critical'::text]))))
+    CONSTRAINT "interruption_level: passive/active/time-sensitive/critical" CHECK (((interruption_level IS NULL) OR (interruption_level = ANY (ARRAY['passive'::text, 'active'::text, 'time-sensitive'::text, 'critical'::text])))),
+    CONSTRAINT "only a one-off campaign may reach a recipients list" CHECK (((audience = 'segment'::text) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry))))
 );
 
 --
@@ -2911,6 +2946,17 @@ CREATE TABLE public.campaign_pace (
 );
 
 --
+-- Name: campaign_recipients; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.campaign_recipients (
+    campaign_id bigint NOT NULL,
+    external_id text NOT NULL,
+    data jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT "recipient data must be a JSON object" CHECK ((jsonb_typeof(data) = 'object'::text))
+);
+
+--
 -- Name: campaign_status_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -3386,6 +3432,13 @@ ALTER TABLE ONLY public.campaign_approvals
 
 ALTER TABLE ONLY public.campaign_pace
     ADD CONSTRAINT campaign_pace_pkey PRIMARY KEY (campaign_id);
+
+--
+-- Name: campaign_recipients campaign_recipients_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_recipients
+    ADD CONSTRAINT campaign_recipients_pkey PRIMARY KEY (campaign_id, external_id);
 
 --
 -- Name: campaign_status_changes campaign_status_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3878,6 +3931,30 @@ CREATE TRIGGER approval_grants_owner_only BEFORE INSERT OR DELETE OR UPDATE ON p
 CREATE TRIGGER campaign_approvals_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.campaign_approvals FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
 
 --
+-- Name: campaign_recipients campaign_recipients_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaign_recipients_deleted AFTER DELETE ON public.campaign_recipients REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
+
+--
+-- Name: campaign_recipients campaign_recipients_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaign_recipients_inserted AFTER INSERT ON public.campaign_recipients REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
+
+--
+-- Name: campaign_recipients campaign_recipients_truncated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaign_recipients_truncated AFTER TRUNCATE ON public.campaign_recipients FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
+
+--
+-- Name: campaign_recipients campaign_recipients_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaign_recipients_updated AFTER UPDATE ON public.campaign_recipients REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
+
+--
 -- Name: campaign_variants campaign_variants_approval_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4053,6 +4130,13 @@ ALTER TABLE ONLY public.campaign_approvals
 
 ALTER TABLE ONLY public.campaign_pace
     ADD CONSTRAINT campaign_pace_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
+-- Name: campaign_recipients campaign_recipients_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaign_recipients
+    ADD CONSTRAINT campaign_recipients_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
 
 --
 -- Name: campaign_status_changes campaign_status_changes_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

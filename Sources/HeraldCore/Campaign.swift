@@ -348,10 +348,13 @@ public struct DeliveryTarget: Sendable, Hashable {
     public var variant: String?
     /// The app the device belongs to (`apps.name`): its topic and credential.
     public var app: String
+    /// Its values of the variables the campaign's templates name (nil: the
+    /// campaign has none, or they were not read).
+    public var personal: PersonalValues?
 
     public init(deliveryID: Int64, deviceToken: String, environment: APNsEnvironment, locale: String,
                 publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID(), variant: String? = nil,
-                app: String = "default") {
+                app: String = "default", personal: PersonalValues? = nil) {
         self.deliveryID = deliveryID
         self.deviceToken = deviceToken
         self.environment = environment
@@ -361,5 +364,6 @@ public struct DeliveryTarget: Sendable, Hashable {
         self.apnsID = apnsID
         self.variant = variant
         self.app = app
+        self.personal = personal
     }
 }

@@ -35,75 +35,102 @@ public struct PushHeaders: Sendable, Hashable {
 /// Builds the payload of contract 2 for every device of one campaign. The
 /// parts that depend only on the campaign, the variant and the locale are
 /// rendered once; a delivery appends its own ids, reply token and envelope.
-/// A delivery of a variant gets that variant's text and media.
+/// A delivery of a variant gets that variant's text and media. A text that
+/// holds a template (`{{ … }}`) is parsed here, once, and rendered into its
+/// place for each device (DESIGN, "Personal text").
 public struct PayloadBuilder: Sendable {
     /// APNs refuses larger bodies (PayloadTooLarge).
     public static let maxBytes = 4096
 
     public let campaign: Campaign
-    /// The campaign's sensitive fields as the JSON object that is sealed to each device.
+    /// The campaign's sensitive fields as the JSON object that is sealed to
+    /// each device; nil when it has none, or when they hold templates (then
+    /// each device's are made by `parts(for:)`).
     public let sensitiveJSON: [UInt8]?
+    /// Whether the campaign has sensitive fields to seal to each device.
+    public let seals: Bool
+    /// The variables the campaign's templates name, in the order
+    /// `DeliveryTarget.personal` answers them (empty: it has none).
+    public let variables: [Template.Variable]
     /// The campaign as sent to deliveries without a variant.
     private let base: Rendering
     /// Per variant name: the campaign as that variant's devices get it.
     private let byVariant: [String: Rendering]
-    private let customTail: [UInt8]
+    private let customTail: JSONPlan
+    private let sensitive: JSONPlan?
+    /// Formats of numbers, money and dates, per locale, for this campaign's run.
+    private let formats = TemplateFormatCache()
 
     /// What one variant (or the campaign without one) renders once.
     private struct Rendering: Sendable {
         let campaign: Campaign
-        let apsByLocale: [String: [UInt8]]
-        let kindAndMedia: [UInt8]
+        var apsByLocale: [String: JSONPlan]
+        var kindAndMedia: JSONPlan
         /// The content locales, for resolving each device's locale.
         let locales: LocaleMatch.Table
 
-        init(_ campaign: Campaign) {
+        init(_ campaign: Campaign, label: String) throws(CampaignProblem) {
             self.campaign = campaign
             locales = LocaleMatch.Table(campaign.content.keys, default: campaign.defaultLocale)
-            var aps: [String: [UInt8]] = [:]
+            var aps: [String: JSONPlan] = [:]
             for (locale, text) in campaign.content {
-                aps[locale] = PayloadBuilder.renderAPS(campaign: campaign, text: text)
+                aps[locale] = try PayloadBuilder.renderAPS(campaign: campaign, text: text, label: "\(label)content.\(locale)")
             }
             apsByLocale = aps
-            var w = JSONWriter(capacity: 128)
+            var w = PlanWriter(capacity: 128)
             w.raw(",\"k\":")
             w.string(campaign.kind.rawValue)
             if let url = campaign.mediaURL {
                 w.raw(",\"media\":{\"url\":")
-                w.string(url)
+                try w.text(url, field: "\(label)media_url")
                 if let type = campaign.mediaType {
                     w.raw(",\"type\":")
                     w.string(type)
                 }
                 w.raw("}")
             }
-            kindAndMedia = w.bytes
+            kindAndMedia = w.plan
+        }
+
+        mutating func bind(_ table: inout [Template.Variable]) {
+            for key in apsByLocale.keys { apsByLocale[key]?.bind(&table) }
+            kindAndMedia.bind(&table)
         }
     }
 
-    public init(campaign: Campaign) {
+    public init(campaign: Campaign) throws(CampaignProblem) {
         self.campaign = campaign
-        base = Rendering(campaign)
+        var base = try Rendering(campaign, label: "")
         var variants: [String: Rendering] = [:]
         for v in campaign.variants {
-            variants[v.name] = Rendering(campaign.applying(v))
+            variants[v.name] = try Rendering(campaign.applying(v), label: "variant \"\(v.name)\": ")
         }
-        byVariant = variants
 
-        var x = JSONWriter(capacity: 64)
+        var x = PlanWriter(capacity: 64)
         if !campaign.custom.isEmpty {
             x.raw(",\"x\":")
-            x.value(.object(campaign.custom))
+            try x.value(.object(campaign.custom), field: "custom")
         }
-        customTail = x.bytes
+        var customTail = x.plan
 
-        if let sensitive = campaign.sensitive, !sensitive.isEmpty {
-            var j = JSONWriter(capacity: 128)
-            j.value(.object(sensitive))
-            sensitiveJSON = j.bytes
-        } else {
-            sensitiveJSON = nil
+        var sensitive: JSONPlan?
+        if let fields = campaign.sensitive, !fields.isEmpty {
+            var j = PlanWriter(capacity: 128)
+            try j.value(.object(fields), field: "sensitive")
+            sensitive = j.plan
         }
+        var table: [Template.Variable] = []
+        base.bind(&table)
+        for name in variants.keys.sorted() { variants[name]?.bind(&table) }
+        customTail.bind(&table)
+        sensitive?.bind(&table)
+        self.base = base
+        byVariant = variants
+        self.customTail = customTail
+        self.sensitive = sensitive
+        sensitiveJSON = sensitive?.fixed
+        seals = sensitive != nil
+        variables = table
     }
 
     /// The rendering a delivery of `variant` gets (the campaign's own without
@@ -119,14 +146,14 @@ public struct PayloadBuilder: Sendable {
         rendering(variant).campaign
     }
 
-    fileprivate static func renderAPS(campaign: Campaign, text: LocalizedText) -> [UInt8] {
-        var w = JSONWriter(capacity: 256)
+    fileprivate static func renderAPS(campaign: Campaign, text: LocalizedText, label: String) throws(CampaignProblem) -> JSONPlan {
+        var w = PlanWriter(capacity: 256)
         w.raw("{\"alert\":{")
-        part(text.title, literal: "title", key: "title-loc-key", args: "title-loc-args", first: true, into: &w)
+        try part(text.title, literal: "title", key: "title-loc-key", args: "title-loc-args", first: true, label: label, into: &w)
         if let subtitle = text.subtitle {
-            part(subtitle, literal: "subtitle", key: "subtitle-loc-key", args: "subtitle-loc-args", first: false, into: &w)
+            try part(subtitle, literal: "subtitle", key: "subtitle-loc-key", args: "subtitle-loc-args", first: false, label: label, into: &w)
         }
-        part(text.body, literal: "body", key: "loc-key", args: "loc-args", first: false, into: &w)
+        try part(text.body, literal: "body", key: "loc-key", args: "loc-args", first: false, label: label, into: &w)
         w.raw("}")
         if let sound = campaign.sound {
             w.raw(",\"sound\":")
@@ -150,44 +177,72 @@ public struct PayloadBuilder: Sendable {
             w.double(score)
         }
         w.raw("}")
-        return w.bytes
+        return w.plan
     }
 
     /// One part of `aps.alert`: literal text, or a key of the app's strings and its arguments.
     private static func part(_ part: LocalizedText.Part, literal: String, key: String, args: String, first: Bool,
-                             into w: inout JSONWriter) {
+                             label: String, into w: inout PlanWriter) throws(CampaignProblem) {
         if !first { w.raw(",") }
         switch part {
         case .text(let s):
             w.key(literal)
-            w.string(s)
+            try w.text(s, field: "\(label).\(literal)")
         case .key(let k, let list):
             w.key(key)
             w.string(k)
             if !list.isEmpty {
                 w.raw(",")
                 w.key(args)
-                w.value(.array(list.map { .string($0) }))
+                try w.value(.array(list.map { .string($0) }), field: "\(label).\(args)")
             }
         }
     }
 
-    /// The payload bytes for one device.
-    public func payload(for target: DeliveryTarget, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
-        let r = rendering(target.variant)
-        return payload(r, locale: r.locales.best(for: target.locale), deliveryID: target.deliveryID,
-                       replyToken: replyToken, sealed: sealed)
+    /// One device's parts of its payload: its text and fields, with its own
+    /// values in every template.
+    public struct Parts: Sendable {
+        var aps: [UInt8]
+        var kindAndMedia: [UInt8]
+        var custom: [UInt8]
+        /// The sensitive fields to seal to the device (nil: none).
+        public var sensitive: [UInt8]?
     }
 
-    private func payload(_ r: Rendering, locale: String, deliveryID: Int64, replyToken: String?,
-                         sealed: SealedEnvelope?) -> [UInt8] {
-        let aps = r.apsByLocale[locale] ?? r.apsByLocale[campaign.defaultLocale] ?? []
-        let kindAndMedia = r.kindAndMedia
-        var w = JSONWriter(capacity: aps.count + kindAndMedia.count + customTail.count + 220)
+    /// The device's parts, or the variable it lacks (it is skipped).
+    public func parts(for target: DeliveryTarget) throws(TemplateMiss) -> Parts {
+        let r = rendering(target.variant)
+        let locale = r.locales.best(for: target.locale)
+        let aps = r.apsByLocale[locale] ?? r.apsByLocale[campaign.defaultLocale] ?? JSONPlan()
+        if variables.isEmpty {
+            return Parts(aps: aps.fixed ?? [], kindAndMedia: r.kindAndMedia.fixed ?? [],
+                         custom: customTail.fixed ?? [], sensitive: sensitiveJSON)
+        }
+        let context = PlanContext(
+            variables: variables, values: target.personal, campaignName: campaign.name, locale: target.locale,
+            formats: TemplateFormats(locale: target.locale, timeZone: target.personal?.timeZone, cache: formats))
+        return Parts(aps: try aps.render(context), kindAndMedia: try r.kindAndMedia.render(context),
+                     custom: try customTail.render(context), sensitive: try sensitive?.render(context))
+    }
+
+    /// The payload bytes for one device (its envelope sealed from `parts.sensitive`).
+    public func payload(_ parts: Parts, for target: DeliveryTarget, replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
+        Self.payload(aps: parts.aps, kindAndMedia: parts.kindAndMedia, custom: parts.custom, campaign: campaign.id,
+                     deliveryID: target.deliveryID, replyToken: replyToken, sealed: sealed)
+    }
+
+    /// The payload bytes for one device.
+    public func payload(for target: DeliveryTarget, replyToken: String?, sealed: SealedEnvelope?) throws(TemplateMiss) -> [UInt8] {
+        payload(try parts(for: target), for: target, replyToken: replyToken, sealed: sealed)
+    }
+
+    private static func payload(aps: [UInt8], kindAndMedia: [UInt8], custom: [UInt8], campaign: Int64, deliveryID: Int64,
+                                replyToken: String?, sealed: SealedEnvelope?) -> [UInt8] {
+        var w = JSONWriter(capacity: aps.count + kindAndMedia.count + custom.count + 220)
         w.raw("{\"aps\":")
         w.raw(aps)
         w.raw(",\"herald\":{\"c\":")
-        w.int(campaign.id)
+        w.int(campaign)
         w.raw(",\"d\":")
         w.int(deliveryID)
         w.raw(kindAndMedia)
@@ -206,9 +261,14 @@ public struct PayloadBuilder: Sendable {
             w.string(sealed.ct)
             w.raw("}")
         }
-        w.raw(customTail)
+        w.raw(custom)
         w.raw("}}")
         return w.bytes
+    }
+
+    /// Why one device's payload is not sent: its templates made it too large.
+    public static func tooLarge(_ bytes: Int) -> String {
+        "its payload, made for it, is \(bytes) bytes; APNs accepts at most \(maxBytes)"
     }
 
     public func headers(for target: DeliveryTarget, topic: String) -> PushHeaders {
@@ -221,21 +281,30 @@ public struct PayloadBuilder: Sendable {
     /// The largest payload any device of this campaign can get, per content
     /// locale: the longest ids, a reply token and, when the campaign has
     /// sensitive fields, an envelope of the size their plaintext seals to.
+    /// A template counts as its text without its outputs (the least it can
+    /// be); each device's own payload is measured again as it is made.
     public func largestPayloads(variant: String? = nil) -> [(locale: String, bytes: Int)] {
         let r = rendering(variant)
         var envelope: SealedEnvelope?
-        if let sensitiveJSON {
-            let ctBytes = sensitiveJSON.count + HeraldUserInfo.tagByteCount
-            envelope = SealedEnvelope(
-                v: 1, kid: String(repeating: "k", count: DeviceKeyLimits.maxKeyIDBytes),
-                enc: String(repeating: "A", count: 44),
-                ct: String(repeating: "A", count: (ctBytes + 2) / 3 * 4))
+        if let sensitive {
+            envelope = Self.envelope(sealing: sensitive.leastCount)
         }
         return r.campaign.content.keys.sorted().map { locale in
-            let bytes = payload(r, locale: locale, deliveryID: Int64.max,
-                                replyToken: String(repeating: "A", count: 22), sealed: envelope)
+            let aps = r.apsByLocale[locale] ?? JSONPlan()
+            let bytes = Self.payload(aps: aps.least, kindAndMedia: r.kindAndMedia.least, custom: customTail.least,
+                                     campaign: campaign.id, deliveryID: Int64.max,
+                                     replyToken: String(repeating: "A", count: 22), sealed: envelope)
             return (locale, bytes.count)
         }
+    }
+
+    /// An envelope of the size `count` bytes of plaintext seal to, with the longest key id.
+    static func envelope(sealing count: Int) -> SealedEnvelope {
+        let ctBytes = count + HeraldUserInfo.tagByteCount
+        return SealedEnvelope(
+            v: 1, kid: String(repeating: "k", count: DeviceKeyLimits.maxKeyIDBytes),
+            enc: String(repeating: "A", count: 44),
+            ct: String(repeating: "A", count: (ctBytes + 2) / 3 * 4))
     }
 }
 

@@ -28,7 +28,7 @@ public struct PreparedCampaign: Sendable {
             throw CampaignProblem("content has no entry for the default locale \"\(campaign.defaultLocale)\"")
         }
         if let problem = campaign.variantProblem { throw problem }
-        builder = PayloadBuilder(campaign: campaign)
+        builder = try PayloadBuilder(campaign: campaign)
         let variants: [String?] = campaign.variants.isEmpty ? [nil] : campaign.variants.map(\.name)
         for variant in variants {
             for (locale, bytes) in builder.largestPayloads(variant: variant) where bytes > PayloadBuilder.maxBytes {

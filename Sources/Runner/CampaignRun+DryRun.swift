@@ -94,9 +94,10 @@ struct DryRunClaims: ClaimSource {
 
     func claim(after cursor: Int64, excludingApps: [String]) async throws -> ClaimBatch<ClaimedDelivery> {
         let (ledger, campaign, limit) = (ledger, prepared.campaign.id, options.batchSize)
-        let rows = try await db("read queued deliveries") {
+        var rows = try await db("read queued deliveries") {
             try await ledger.peekQueued(campaign: campaign, afterID: cursor, limit: limit)
         }
+        try await CampaignClaims.readPersonalValues(&rows, prepared: prepared, ledger: ledger, db: db)
         printer.read(rows.map(\.target))
         return ClaimBatch(items: rows, end: rows.last?.target.deliveryID ?? cursor)
     }

@@ -8,6 +8,9 @@ public protocol PayloadSink: Sendable {
 
 /// Per-device parts of a payload: the reply token and the sealed envelope.
 public protocol DeliveryPersonalizer: Sendable {
-    /// The reply token and envelope of one delivery, or why it cannot be sent.
-    func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem>
+    /// The reply token and envelope of one delivery, or why it cannot be
+    /// sent. `fields` are the sensitive fields to seal to the device, as its
+    /// templates made them (nil: the campaign has none).
+    func extras(for prepared: PreparedCampaign, target: DeliveryTarget,
+                sealing fields: [UInt8]?) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem>
 }

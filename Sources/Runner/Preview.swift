@@ -110,15 +110,16 @@ public struct CampaignPreview: Sendable {
         } catch {
             preview.problems.append(error.message)
         }
-        let builder = prepared?.builder ?? PayloadBuilder(campaign: c)
+        let builder = prepared?.builder ?? (try? PayloadBuilder(campaign: c))
         let variants: [String?] = c.variants.isEmpty ? [nil] : c.variants.map(\.name)
         for variant in variants {
-            let largest = Dictionary(builder.largestPayloads(variant: variant).map { ($0.locale, $0.bytes) },
+            let largest = Dictionary((builder?.largestPayloads(variant: variant) ?? []).map { ($0.locale, $0.bytes) },
                                      uniquingKeysWith: { a, _ in a })
             if let prepared {
                 preview.locales += samplePayloads(prepared, variant: variant, topic: topic, largest: largest)
             } else {
-                preview.locales += builder.campaign(variant: variant).content.keys.sorted().map {
+                let text = variant.flatMap { v in c.variants.first { $0.name == v } }.map { c.applying($0) } ?? c
+                preview.locales += text.content.keys.sorted().map {
                     LocalePayload(variant: variant, locale: $0, payload: [], largestBytes: largest[$0] ?? 0, headers: [])
                 }
             }
@@ -167,12 +168,13 @@ public struct CampaignPreview: Sendable {
                                         environment: .production, locale: locale,
                                         publicKey: key.publicKeyBase64, keyID: key.keyID, variant: variant)
             let headers = prepared.builder.headers(for: target, topic: topic).fields
-            switch personalizer.extras(for: prepared, target: target) {
-            case .success(let extras):
-                let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
+            let parts = try? prepared.builder.parts(for: target)
+            switch personalizer.extras(for: prepared, target: target, sealing: parts?.sensitive) {
+            case .success(let extras) where parts != nil:
+                let payload = parts.map { prepared.builder.payload($0, for: target, replyToken: extras.replyToken, sealed: extras.sealed) } ?? []
                 return LocalePayload(variant: variant, locale: locale, payload: payload,
                                      largestBytes: largest[locale] ?? payload.count, headers: headers)
-            case .failure:
+            default:
                 return LocalePayload(variant: variant, locale: locale, payload: [], largestBytes: largest[locale] ?? 0,
                                      headers: headers)
             }

@@ -12,9 +12,10 @@ public struct ReplyLoopPersonalizer: DeliveryPersonalizer {
         self.tokens = tokens
     }
 
-    public func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
+    public func extras(for prepared: PreparedCampaign, target: DeliveryTarget,
+                       sealing fields: [UInt8]?) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
         let token = tokens.token(delivery: target.deliveryID)
-        guard let fields = prepared.builder.sensitiveJSON else { return .success((token, nil)) }
+        guard let fields else { return .success((token, nil)) }
         guard let key = target.publicKey, let keyID = target.keyID else {
             return .failure(CampaignProblem(AudienceStore.noKey))
         }

@@ -80,9 +80,10 @@ public struct TestSend: Sendable {
         let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
         let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
         let chosen = try Self.variant(variant, of: due.campaign)
-        let deliveries = try await db("record the test deliveries") {
+        var deliveries = try await db("record the test deliveries") {
             try await ledger.beginTestSend(campaign: id, to: recipient, variant: chosen)
         }
+        try await CampaignClaims.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db)
         guard !deliveries.isEmpty else {
             switch recipient {
             case .device:

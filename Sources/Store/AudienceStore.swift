@@ -361,7 +361,8 @@ public struct AudienceStore: Sendable {
                 -- A campaign at a local time (Sql/0022): each device is due
                 -- when its user's zone reaches it, at once when that had
                 -- passed when the campaign was written (or skipped).
-                CROSS JOIN (SELECT send_at_local, local_missed, created_at, holdout_pct, coalesce(series_id, id) AS hash_id, apps
+                CROSS JOIN (SELECT send_at_local, local_missed, created_at, holdout_pct, coalesce(series_id, id) AS hash_id, apps,
+                                   audience
                             FROM campaigns WHERE id = $1) lc
                 CROSS JOIN LATERAL (
                     SELECT greatest(now(), coalesce(lc.send_at_local AT TIME ZONE u.time_zone, now())) AS due,
@@ -383,6 +384,9 @@ public struct AudienceStore: Sendable {
                   AND dv.id > $7 AND dv.id <= $8
                   -- The apps it goes to (Sql/0027); NULL: every app's devices.
                   AND (lc.apps IS NULL OR dv.app = ANY (lc.apps))
+                  -- A campaign to its recipients (Sql/0037): only the users listed.
+                  AND (lc.audience = 'segment' OR EXISTS (
+                      SELECT 1 FROM campaign_recipients rc WHERE rc.campaign_id = $1 AND rc.external_id = u.external_id))
                   -- On entry, a capped user is left for a later run rather than skipped.
                   AND had.user_id IS NULL AND NOT ($9 AND cp.user_id IS NOT NULL)
                   AND (\(segment.sql))

@@ -284,8 +284,8 @@ struct AppLoopTests {
             let stores = RunStores(client: db, logger: TestDatabase.logger)
             let id = try #require(try await db.scalar("SELECT id FROM campaigns WHERE name = 'Keys'", as: Int64.self))
             let due = try await stores.campaigns.loadCampaign(id)
-            let builder = PayloadBuilder(campaign: due.campaign)
-            let payload = builder.payload(for: DeliveryTarget(deliveryID: 1, deviceToken: "", environment: .production, locale: "es-MX"),
+            let builder = try PayloadBuilder(campaign: due.campaign)
+            let payload = try builder.payload(for: DeliveryTarget(deliveryID: 1, deviceToken: "", environment: .production, locale: "es-MX"),
                                           replyToken: nil, sealed: nil)
             let json = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
             let alert = try #require((json["aps"] as? [String: Any])?["alert"] as? [String: Any])

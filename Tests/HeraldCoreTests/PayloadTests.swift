@@ -27,16 +27,16 @@ struct PayloadTests {
         content: ["en": LocalizedText(title: "How was your order?", body: "Tell us in a few words.")],
         categoryID: "feedback.v1", priority: 5)
 
-    @Test func posterGolden() {
-        let bytes = PayloadBuilder(campaign: Self.poster).payload(for: Self.target, replyToken: nil, sealed: nil)
+    @Test func posterGolden() throws {
+        let bytes = try PayloadBuilder(campaign: Self.poster).payload(for: Self.target, replyToken: nil, sealed: nil)
         let golden = #"{"aps":{"alert":{"title":"Autumn is here","body":"Our new collection just landed."},"sound":"default","category":"poster.v1","thread-id":"campaign-42","mutable-content":1},"herald":{"c":42,"d":918273,"k":"poster","media":{"url":"https://cdn.example.com/p/42.gif","type":"gif"}}}"#
         #expect(String(decoding: bytes, as: UTF8.self) == golden)
     }
 
     @Test func flashSaleGolden() throws {
         let sealed = SealedEnvelope(v: 1, kid: "dev-918273", enc: "pUXiZRZPGDmq5NpiKb75gQxd9oqBfgqk71Cp5OdRn24=", ct: "zVhizn2QJggP")
-        let builder = PayloadBuilder(campaign: Self.flashSale)
-        let bytes = builder.payload(for: Self.target, replyToken: "UTG3JXNbLl8qh3Nzh1Gd1w", sealed: sealed)
+        let builder = try PayloadBuilder(campaign: Self.flashSale)
+        let bytes = try builder.payload(for: Self.target, replyToken: "UTG3JXNbLl8qh3Nzh1Gd1w", sealed: sealed)
         let golden = #"{"aps":{"alert":{"title":"Flash sale","subtitle":"2 hours only","body":"Reserve now"},"sound":"default","category":"flash_sale.v1","thread-id":"campaign-42","mutable-content":1,"interruption-level":"time-sensitive","relevance-score":0.8},"herald":{"c":42,"d":918273,"k":"flash_sale","r":"UTG3JXNbLl8qh3Nzh1Gd1w","sealed":{"v":1,"kid":"dev-918273","enc":"pUXiZRZPGDmq5NpiKb75gQxd9oqBfgqk71Cp5OdRn24=","ct":"zVhizn2QJggP"},"x":{"sku":"A-42"}}}"#
         #expect(String(decoding: bytes, as: UTF8.self) == golden)
 
@@ -48,9 +48,9 @@ struct PayloadTests {
         ])
     }
 
-    @Test func feedbackGolden() {
-        let builder = PayloadBuilder(campaign: Self.feedback)
-        let bytes = builder.payload(for: Self.target, replyToken: "VZUBJI8rYEBPXU6YVao7Tw", sealed: nil)
+    @Test func feedbackGolden() throws {
+        let builder = try PayloadBuilder(campaign: Self.feedback)
+        let bytes = try builder.payload(for: Self.target, replyToken: "VZUBJI8rYEBPXU6YVao7Tw", sealed: nil)
         let golden = #"{"aps":{"alert":{"title":"How was your order?","body":"Tell us in a few words."},"sound":"default","category":"feedback.v1","thread-id":"campaign-7"},"herald":{"c":7,"d":918273,"k":"feedback","r":"VZUBJI8rYEBPXU6YVao7Tw"}}"#
         #expect(String(decoding: bytes, as: UTF8.self) == golden)
         let headers = builder.headers(for: Self.target, topic: "t")
@@ -62,7 +62,7 @@ struct PayloadTests {
     @Test func payloadIsValidJSONWithEscapes() throws {
         var c = Self.feedback
         c.content = ["en": LocalizedText(title: "Say \"hi\"\n\tto 👋 & </script>", body: "back\\slash \u{01}")]
-        let bytes = PayloadBuilder(campaign: c).payload(for: Self.target, replyToken: nil, sealed: nil)
+        let bytes = try PayloadBuilder(campaign: c).payload(for: Self.target, replyToken: nil, sealed: nil)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
         let aps = try #require(object["aps"] as? [String: Any])
         let alert = try #require(aps["alert"] as? [String: String])
@@ -87,8 +87,8 @@ struct PayloadTests {
         var exact = Self.target
         exact.locale = Self.poster.contentLocale(for: device)
         #expect(Self.poster.content[exact.locale] != nil)
-        let builder = PayloadBuilder(campaign: Self.poster)
-        #expect(builder.payload(for: t, replyToken: nil, sealed: nil) == builder.payload(for: exact, replyToken: nil, sealed: nil))
+        let builder = try PayloadBuilder(campaign: Self.poster)
+        #expect(try builder.payload(for: t, replyToken: nil, sealed: nil) == builder.payload(for: exact, replyToken: nil, sealed: nil))
     }
 
     @Test(arguments: ["en", "EN_us", "zh_Hant_TW", "zh-Hans", "a_B-c", "ñu_ES", "İs", "ǅ_x", ""])
@@ -96,21 +96,21 @@ struct PayloadTests {
         #expect(LocaleMatch.normalize(tag) == tag.replacingOccurrences(of: "_", with: "-").lowercased())
     }
 
-    @Test func languageMatchBeforeDefault() {
+    @Test func languageMatchBeforeDefault() throws {
         var c = Self.poster
         c.content["pt-BR"] = LocalizedText(title: "Outono", body: "…")
         #expect(c.contentLocale(for: "pt-PT") == "pt-BR")
         #expect(c.contentLocale(for: "pt") == "pt-BR")
     }
 
-    @Test func deviceLocaleChoosesText() {
+    @Test func deviceLocaleChoosesText() throws {
         var t = Self.target
         t.locale = "zh-Hans-CN"
-        let bytes = PayloadBuilder(campaign: Self.poster).payload(for: t, replyToken: nil, sealed: nil)
+        let bytes = try PayloadBuilder(campaign: Self.poster).payload(for: t, replyToken: nil, sealed: nil)
         #expect(String(decoding: bytes, as: UTF8.self).contains(#""title":"秋天来了""#))
     }
 
-    @Test func oversizeCampaignIsRefusedBeforeSending() {
+    @Test func oversizeCampaignIsRefusedBeforeSending() throws {
         var c = Self.feedback
         c.content["fr"] = LocalizedText(title: "Long", body: String(repeating: "é", count: 2100))
         #expect(throws: CampaignProblem.self) {
@@ -129,7 +129,7 @@ struct PayloadTests {
         var c = Self.flashSale
         c.content = ["en": LocalizedText(title: "T", body: String(repeating: "a", count: 3200))]
         c.sensitive = ["coupon": .string(String(repeating: "x", count: 600))]
-        let plain = PayloadBuilder(campaign: c).payload(for: Self.target, replyToken: nil, sealed: nil)
+        let plain = try PayloadBuilder(campaign: c).payload(for: Self.target, replyToken: nil, sealed: nil)
         #expect(plain.count < PayloadBuilder.maxBytes)
         #expect(throws: CampaignProblem.self) {
             _ = try PreparedCampaign(campaign: c, segmentName: nil, segmentRule: .object([:]))

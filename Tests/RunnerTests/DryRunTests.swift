@@ -27,7 +27,7 @@ extension CollectingSink {
 }
 
 struct PassThrough: DeliveryPersonalizer {
-    func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
+    func extras(for prepared: PreparedCampaign, target: DeliveryTarget, sealing fields: [UInt8]?) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
         .success((nil, nil))
     }
 }
@@ -35,7 +35,7 @@ struct PassThrough: DeliveryPersonalizer {
 /// Cannot build the notification of every other delivery: the run skips those devices with the reason.
 struct SkipsEvenDeliveries: DeliveryPersonalizer {
     static let reason = "the device's key is unreadable"
-    func extras(for prepared: PreparedCampaign, target: DeliveryTarget) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
+    func extras(for prepared: PreparedCampaign, target: DeliveryTarget, sealing fields: [UInt8]?) -> Result<(replyToken: String?, sealed: SealedEnvelope?), CampaignProblem> {
         target.deliveryID % 2 == 0 ? .failure(CampaignProblem(Self.reason)) : .success((nil, nil))
     }
 }

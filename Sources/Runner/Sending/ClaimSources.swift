@@ -51,7 +51,9 @@ struct CampaignClaims: ClaimSource {
                                        excludingApps: apps)
         }
         snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty, slicesBefore: slicesBefore)
-        var items = answer.deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
+        var deliveries = answer.deliveries
+        try await Self.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db)
+        var items = deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
         if prepared.campaign.pace != nil, !items.isEmpty {
             // The slots are taken once the rows are: none is spent on a row another run holds.
             let (campaigns, count) = (campaigns, items.count)
@@ -63,8 +65,23 @@ struct CampaignClaims: ClaimSource {
         return ClaimBatch(items: items, end: answer.end, status: answer.status, runGone: answer.runGone)
     }
 
+    /// Gives each delivery its values of the variables the campaign's
+    /// templates name (one statement a batch; none without templates).
+    static func readPersonalValues(_ deliveries: inout [ClaimedDelivery], prepared: PreparedCampaign,
+                                   ledger: DeliveryLedger, db: DatabaseRetry) async throws {
+        let variables = prepared.builder.variables
+        guard !variables.isEmpty, !deliveries.isEmpty else { return }
+        let (campaign, ids) = (prepared.campaign.id, deliveries.map(\.target.deliveryID))
+        let values = try await db("read the recipients' data") {
+            try await ledger.personalValues(campaign: campaign, deliveries: ids, variables: variables)
+        }
+        for i in deliveries.indices {
+            deliveries[i].target.personal = values[deliveries[i].target.deliveryID]
+        }
+    }
+
     /// Sealed fields cost about 130 µs of CPU a notification: built on every core.
-    var buildsOffLoop: Bool { prepared.builder.sensitiveJSON != nil }
+    var buildsOffLoop: Bool { prepared.builder.seals }
 
     /// A paced campaign holds only the next seconds of its slots: a pause
     /// is honoured within them, and a killed worker loses no more.
@@ -88,14 +105,25 @@ struct CampaignClaims: ClaimSource {
     /// token and sealed fields) and headers, as a run and a test send build it.
     static func notification(prepared: PreparedCampaign, target: DeliveryTarget, apps: AppRoutes,
                              personalizer: any DeliveryPersonalizer) -> Result<APNsNotification, CampaignProblem> {
-        personalizer.extras(for: prepared, target: target).map { extras in
-            let payload = prepared.builder.payload(for: target, replyToken: extras.replyToken, sealed: extras.sealed)
+        let parts: PayloadBuilder.Parts
+        do {
+            parts = try prepared.builder.parts(for: target)
+        } catch {
+            return .failure(CampaignProblem(error.description))
+        }
+        return personalizer.extras(for: prepared, target: target, sealing: parts.sensitive).flatMap { extras in
+            let payload = prepared.builder.payload(parts, for: target, replyToken: extras.replyToken, sealed: extras.sealed)
+            // Only a template's text can make one device's payload larger
+            // than the campaign's checked bound: that device alone is skipped.
+            guard payload.count <= PayloadBuilder.maxBytes else {
+                return .failure(CampaignProblem(PayloadBuilder.tooLarge(payload.count)))
+            }
             let headers = prepared.builder.headers(for: target, topic: apps.topic(app: target.app))
-            return APNsNotification(
+            return .success(APNsNotification(
                 deviceToken: target.deviceToken, environment: target.environment,
                 pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
                 collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload,
-                credential: apps.credential(app: target.app, environment: target.environment))
+                credential: apps.credential(app: target.app, environment: target.environment)))
         }
     }
 
