@@ -292,3 +292,56 @@ struct ApprovalAuthorityTests {
         }
     }
 }
+
+extension ApprovalAuthorityTests {
+    /// A campaign to its own recipients (Sql/0037): a change to the list or
+    /// to anyone's data withdraws its approval, whatever statement made it,
+    /// and leaves the other campaigns' alone.
+    @Test func aChangeToTheRecipientsOrTheirDataWithdrawsTheApproval() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 10))
+            try await client.exec("UPDATE settings SET require_approval = true")
+            try await Self.withRole(["herald_marketer"], client) { alice in
+                try await Self.withRole(["herald_marketer", "herald_approver"], client) { bob in
+                    let sale = try await Self.campaign(client, "Sale", author: alice)
+                    let other = try await Self.campaign(client, "Other", author: alice)
+                    #expect(try await Self.attempt(client, as: alice, """
+                        UPDATE campaigns SET audience = 'recipients', segment_id = NULL WHERE id = \(sale);
+                        INSERT INTO campaign_recipients (campaign_id, external_id, data)
+                        SELECT \(sale), 'u' || n, jsonb_build_object('points', n * 100) FROM generate_series(1, 5) n
+                        """) == nil)
+                    func approveBoth() async throws {
+                        for id in [sale, other] where try await !Self.approved(client, id) {
+                            #expect(try await Self.attempt(client, as: bob, "SELECT herald_approve(\(id))") == nil)
+                        }
+                    }
+                    try await approveBoth()
+                    let edits: [(String, String)] = [
+                        ("a recipient added", "INSERT INTO campaign_recipients (campaign_id, external_id) VALUES (\(sale), 'u6')"),
+                        ("a recipient's data", "UPDATE campaign_recipients SET data = '{\"points\": 1}' WHERE campaign_id = \(sale) AND external_id = 'u1'"),
+                        ("a recipient taken away", "DELETE FROM campaign_recipients WHERE campaign_id = \(sale) AND external_id = 'u2'"),
+                        ("the list emptied", "TRUNCATE campaign_recipients"),
+                    ]
+                    for (what, sql) in edits {
+                        let refusal = try await Self.attempt(client, as: alice, sql)
+                        #expect(refusal == nil, "\(what): \(refusal?.text ?? "")")
+                        #expect(try await !Self.approved(client, sale), "\(what) kept the approval")
+                        #expect(try await Self.approved(client, other), "\(what) withdrew a campaign without recipients")
+                        #expect(try await client.scalar(
+                            "SELECT reason FROM campaign_approvals WHERE campaign_id = \(sale) AND action = 'withdrawn' ORDER BY id DESC LIMIT 1",
+                            as: String.self) == "changed: recipients")
+                        try await approveBoth()
+                    }
+                    // The audience itself is classified: a change withdraws.
+                    #expect(try await Self.attempt(client, as: alice, "UPDATE campaigns SET audience = 'segment' WHERE id = \(sale)") == nil)
+                    #expect(try await !Self.approved(client, sale))
+                    // A series reaches a segment: a list is for one campaign.
+                    let refusal = try await Self.attempt(client, as: alice,
+                        "UPDATE campaigns SET audience = 'recipients', repeat_unit = 'day' WHERE id = \(other)")
+                    #expect(refusal?.text.contains("only a one-off campaign may reach a recipients list") == true, "\(refusal?.text ?? "taken")")
+                }
+            }
+        }
+    }
+}
