@@ -967,6 +967,57 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_pool_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_pool_approval_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_pools text[];
+    v_id bigint;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(DISTINCT pool) INTO v_pools FROM new_rows;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT array_agg(DISTINCT pool) INTO v_pools FROM old_rows;
+    END IF;
+    FOR v_id IN
+        SELECT c.id FROM campaigns c
+        WHERE c.approved_at IS NOT NULL AND c.status IN ('draft', 'scheduled', 'running', 'paused')
+          AND c.code_pool IS NOT NULL
+          AND CASE WHEN TG_OP = 'TRUNCATE' THEN true ELSE c.code_pool = ANY (v_pools) END
+        ORDER BY c.id
+    LOOP
+        PERFORM herald_clear_approval(v_id, 'changed: code pool ' || (SELECT code_pool FROM campaigns WHERE id = v_id));
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+--
+-- Name: herald_pool_code_changed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_pool_code_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_id bigint;
+BEGIN
+    FOR v_id IN
+        SELECT c.id FROM campaigns c
+        WHERE c.approved_at IS NOT NULL AND c.status IN ('draft', 'scheduled', 'running', 'paused')
+          AND c.code_pool = NEW.pool
+        ORDER BY c.id
+    LOOP
+        PERFORM herald_clear_approval(v_id, 'changed: code pool ' || NEW.pool);
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_quiet_until(text, timestamp with time zone, time without time zone, time without time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1704,6 +1755,7 @@ CREATE TABLE public.campaigns (
     attribution_window interval DEFAULT '7 days'::interval NOT NULL,
     apps text[],
     audience text DEFAULT 'segment'::text NOT NULL,
+    code_pool text,
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
     CONSTRAINT "campaign audience must be segment or recipients" CHECK ((audience = ANY (ARRAY['segment'::text, 'recipients'::text]))),
@@ -2088,6 +2140,101 @@ CREATE VIEW analyst.campaign_status_changes AS
      JOIN public.campaigns c ON ((c.id = h.campaign_id)));
 
 --
+-- Name: code_pools; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.code_pools (
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "code pool name: 1 to 100 characters, no spaces" CHECK ((name ~ '^[A-Za-z0-9_.:-]{1,100}$'::text))
+);
+
+--
+-- Name: pool_codes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.pool_codes (
+    pool text NOT NULL,
+    code text NOT NULL,
+    campaign_id bigint,
+    user_id bigint,
+    drawn_at timestamp with time zone,
+    CONSTRAINT "a code is 1 to 200 characters" CHECK (((length(code) >= 1) AND (length(code) <= 200))),
+    CONSTRAINT "a drawn code names its campaign, user and time" CHECK ((((campaign_id IS NULL) = (user_id IS NULL)) AND ((campaign_id IS NULL) = (drawn_at IS NULL))))
+);
+
+--
+-- Name: code_pools; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.code_pools AS
+ SELECT p.name AS pool,
+    count(pc.code) AS codes,
+    count(pc.campaign_id) AS drawn,
+    (count(pc.code) - count(pc.campaign_id)) AS remaining
+   FROM (public.code_pools p
+     LEFT JOIN public.pool_codes pc ON ((pc.pool = p.name)))
+  GROUP BY p.name;
+
+--
+-- Name: conversions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.conversions (
+    id bigint NOT NULL,
+    user_id bigint NOT NULL,
+    event text NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    amount numeric(14,2),
+    currency text,
+    idempotency_key text NOT NULL,
+    source text DEFAULT 'sql'::text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    code text,
+    CONSTRAINT "conversion currency: ISO 4217 such as EUR, with an amount" CHECK ((((currency IS NULL) OR (currency ~ '^[A-Z]{3}$'::text)) AND ((currency IS NULL) OR (amount IS NOT NULL)))),
+    CONSTRAINT "conversion event: 1 to 100 characters, no spaces" CHECK ((event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
+    CONSTRAINT "conversion idempotency_key: 1 to 200 characters" CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200)))
+);
+
+--
+-- Name: users; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.users (
+    id bigint NOT NULL,
+    external_id text NOT NULL,
+    locale text DEFAULT 'en'::text NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    opted_out_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "user attributes must be a JSON object" CHECK ((jsonb_typeof(attributes) = 'object'::text)),
+    CONSTRAINT "user time_zone must be a known zone name, e.g. Europe/Paris" CHECK (public.herald_is_time_zone(time_zone))
+);
+
+--
+-- Name: codes_given; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.codes_given AS
+ SELECT pc.campaign_id,
+    c.name AS campaign,
+    pc.pool,
+    pc.code,
+    u.external_id AS user_external_id,
+    pc.drawn_at,
+    ( SELECT count(*) AS count
+           FROM public.conversions v
+          WHERE ((v.user_id = pc.user_id) AND (v.code = pc.code))) AS conversions,
+    ( SELECT sum(v.amount) AS sum
+           FROM public.conversions v
+          WHERE ((v.user_id = pc.user_id) AND (v.code = pc.code))) AS amount
+   FROM ((public.pool_codes pc
+     JOIN public.campaigns c ON ((c.id = pc.campaign_id)))
+     JOIN public.users u ON ((u.id = pc.user_id)))
+  WHERE (pc.campaign_id IS NOT NULL);
+
+--
 -- Name: config_refreshes; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2210,22 +2357,6 @@ CREATE VIEW analyst.delivery_problems AS
   GROUP BY p.campaign_id, p.status, p.reason;
 
 --
--- Name: users; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.users (
-    id bigint NOT NULL,
-    external_id text NOT NULL,
-    locale text DEFAULT 'en'::text NOT NULL,
-    time_zone text DEFAULT 'UTC'::text NOT NULL,
-    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
-    opted_out_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT "user attributes must be a JSON object" CHECK ((jsonb_typeof(attributes) = 'object'::text)),
-    CONSTRAINT "user time_zone must be a known zone name, e.g. Europe/Paris" CHECK (public.herald_is_time_zone(time_zone))
-);
-
---
 -- Name: feedback_text; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2241,25 +2372,6 @@ CREATE VIEW analyst.feedback_text AS
      JOIN public.campaigns c ON ((c.id = r.campaign_id)))
      JOIN public.users u ON ((u.id = r.user_id)))
   WHERE ((r.text IS NOT NULL) AND (r.delivery_kind = 'campaign'::text));
-
---
--- Name: conversions; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.conversions (
-    id bigint NOT NULL,
-    user_id bigint NOT NULL,
-    event text NOT NULL,
-    occurred_at timestamp with time zone NOT NULL,
-    amount numeric(14,2),
-    currency text,
-    idempotency_key text NOT NULL,
-    source text DEFAULT 'sql'::text NOT NULL,
-    received_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT "conversion currency: ISO 4217 such as EUR, with an amount" CHECK ((((currency IS NULL) OR (currency ~ '^[A-Z]{3}$'::text)) AND ((currency IS NULL) OR (amount IS NOT NULL)))),
-    CONSTRAINT "conversion event: 1 to 100 characters, no spaces" CHECK ((event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
-    CONSTRAINT "conversion idempotency_key: 1 to 200 characters" CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200)))
-);
 
 --
 -- Name: pruned_lift_assignments; Type: TABLE; Schema: public; Owner: -
@@ -3483,6 +3595,13 @@ ALTER TABLE ONLY public.category_actions
     ADD CONSTRAINT category_actions_pkey PRIMARY KEY (category_id, action_id);
 
 --
+-- Name: code_pools code_pools_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.code_pools
+    ADD CONSTRAINT code_pools_pkey PRIMARY KEY (name);
+
+--
 -- Name: config_documents config_documents_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3516,6 +3635,13 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_token_key UNIQUE (token);
+
+--
+-- Name: pool_codes pool_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pool_codes
+    ADD CONSTRAINT pool_codes_pkey PRIMARY KEY (pool, code);
 
 --
 -- Name: pruned_answered_deliveries pruned_answered_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3770,6 +3896,18 @@ CREATE INDEX devices_app ON public.devices USING btree (app) WHERE (app <> 'defa
 --
 
 CREATE INDEX devices_user ON public.devices USING btree (user_id);
+
+--
+-- Name: pool_codes_free; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX pool_codes_free ON public.pool_codes USING btree (pool, code) WHERE (campaign_id IS NULL);
+
+--
+-- Name: pool_codes_one_per_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX pool_codes_one_per_user ON public.pool_codes USING btree (campaign_id, user_id) WHERE (campaign_id IS NOT NULL);
 
 --
 -- Name: pruned_answered_deliveries_campaign; Type: INDEX; Schema: public; Owner: -
@@ -4075,6 +4213,30 @@ CREATE TRIGGER deliveries_keep_replies AFTER DELETE ON public.deliveries FOR EAC
 CREATE TRIGGER devices_deleted_deliveries AFTER DELETE ON public.devices REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_device_deleted();
 
 --
+-- Name: pool_codes pool_codes_code_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pool_codes_code_changed AFTER UPDATE OF code ON public.pool_codes FOR EACH ROW WHEN ((old.code IS DISTINCT FROM new.code)) EXECUTE FUNCTION public.herald_pool_code_changed();
+
+--
+-- Name: pool_codes pool_codes_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pool_codes_deleted AFTER DELETE ON public.pool_codes REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_pool_approval_guard();
+
+--
+-- Name: pool_codes pool_codes_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pool_codes_inserted AFTER INSERT ON public.pool_codes REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_pool_approval_guard();
+
+--
+-- Name: pool_codes pool_codes_truncated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pool_codes_truncated AFTER TRUNCATE ON public.pool_codes FOR EACH STATEMENT EXECUTE FUNCTION public.herald_pool_approval_guard();
+
+--
 -- Name: replies replies_added_delivery; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4160,6 +4322,13 @@ ALTER TABLE ONLY public.campaigns
     ADD CONSTRAINT campaigns_category_id_fkey FOREIGN KEY (category_id) REFERENCES public.categories(id);
 
 --
+-- Name: campaigns campaigns_code_pool_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaigns
+    ADD CONSTRAINT campaigns_code_pool_fkey FOREIGN KEY (code_pool) REFERENCES public.code_pools(name);
+
+--
 -- Name: campaigns campaigns_segment_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4214,6 +4383,13 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: pool_codes pool_codes_pool_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.pool_codes
+    ADD CONSTRAINT pool_codes_pool_fkey FOREIGN KEY (pool) REFERENCES public.code_pools(name) ON DELETE CASCADE;
 
 --
 -- Name: pruned_answered_deliveries pruned_answered_deliveries_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -116,6 +116,8 @@ public struct Campaign: Sendable, Hashable {
     public var sound: String?
     public var quietHours: Bool
     public var frequencyCapped: Bool
+    /// The pool its `{{ code }}` draws from (Sql/0038; nil: none).
+    public var codePool: String?
     /// The campaign's A/B variants in name order (the first is the
     /// baseline); empty when it has none.
     public var variants: [CampaignVariant]

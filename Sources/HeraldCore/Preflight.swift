@@ -29,6 +29,9 @@ public struct PreparedCampaign: Sendable {
         }
         if let problem = campaign.variantProblem { throw problem }
         builder = try PayloadBuilder(campaign: campaign)
+        if builder.variables.contains(.code), campaign.codePool == nil {
+            throw CampaignProblem("its templates give {{ code }} but it draws from no pool: UPDATE campaigns SET code_pool = '<pool>' WHERE id = \(campaign.id);")
+        }
         let variants: [String?] = campaign.variants.isEmpty ? [nil] : campaign.variants.map(\.name)
         for variant in variants {
             for (locale, bytes) in builder.largestPayloads(variant: variant) where bytes > PayloadBuilder.maxBytes {

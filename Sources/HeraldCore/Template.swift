@@ -24,6 +24,8 @@ public struct Template: Sendable, Hashable {
     public struct Variable: Sendable, Hashable, CustomStringConvertible {
         public enum Root: String, Sendable, CaseIterable {
             case user, device, campaign, recipient
+            /// The code the user drew from the campaign's pool (no path).
+            case code
         }
 
         public var root: Root
@@ -35,6 +37,9 @@ public struct Template: Sendable, Hashable {
         }
 
         public var description: String { ([root.rawValue] + path).joined(separator: ".") }
+
+        /// `{{ code }}`: the user's code from the campaign's pool.
+        public static let code = Variable(root: .code, path: [])
     }
 
     public enum DateStyle: String, Sendable, Hashable, CaseIterable {
@@ -117,7 +122,10 @@ extension Template.Output {
                 value = formatted
             }
         }
-        guard let value else { throw TemplateMiss(variable: variable, why: "has no value and no default") }
+        guard let value else {
+            throw TemplateMiss(variable: variable, why: variable.root == .code
+                               ? "none left: the campaign's code pool is used up" : "has no value and no default")
+        }
         return value
     }
 }
@@ -277,7 +285,7 @@ struct TemplateParser {
             throw fail("expected a variable such as user.first_name, found \(i < chars.count ? "\"\(chars[i])\"" : "the end")")
         }
         guard let root = Template.Variable.Root(rawValue: parts[0]) else {
-            throw fail("unknown variable \"\(parts.joined(separator: "."))\": a variable starts with user., device., campaign. or recipient.")
+            throw fail("unknown variable \"\(parts.joined(separator: "."))\": a variable starts with user., device., campaign. or recipient., or is code")
         }
         let path = Array(parts.dropFirst())
         let variable = Template.Variable(root: root, path: path)
@@ -290,6 +298,8 @@ struct TemplateParser {
             }
         case .campaign:
             guard path == ["name"] else { throw fail("unknown variable \"\(variable)\": campaign has name") }
+        case .code:
+            guard path.isEmpty else { throw fail("\"code\" is the user's code itself, with no field") }
         }
         return variable
     }

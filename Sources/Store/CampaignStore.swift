@@ -153,7 +153,8 @@ public struct CampaignStore: Sendable {
                    c.rate_per_minute, extract(epoch FROM c.finish_within)::float8,
                    c.series_id, c.occurrence,
                    CASE WHEN p.on_segment_entry THEN p.id WHEN c.on_segment_entry THEN c.id END,
-                   extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8
+                   extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8,
+                   c.code_pool
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             LEFT JOIN campaigns p ON p.id = c.series_id
             WHERE c.id = \(id)
@@ -193,6 +194,7 @@ public struct CampaignStore: Sendable {
                 frequencyCapped: try r[20].decode(Bool.self))
             let rule = try JSONDecoder().decode(JSONValue.self, from: Data(try r[22].decode(String.self).utf8))
             var paced = campaign
+            paced.codePool = try r[29].decode(String?.self)
             if let rate = try r[23].decode(Int32?.self) {
                 paced.pace = .perMinute(Int(rate))
             } else if let seconds = try r[24].decode(Double?.self) {

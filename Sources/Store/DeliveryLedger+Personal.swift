@@ -7,6 +7,8 @@ extension DeliveryLedger {
     /// its device, and the campaign's recipient data; one statement for a
     /// claimed batch. The values of `campaign.name` and `device.locale` are
     /// the builder's own, and come back nil.
+    /// A code not drawn yet reads as `undrawnCode` (a dry run, a preview);
+    /// a test send's delivery always reads it, and never draws one.
     public func personalValues(campaign: Int64, deliveries ids: [Int64],
                                variables: [Template.Variable]) async throws -> [Int64: PersonalValues] {
         guard !ids.isEmpty else { return [:] }
@@ -16,6 +18,7 @@ extension DeliveryLedger {
         // Identifiers come from code; every key a marketer wrote is a bind.
         var columns: [String] = []
         var recipients = false
+        var codes = false
         for v in variables {
             switch (v.root, v.path) {
             case (.campaign, _), (.device, ["locale"]):
@@ -33,6 +36,9 @@ extension DeliveryLedger {
                 binds.append(path)
                 columns.append("r.data #>> $\(binds.count)::text[]")
                 recipients = true
+            case (.code, _):
+                columns.append("CASE WHEN d.kind = 'test' THEN '\(Self.undrawnCode)' ELSE coalesce(pc.code, CASE WHEN d.status = 'queued' THEN '\(Self.undrawnCode)' END) END")
+                codes = true
             }
         }
         let sql = """
@@ -41,6 +47,7 @@ extension DeliveryLedger {
             JOIN users u ON u.id = d.user_id
             JOIN devices dv ON dv.id = d.device_id
             \(recipients ? "LEFT JOIN campaign_recipients r ON r.campaign_id = d.campaign_id AND r.external_id = u.external_id" : "")
+            \(codes ? "LEFT JOIN pool_codes pc ON pc.campaign_id = d.campaign_id AND pc.user_id = d.user_id" : "")
             WHERE d.campaign_id = $2 AND d.id = ANY ($1::int8[])
             """
         var out: [Int64: PersonalValues] = [:]
@@ -55,5 +62,65 @@ extension DeliveryLedger {
             out[id] = PersonalValues(values: values, timeZone: zone)
         }
         return out
+    }
+
+    /// What `{{ code }}` reads before a code is drawn: in a dry run, a
+    /// preview and a test send, which never draw one.
+    public static let undrawnCode = "CODE-DRAWN-AT-SEND"
+
+    /// Draws a code from the campaign's pool for each user of these claimed
+    /// deliveries that has none yet (Sql/0038): the oldest free codes in
+    /// order, each to one user. A user whose code another worker is drawing
+    /// at once, or whose free codes another worker holds for a moment, is
+    /// drawn again; a user left without one when the pool has no free code
+    /// is skipped by the run ("none left").
+    public func drawCodes(campaign: Int64, deliveries ids: [Int64]) async throws {
+        guard !ids.isEmpty else { return }
+        for _ in 0..<50 {
+            let need: Int64, drew: Int64
+            do {
+                (need, drew) = try await drawOnce(campaign: campaign, deliveries: ids)
+            } catch where StoreError.sqlState(of: error) == "23505" {
+                continue  // the same user drawn by another worker at once: read again
+            }
+            if drew == need { return }
+            if drew == 0 {
+                let free = try await client.query("""
+                    SELECT EXISTS (SELECT 1 FROM pool_codes pc
+                                   WHERE pc.pool = (SELECT code_pool FROM campaigns WHERE id = \(campaign)) AND pc.campaign_id IS NULL)
+                    """, logger: logger).decode(Bool.self)
+                var any = false
+                for try await f in free { any = f }
+                if !any { return }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    private func drawOnce(campaign: Int64, deliveries ids: [Int64]) async throws -> (need: Int64, drew: Int64) {
+        let rows = try await client.query("""
+            WITH need AS (
+                SELECT DISTINCT d.user_id FROM deliveries d
+                WHERE d.campaign_id = \(campaign) AND d.id = ANY (\(ids)::int8[]) AND d.kind = 'campaign'
+                  AND NOT EXISTS (SELECT 1 FROM pool_codes pc WHERE pc.campaign_id = \(campaign) AND pc.user_id = d.user_id)
+            ), numbered AS (
+                SELECT user_id, row_number() OVER (ORDER BY user_id) AS n FROM need
+            ), free AS (
+                SELECT pc.pool, pc.code FROM pool_codes pc
+                WHERE pc.pool = (SELECT code_pool FROM campaigns WHERE id = \(campaign)) AND pc.campaign_id IS NULL
+                ORDER BY pc.code LIMIT (SELECT count(*) FROM need)
+                FOR UPDATE SKIP LOCKED
+            ), picked AS (
+                SELECT pool, code, row_number() OVER (ORDER BY code) AS n FROM free
+            ), drawn AS (
+                UPDATE pool_codes pc SET campaign_id = \(campaign), user_id = nb.user_id, drawn_at = now()
+                FROM picked p JOIN numbered nb USING (n)
+                WHERE pc.pool = p.pool AND pc.code = p.code AND pc.campaign_id IS NULL
+                RETURNING pc.user_id
+            )
+            SELECT (SELECT count(*) FROM need)::int8, (SELECT count(*) FROM drawn)::int8
+            """, logger: logger)
+        for try await (need, drew) in rows.decode((Int64, Int64).self) { return (need, drew) }
+        return (0, 0)
     }
 }

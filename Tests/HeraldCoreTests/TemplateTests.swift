@@ -58,7 +58,7 @@ struct TemplateTests {
     /// Each parse error names its line and column and what is wrong.
     @Test(arguments: [
         ("Hi {{ user.first_name ", 1, 4, "\"{{\" is never closed with \"}}\""),
-        ("Hi {{ first_name }}", 1, 7, "unknown variable \"first_name\": a variable starts with user., device., campaign. or recipient."),
+        ("Hi {{ first_name }}", 1, 7, "unknown variable \"first_name\": a variable starts with user., device., campaign. or recipient., or is code"),
         ("Hi\n  {{ user.name | shout }}", 2, 18, "unknown filter \"shout\": use default, upcase, downcase, capitalize, truncate, number, money or date"),
         ("{{ user }}", 1, 4, "\"user\" needs a field, such as user.first_name"),
         ("{{ device.model }}", 1, 4, "unknown variable \"device.model\": device has locale, app_version and time_zone"),
@@ -139,7 +139,7 @@ struct TemplateTests {
         }
         c = Self.personal
         c.custom = ["deep": .array([.string("{{ nope }}")])]
-        #expect(throws: CampaignProblem("custom.deep[0]: template line 1, column 4: unknown variable \"nope\": a variable starts with user., device., campaign. or recipient.")) {
+        #expect(throws: CampaignProblem("custom.deep[0]: template line 1, column 4: unknown variable \"nope\": a variable starts with user., device., campaign. or recipient., or is code")) {
             try PayloadBuilder(campaign: c)
         }
     }

@@ -1,4 +1,5 @@
 import APNs
+import ExtensionKit
 import Foundation
 import HeraldCore
 import Runner
@@ -98,6 +99,68 @@ struct PersonalRunTests {
                 #expect(try await client.scalar("SELECT failure_reason FROM campaigns WHERE name = 'Points week'", as: String.self)
                         == "content.fr.body: template line 2, column 23: unknown filter \"shout\": use default, upcase, downcase, capitalize, truncate, number, money or date")
                 #expect(try await client.scalar("SELECT status FROM campaigns WHERE name = 'Plain'", as: String.self) == "completed")
+            }
+        }
+    }
+
+    /// The key of the fixture's sealed-envelope vectors: every device here
+    /// has its public half, so the test opens what each device would.
+    static let devicePrivateKey = "cJrAnNHJhDn2fv+Ykh6LsKej5no0OP0J3N3GHk+O7EA="
+    static let devicePublicKey = "auYyK/2a0xkuiQUaAZhUtXUoa9++6wkcfSdWJjLLkUc="
+
+    @Test func eachUserDrawsOneCodeForAllTheirDevicesAndAnEmptyPoolSkipsTheRest() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 30))
+            try await client.exec("""
+                INSERT INTO devices (user_id, token, environment, app_version)
+                SELECT id, lpad(to_hex(id + 4096), 64, '0'), 'production', '2.1' FROM users WHERE id <= 5;
+                UPDATE devices SET public_key = '\(Self.devicePublicKey)', key_id = 'k' || id;
+                INSERT INTO code_pools (name) VALUES ('autumn');
+                INSERT INTO pool_codes (pool, code) SELECT 'autumn', 'C' || lpad(n::text, 3, '0') FROM generate_series(1, 28) n;
+                INSERT INTO campaigns (name, kind, status, content, category_id, sensitive, code_pool, expires_at, quiet_hours, frequency_capped)
+                VALUES ('Coupons', 'flash_sale', 'scheduled', '{"en": {"title": "Your code", "body": "Open to see it"}}',
+                        'flash_sale.v1', '{"coupon": "{{ code }}", "who": "{{ user.external_id }}"}', 'autumn',
+                        now() + interval '1 hour', false, false);
+                """)
+            try await withSimulator { sim in
+                let summary = try await sendRun(client, apns: sim.clientConfiguration)
+                #expect(summary.figures.targeted == 35)
+                let accepted = await sim.simulator.accepted
+                let opener = EnvelopeOpener(privateKey: try .init(rawRepresentation: try #require(Data(base64Encoded: Self.devicePrivateKey))))
+                var codeOf: [String: String] = [:]
+                var usersOf: [String: Set<String>] = [:]
+                for n in accepted {
+                    let notification = try HeraldNotification(json: Data(n.payload))
+                    let fields = try #require(try opener.sealedFields(in: notification))
+                    let user = try #require(fields["who"]), code = try #require(fields["coupon"])
+                    #expect(codeOf[user] == nil || codeOf[user] == code, "\(user) got two codes")
+                    codeOf[user] = code
+                    usersOf[code, default: []].insert(user)
+                }
+                // 28 users got one code each, on every one of their devices; two found the pool used up.
+                #expect(codeOf.count == 28)
+                #expect(usersOf.values.allSatisfy { $0.count == 1 })
+                #expect(Set(codeOf.values) == Set((1...28).map { "C" + String(format: "%03d", $0) }))
+                let skipped = try await client.query("""
+                    SELECT u.external_id, d.last_error FROM deliveries d JOIN users u ON u.id = d.user_id WHERE d.status = 'skipped'
+                    """, logger: TestDatabase.logger).decode((String, String).self)
+                var skippedUsers = Set<String>()
+                for try await (user, reason) in skipped {
+                    #expect(reason == "code none left: the campaign's code pool is used up")
+                    skippedUsers.insert(user)
+                }
+                #expect(skippedUsers.count == 2)
+                #expect(skippedUsers.isDisjoint(with: codeOf.keys))
+                #expect(accepted.count == 35 - (try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'skipped'", as: Int64.self) ?? 0))
+                // Analysts see who got which code, as the devices did.
+                var given: [String: String] = [:]
+                for try await (user, code) in try await client.query(
+                    "SELECT user_external_id, code FROM analyst.codes_given", logger: TestDatabase.logger).decode((String, String).self) {
+                    given[user] = code
+                }
+                #expect(given == codeOf)
+                #expect(try await client.scalar("SELECT remaining FROM analyst.code_pools WHERE pool = 'autumn'", as: Int64.self) == 0)
             }
         }
     }

@@ -52,7 +52,7 @@ struct CampaignClaims: ClaimSource {
         }
         snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty, slicesBefore: slicesBefore)
         var deliveries = answer.deliveries
-        try await Self.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db)
+        try await Self.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db, drawCodes: true)
         var items = deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
         if prepared.campaign.pace != nil, !items.isEmpty {
             // The slots are taken once the rows are: none is spent on a row another run holds.
@@ -67,11 +67,16 @@ struct CampaignClaims: ClaimSource {
 
     /// Gives each delivery its values of the variables the campaign's
     /// templates name (one statement a batch; none without templates).
+    /// `drawCodes`: the claimed deliveries of a run draw their users' codes
+    /// first (a dry run and a test send read a sample in their place).
     static func readPersonalValues(_ deliveries: inout [ClaimedDelivery], prepared: PreparedCampaign,
-                                   ledger: DeliveryLedger, db: DatabaseRetry) async throws {
+                                   ledger: DeliveryLedger, db: DatabaseRetry, drawCodes: Bool = false) async throws {
         let variables = prepared.builder.variables
         guard !variables.isEmpty, !deliveries.isEmpty else { return }
         let (campaign, ids) = (prepared.campaign.id, deliveries.map(\.target.deliveryID))
+        if drawCodes, variables.contains(.code) {
+            try await db("draw codes from the campaign's pool") { try await ledger.drawCodes(campaign: campaign, deliveries: ids) }
+        }
         let values = try await db("read the recipients' data") {
             try await ledger.personalValues(campaign: campaign, deliveries: ids, variables: variables)
         }
