@@ -299,7 +299,7 @@ public struct PayloadBuilder: Sendable {
     }
 
     /// An envelope of the size `count` bytes of plaintext seal to, with the longest key id.
-    static func envelope(sealing count: Int) -> SealedEnvelope {
+    public static func envelope(sealing count: Int) -> SealedEnvelope {
         let ctBytes = count + HeraldUserInfo.tagByteCount
         return SealedEnvelope(
             v: 1, kid: String(repeating: "k", count: DeviceKeyLimits.maxKeyIDBytes),

@@ -48,6 +48,9 @@ public struct CampaignPreview: Sendable {
     /// Why a run would not send it; empty when it could go out.
     public var problems: [String]
     public var notes: [String]
+    /// For a campaign whose texts hold templates: each device of the
+    /// audience rendered as a run would (nil: it has none).
+    public var personal: PersonalPreview?
 
     public var canGoOut: Bool { problems.isEmpty }
 
@@ -125,9 +128,18 @@ public struct CampaignPreview: Sendable {
             }
         }
 
-        // The audience, with the run's statement in a transaction rolled back.
+        // The audience, with the run's statement in a transaction rolled back
+        // (and, for templates, each of its devices rendered inside it).
         do {
-            preview.audience = try await stores.audience.previewSnapshot(due)
+            if let prepared, !prepared.builder.variables.isEmpty {
+                var personal = PersonalPreview()
+                preview.audience = try await stores.audience.previewSnapshot(due, variables: prepared.builder.variables) {
+                    personal.add($0, builder: prepared.builder)
+                }
+                preview.personal = personal
+            } else {
+                preview.audience = try await stores.audience.previewSnapshot(due)
+            }
         } catch let problem as CampaignProblem {
             if !preview.problems.contains(problem.message) { preview.problems.append(problem.message) }
         }
@@ -232,6 +244,9 @@ public struct CampaignPreview: Sendable {
         } else {
             lines.append("audience: cannot be selected")
         }
+        if let personal {
+            lines += personal.lines
+        }
         if let pace, let a = audience {
             let rate = pace.ratePerMinute(audience: a.queued)
             lines.append("pace: \(pace): \(a.queued) notifications take about \(CampaignPace.words(pace.duration(audience: a.queued))) at \(Int(rate)) a minute, spread evenly")
@@ -332,6 +347,8 @@ public struct CampaignPreview: Sendable {
         }
         w.raw(",\"series\":")
         if let series { w.string(series) } else { w.raw("null") }
+        w.raw(",\"personal\":")
+        if let personal { w.value(personal.json) } else { w.raw("null") }
         w.raw(",\"audience\":")
         if let a = audience {
             w.raw("{\"devices\":")
@@ -354,5 +371,78 @@ public struct CampaignPreview: Sendable {
         }
         w.raw("}\n")
         return w.bytes
+    }
+}
+
+/// Text made for each person, as a preview shows it: a few devices of each
+/// content locale with their own text, how many devices each skip reason
+/// would remove, and the largest payload made for one device.
+public struct PersonalPreview: Sendable {
+    public struct Sample: Sendable {
+        public var locale: String
+        public var user: String
+        public var title: String
+        public var body: String
+    }
+
+    /// Devices rendered (the would-be queued audience).
+    public var rendered = 0
+    /// Up to `samplesPerLocale` per content locale, in the ledger's order.
+    public var samples: [Sample] = []
+    /// Skip reason (without the payload's own size) → devices.
+    public var skips: [String: Int] = [:]
+    public var largest: (bytes: Int, user: String)?
+    static let samplesPerLocale = 3
+
+    mutating func add(_ s: DeliveryLedger.PersonalSample, builder: PayloadBuilder) {
+        rendered += 1
+        let target = DeliveryTarget(deliveryID: s.deliveryID, deviceToken: String(repeating: "0", count: 64),
+                                    environment: .production, locale: s.locale, variant: s.variant, personal: s.values)
+        let parts: PayloadBuilder.Parts
+        do {
+            parts = try builder.parts(for: target)
+        } catch {
+            skips[error.description, default: 0] += 1
+            return
+        }
+        let sealed = parts.sensitive.map { PayloadBuilder.envelope(sealing: $0.count) }
+        let payload = builder.payload(parts, for: target, replyToken: String(repeating: "A", count: 22), sealed: sealed)
+        if payload.count > PayloadBuilder.maxBytes {
+            skips["its payload, made for it, is over \(PayloadBuilder.maxBytes) bytes", default: 0] += 1
+            return
+        }
+        if payload.count > largest?.bytes ?? 0 { largest = (payload.count, s.user) }
+        let locale = builder.campaign(variant: s.variant).contentLocale(for: s.locale)
+        guard samples.filter({ $0.locale == locale }).count < Self.samplesPerLocale,
+              let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+              let alert = (object["aps"] as? [String: Any])?["alert"] as? [String: Any] else { return }
+        samples.append(Sample(locale: locale, user: s.user, title: alert["title"] as? String ?? alert["title-loc-key"] as? String ?? "",
+                              body: alert["body"] as? String ?? alert["loc-key"] as? String ?? ""))
+    }
+
+    var lines: [String] {
+        var out = ["text made for each person: \(rendered) devices of the audience rendered as a run would"]
+        for s in samples.sorted(by: { $0.locale < $1.locale }) {
+            out.append("  \(s.locale), user \(s.user): \"\(s.title)\" / \"\(s.body)\"")
+        }
+        for (reason, n) in skips.sorted(by: { $0.value > $1.value || ($0.value == $1.value && $0.key < $1.key) }) {
+            out.append("  would skip \(n) device\(n == 1 ? "" : "s"): \(reason)")
+        }
+        if let largest {
+            out.append("  largest payload made for one device: \(largest.bytes) of \(PayloadBuilder.maxBytes) bytes (user \(largest.user))")
+        }
+        return out
+    }
+
+    var json: JSONValue {
+        .object([
+            "rendered": .int(Int64(rendered)),
+            "samples": .array(samples.map {
+                .object(["locale": .string($0.locale), "user": .string($0.user), "title": .string($0.title), "body": .string($0.body)])
+            }),
+            "skips": .object(skips.mapValues { .int(Int64($0)) }),
+            "largest_bytes": largest.map { .int(Int64($0.bytes)) } ?? .null,
+            "largest_user": largest.map { .string($0.user) } ?? .null,
+        ])
     }
 }

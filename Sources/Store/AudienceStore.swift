@@ -264,6 +264,34 @@ public struct AudienceStore: Sendable {
         }
     }
 
+    /// `previewSnapshot`, then each queued device of the would-be audience
+    /// with its values of `variables`, handed to `each` inside the same
+    /// rolled-back transaction (a preview of text made for each person).
+    public func previewSnapshot(_ due: DueCampaign, variables: [Template.Variable],
+                                each: (DeliveryLedger.PersonalSample) throws -> Void) async throws -> SnapshotResult {
+        let query = try Self.snapshotQuery(due)
+        let personal = DeliveryLedger.personalQuery(campaign: due.campaign.id, variables: variables, deliveries: nil)
+        let logger = self.logger
+        return try await client.withConnection { conn in
+            try await conn.query("BEGIN", logger: logger)
+            do {
+                let result = try await Self.insertAudience(query, on: conn, logger: logger)
+                for try await row in try await conn.query(personal, logger: logger) {
+                    var cells = RowCells(row)
+                    let (id, values) = try DeliveryLedger.personalRow(&cells, variables: variables)
+                    try each(DeliveryLedger.PersonalSample(
+                        deliveryID: id, locale: try cells.next(String.self), variant: try cells.next(String?.self),
+                        user: try cells.next(String.self), values: values))
+                }
+                try await conn.query("ROLLBACK", logger: logger)
+                return result
+            } catch {
+                _ = try? await conn.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
     private static func insertAudience(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> SnapshotResult {
         var result = SnapshotResult()
         for try await (n, q, s, d, k, f, h, names, devices, queued) in try await conn.query(query, logger: logger)

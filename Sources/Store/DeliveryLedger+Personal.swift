@@ -12,8 +12,23 @@ extension DeliveryLedger {
     public func personalValues(campaign: Int64, deliveries ids: [Int64],
                                variables: [Template.Variable]) async throws -> [Int64: PersonalValues] {
         guard !ids.isEmpty else { return [:] }
+        var out: [Int64: PersonalValues] = [:]
+        out.reserveCapacity(ids.count)
+        let query = Self.personalQuery(campaign: campaign, variables: variables, deliveries: ids)
+        for try await row in try await client.query(query, logger: logger) {
+            var cells = RowCells(row)
+            let (id, values) = try Self.personalRow(&cells, variables: variables)
+            out[id] = values
+        }
+        return out
+    }
+
+    /// The statement that reads the values: of `ids`, or (nil) of every
+    /// queued delivery of the campaign, with each one's locale, variant and
+    /// user (a preview, inside its rolled-back snapshot).
+    static func personalQuery(campaign: Int64, variables: [Template.Variable], deliveries ids: [Int64]?) -> PostgresQuery {
         var binds = PostgresBindings(capacity: 2 + variables.count)
-        binds.append(ids)
+        binds.append(ids ?? [])
         binds.append(campaign)
         // Identifiers come from code; every key a marketer wrote is a bind.
         var columns: [String] = []
@@ -42,26 +57,34 @@ extension DeliveryLedger {
             }
         }
         let sql = """
-            SELECT d.id, u.time_zone\(columns.map { ", " + $0 }.joined())
+            SELECT d.id, u.time_zone\(columns.map { ", " + $0 }.joined()), coalesce(dv.locale, u.locale), d.variant, u.external_id
             FROM deliveries d
             JOIN users u ON u.id = d.user_id
             JOIN devices dv ON dv.id = d.device_id
             \(recipients ? "LEFT JOIN campaign_recipients r ON r.campaign_id = d.campaign_id AND r.external_id = u.external_id" : "")
             \(codes ? "LEFT JOIN pool_codes pc ON pc.campaign_id = d.campaign_id AND pc.user_id = d.user_id" : "")
-            WHERE d.campaign_id = $2 AND d.id = ANY ($1::int8[])
+            WHERE d.campaign_id = $2
+              AND \(ids == nil ? "d.status = 'queued' AND d.kind = 'campaign'" : "d.id = ANY ($1::int8[])")
             """
-        var out: [Int64: PersonalValues] = [:]
-        out.reserveCapacity(ids.count)
-        for try await row in try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
-            var cells = RowCells(row)
-            let id = try cells.next(Int64.self)
-            let zone = try cells.next(String.self)
-            var values: [String?] = []
-            values.reserveCapacity(variables.count)
-            for _ in variables { values.append(try cells.next(String?.self)) }
-            out[id] = PersonalValues(values: values, timeZone: zone)
-        }
-        return out
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+
+    static func personalRow(_ cells: inout RowCells, variables: [Template.Variable]) throws -> (Int64, PersonalValues) {
+        let id = try cells.next(Int64.self)
+        let zone = try cells.next(String.self)
+        var values: [String?] = []
+        values.reserveCapacity(variables.count)
+        for _ in variables { values.append(try cells.next(String?.self)) }
+        return (id, PersonalValues(values: values, timeZone: zone))
+    }
+
+    /// One queued delivery as a preview renders it.
+    public struct PersonalSample: Sendable {
+        public var deliveryID: Int64
+        public var locale: String
+        public var variant: String?
+        public var user: String
+        public var values: PersonalValues
     }
 
     /// What `{{ code }}` reads before a code is drawn: in a dry run, a

@@ -164,4 +164,34 @@ struct PersonalRunTests {
             }
         }
     }
+
+    @Test func thePreviewRendersTheRealRecipientsAndCountsEachSkipReason() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 60))
+            try await client.exec(Self.setup)
+            let id = try #require(try await client.scalar("SELECT id FROM campaigns", as: Int64.self))
+            let preview = try await CampaignPreview.make(stores: RunStores(client: client, logger: TestDatabase.logger),
+                                                         campaign: id, topic: "com.example.app")
+            let personal = try #require(preview.personal)
+            #expect(preview.audience?.queued == 40)
+            #expect(personal.rendered == 40)
+            #expect(personal.skips == ["recipient.points has no value and no default": 1,
+                                       "its payload, made for it, is over 4096 bytes": 1])
+            // Three real recipients per content locale, with their own text.
+            #expect(personal.samples.filter { $0.locale == "en" }.count == 3)
+            #expect(personal.samples.filter { $0.locale == "fr" }.count == 3)
+            for s in personal.samples {
+                let n = try #require(Int(s.user.dropFirst()))
+                let name = n % 5 == 0 ? (s.locale == "fr" ? "Bonjour" : "there") : "Name\(n)"
+                #expect(s.title.hasPrefix("\(name), \(n)"), "\(s)")
+            }
+            let largest = try #require(personal.largest)
+            #expect(largest.bytes > 300 && largest.bytes < 4096)
+            #expect(preview.text.contains("would skip 1 device: recipient.points has no value and no default"))
+            #expect(preview.text.contains("largest payload made for one device: \(largest.bytes) of 4096 bytes"))
+            // Nothing was written: the ledger is empty, no code drawn.
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 0)
+        }
+    }
 }
