@@ -139,6 +139,30 @@ CREATE FUNCTION public.herald_are_public_keys(keys text[]) RETURNS boolean
 $$;
 
 --
+-- Name: herald_best_hours(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_best_hours() RETURNS TABLE(user_id bigint, hour integer, events bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH st AS (SELECT best_hour_days, best_hour_min_events FROM settings),
+    ev AS (
+        SELECT r.user_id, r.occurred_at AS at FROM replies r, st
+        WHERE r.occurred_at > now() - make_interval(days => st.best_hour_days)
+        UNION ALL
+        SELECT c.user_id, c.occurred_at FROM conversions c, st
+        WHERE c.occurred_at > now() - make_interval(days => st.best_hour_days)
+    )
+    -- The most frequent hour; a tie goes to the earlier hour.
+    SELECT ev.user_id, mode() WITHIN GROUP (ORDER BY extract(hour FROM ev.at AT TIME ZONE u.time_zone)::integer),
+           count(*)
+    FROM ev JOIN users u ON u.id = ev.user_id
+    GROUP BY ev.user_id
+    HAVING count(*) >= (SELECT best_hour_min_events FROM st)
+$$;
+
+--
 -- Name: herald_bucket10k(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -840,6 +864,18 @@ BEGIN
         ANALYZE deliveries;
     END IF;
 END $$;
+
+--
+-- Name: herald_next_local(text, timestamp with time zone, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_next_local(zone text, after timestamp with time zone, hour integer, minute integer) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN t >= after THEN t
+                ELSE (((after AT TIME ZONE zone)::date + 1) + make_time(hour, minute, 0)) AT TIME ZONE zone END
+    FROM (SELECT (((after AT TIME ZONE zone)::date) + make_time(hour, minute, 0)) AT TIME ZONE zone AS t) x
+$$;
 
 --
 -- Name: herald_occurrence(bigint, integer, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
@@ -1756,6 +1792,7 @@ CREATE TABLE public.campaigns (
     apps text[],
     audience text DEFAULT 'segment'::text NOT NULL,
     code_pool text,
+    best_hour boolean DEFAULT false NOT NULL,
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
     CONSTRAINT "campaign audience must be segment or recipients" CHECK ((audience = ANY (ARRAY['segment'::text, 'recipients'::text]))),
@@ -2042,6 +2079,34 @@ CREATE VIEW analyst.apps AS
 COMMENT ON VIEW analyst.apps IS 'each app: its devices, and its campaign deliveries sent, failed, delivered (a receipt or a reply) and replied to';
 
 --
+-- Name: users; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.users (
+    id bigint NOT NULL,
+    external_id text NOT NULL,
+    locale text DEFAULT 'en'::text NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
+    opted_out_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "user attributes must be a JSON object" CHECK ((jsonb_typeof(attributes) = 'object'::text)),
+    CONSTRAINT "user time_zone must be a known zone name, e.g. Europe/Paris" CHECK (public.herald_is_time_zone(time_zone))
+);
+
+--
+-- Name: best_hours; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.best_hours AS
+ SELECT u.external_id AS user_external_id,
+    u.time_zone,
+    b.hour AS best_hour,
+    b.events
+   FROM (public.herald_best_hours() b(user_id, hour, events)
+     JOIN public.users u ON ((u.id = b.user_id)));
+
+--
 -- Name: campaign_funnel; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2194,22 +2259,6 @@ CREATE TABLE public.conversions (
     CONSTRAINT "conversion currency: ISO 4217 such as EUR, with an amount" CHECK ((((currency IS NULL) OR (currency ~ '^[A-Z]{3}$'::text)) AND ((currency IS NULL) OR (amount IS NOT NULL)))),
     CONSTRAINT "conversion event: 1 to 100 characters, no spaces" CHECK ((event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
     CONSTRAINT "conversion idempotency_key: 1 to 200 characters" CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200)))
-);
-
---
--- Name: users; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.users (
-    id bigint NOT NULL,
-    external_id text NOT NULL,
-    locale text DEFAULT 'en'::text NOT NULL,
-    time_zone text DEFAULT 'UTC'::text NOT NULL,
-    attributes jsonb DEFAULT '{}'::jsonb NOT NULL,
-    opted_out_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT "user attributes must be a JSON object" CHECK ((jsonb_typeof(attributes) = 'object'::text)),
-    CONSTRAINT "user time_zone must be a known zone name, e.g. Europe/Paris" CHECK (public.herald_is_time_zone(time_zone))
 );
 
 --
@@ -2829,6 +2878,7 @@ CREATE TABLE public.campaign_variants (
     media_url text,
     media_type text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    best_hour boolean,
     CONSTRAINT "variant media_type goes with its media_url" CHECK (((media_type IS NULL) OR (media_url IS NOT NULL))),
     CONSTRAINT "variant media_type must be image, gif, audio or video" CHECK (((media_type IS NULL) OR (media_type = ANY (ARRAY['image'::text, 'gif'::text, 'audio'::text, 'video'::text])))),
     CONSTRAINT "variant name is 1 to 40 characters, no control characters" CHECK ((((char_length(name) >= 1) AND (char_length(name) <= 40)) AND (name !~ '[[:cntrl:]]'::text) AND (name = btrim(name)))),
@@ -3343,6 +3393,10 @@ CREATE TABLE public.settings (
     require_approval boolean DEFAULT false NOT NULL,
     control_group_pct numeric(3,1) DEFAULT 0 NOT NULL,
     control_group_salt text DEFAULT 'control-1'::text NOT NULL,
+    best_hour_days integer DEFAULT 60 NOT NULL,
+    best_hour_min_events integer DEFAULT 3 NOT NULL,
+    CONSTRAINT "best_hour_days must be from 7 to 365" CHECK (((best_hour_days >= 7) AND (best_hour_days <= 365))),
+    CONSTRAINT "best_hour_min_events must be from 1 to 100" CHECK (((best_hour_min_events >= 1) AND (best_hour_min_events <= 100))),
     CONSTRAINT "control_group_pct must be from 0 to 20 (percent of users)" CHECK (((control_group_pct >= (0)::numeric) AND (control_group_pct <= (20)::numeric))),
     CONSTRAINT settings_frequency_cap_check CHECK ((frequency_cap > 0)),
     CONSTRAINT settings_id_check CHECK (id)

@@ -118,6 +118,8 @@ public struct Campaign: Sendable, Hashable {
     public var frequencyCapped: Bool
     /// The pool its `{{ code }}` draws from (Sql/0038; nil: none).
     public var codePool: String?
+    /// Each user at their best hour (Sql/0039), unless a variant says otherwise.
+    public var bestHour = false
     /// The campaign's A/B variants in name order (the first is the
     /// baseline); empty when it has none.
     public var variants: [CampaignVariant]
@@ -202,6 +204,8 @@ public struct CampaignVariant: Sendable, Hashable {
     /// Replaces the campaign's media (with `mediaType`) when set.
     public var mediaURL: String?
     public var mediaType: String?
+    /// Its devices at each user's best hour, or not (nil: as the campaign).
+    public var bestHour: Bool?
 
     public init(name: String, share: Int, content: [String: LocalizedText], mediaURL: String? = nil, mediaType: String? = nil) {
         self.name = name

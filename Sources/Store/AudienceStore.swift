@@ -336,8 +336,12 @@ public struct AudienceStore: Sendable {
         binds.append(due.entry != nil)
         binds.append(due.entry?.series)
         binds.append(due.entry?.resendAfter)
+        // Each user's best hour (Sql/0039): the campaign's choice, then each variant's.
+        binds.append(c.bestHour || c.variants.contains { $0.bestHour == true })
+        binds.append(c.variants.map { $0.bestHour ?? c.bestHour })
+        binds.append(c.bestHour)
         // The segment's condition is compiled for this statement: its binds
-        // follow the eleven above, and it names devices `dv` and users `u`.
+        // follow the fourteen above, and it names devices `dv` and users `u`.
         let segment: CompiledSegment
         do {
             segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
@@ -366,6 +370,8 @@ public struct AudienceStore: Sendable {
                   AND x.campaign_id = ANY (ARRAY(SELECT o.id FROM campaigns o WHERE o.series_id = $10))
                   AND x.created_at < (SELECT coalesce(snapshot_at, now()) FROM campaigns WHERE id = $1)
                   AND ($11::float8 IS NULL OR x.created_at > now() - make_interval(secs => $11::float8))
+            ), best AS (
+                SELECT b.user_id, b.hour FROM herald_best_hours() b WHERE $12
             ), ins AS (
                 INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
                 SELECT $1, dv.id, u.id,
@@ -374,15 +380,14 @@ public struct AudienceStore: Sendable {
                             WHEN cp.user_id IS NOT NULL THEN 'skipped'
                             WHEN lm.missed AND lc.local_missed = 'skip' THEN 'skipped'
                             ELSE 'queued' END,
-                       CASE WHEN $4 THEN herald_quiet_until(u.time_zone, lm.due, st.quiet_hours_start, st.quiet_hours_end)
-                            ELSE lm.due END,
+                       CASE WHEN $4 THEN herald_quiet_until(u.time_zone, bh.due, st.quiet_hours_start, st.quiet_hours_end)
+                            ELSE bh.due END,
                        CASE WHEN ho.why IS NOT NULL THEN ho.why
                             WHEN $2 AND dv.public_key IS NULL THEN '\(Self.noKey)'
                             WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached'
                             WHEN lm.missed AND lc.local_missed = 'skip'
                             THEN 'its local send time had passed when the campaign was written' END,
-                       CASE WHEN cardinality($5::text[]) > 0 AND ho.why IS NULL
-                            THEN ($5::text[])[width_bucket(herald_variant_bucket($1, dv.id), $6::int4[])] END
+                       ($5::text[])[vb.i]
                 FROM devices dv
                 \(users)
                 CROSS JOIN settings st
@@ -390,7 +395,7 @@ public struct AudienceStore: Sendable {
                 -- when its user's zone reaches it, at once when that had
                 -- passed when the campaign was written (or skipped).
                 CROSS JOIN (SELECT send_at_local, local_missed, created_at, holdout_pct, coalesce(series_id, id) AS hash_id, apps,
-                                   audience
+                                   audience, expires_at
                             FROM campaigns WHERE id = $1) lc
                 CROSS JOIN LATERAL (
                     SELECT greatest(now(), coalesce(lc.send_at_local AT TIME ZONE u.time_zone, now())) AS due,
@@ -402,6 +407,22 @@ public struct AudienceStore: Sendable {
                                 THEN herald_held_out(lc.hash_id, u.id, lc.holdout_pct, st.control_group_pct, st.control_group_salt)
                            END AS why
                 ) ho
+                -- The device's variant (none when held out, or without variants).
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN cardinality($5::text[]) > 0 AND ho.why IS NULL
+                                THEN width_bucket(herald_variant_bucket($1, dv.id), $6::int4[]) END AS i
+                ) vb
+                -- At the user's best hour (Sql/0039) when the campaign or the
+                -- device's variant asks for it, the user has one, and it comes
+                -- before the campaign expires; spread over the hour's minutes.
+                LEFT JOIN best ON best.user_id = dv.user_id
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN best.hour IS NOT NULL AND coalesce(($13::bool[])[vb.i], $14)
+                                     AND (lc.expires_at IS NULL
+                                          OR herald_next_local(u.time_zone, lm.due, best.hour, (dv.id % 60)::int) < lc.expires_at)
+                                THEN herald_next_local(u.time_zone, lm.due, best.hour, (dv.id % 60)::int)
+                                ELSE lm.due END AS due
+                ) bh
                 -- On the device's user_id (the same user): the planner knows its
                 -- statistics, not those of the looked-up users' ids; on u.id it
                 -- planned a slice of 600,000 devices as one row, and ran the

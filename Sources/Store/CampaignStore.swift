@@ -154,7 +154,7 @@ public struct CampaignStore: Sendable {
                    c.series_id, c.occurrence,
                    CASE WHEN p.on_segment_entry THEN p.id WHEN c.on_segment_entry THEN c.id END,
                    extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8,
-                   c.code_pool
+                   c.code_pool, coalesce(p.best_hour, c.best_hour)
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             LEFT JOIN campaigns p ON p.id = c.series_id
             WHERE c.id = \(id)
@@ -193,8 +193,11 @@ public struct CampaignStore: Sendable {
                 quietHours: try r[19].decode(Bool.self),
                 frequencyCapped: try r[20].decode(Bool.self))
             let rule = try JSONDecoder().decode(JSONValue.self, from: Data(try r[22].decode(String.self).utf8))
+            let codePool = try r[29].decode(String?.self)
+            let bestHour = try r[30].decode(Bool?.self)
             var paced = campaign
-            paced.codePool = try r[29].decode(String?.self)
+            paced.codePool = codePool
+            paced.bestHour = bestHour ?? false
             if let rate = try r[23].decode(Int32?.self) {
                 paced.pace = .perMinute(Int(rate))
             } else if let seconds = try r[24].decode(Double?.self) {
@@ -217,19 +220,24 @@ public struct CampaignStore: Sendable {
     /// A campaign's A/B variants in name order (byte order, as the analyst
     /// views order them); a row that cannot be read throws naming the variant.
     func loadVariants(_ id: Int64) async throws -> [CampaignVariant] {
+        // An occurrence's variants are copies: their best hour is the series' (Sql/0039).
         let rows = try await client.query("""
-            SELECT name, share, content::text, media_url, media_type FROM campaign_variants
-            WHERE campaign_id = \(id) ORDER BY name COLLATE "C"
+            SELECT v.name, v.share, v.content::text, v.media_url, v.media_type, coalesce(sv.best_hour, v.best_hour)
+            FROM campaign_variants v JOIN campaigns c ON c.id = v.campaign_id
+            LEFT JOIN campaign_variants sv ON sv.campaign_id = c.series_id AND sv.name = v.name
+            WHERE v.campaign_id = \(id) ORDER BY v.name COLLATE "C"
             """, logger: logger)
         var variants: [CampaignVariant] = []
-        for try await (name, share, content, url, type) in rows.decode((String, Int32, String, String?, String?).self) {
+        for try await (name, share, content, url, type, best) in rows.decode((String, Int32, String, String?, String?, Bool?).self) {
             let text: [String: LocalizedText]
             do {
                 text = try Self.decodeContent(content)
             } catch {
                 throw StoreError.database("variant \"\(name)\": \(error.message)")
             }
-            variants.append(CampaignVariant(name: name, share: Int(share), content: text, mediaURL: url, mediaType: type))
+            var variant = CampaignVariant(name: name, share: Int(share), content: text, mediaURL: url, mediaType: type)
+            variant.bestHour = best
+            variants.append(variant)
         }
         return variants
     }
