@@ -8,6 +8,7 @@
 //                (NIOHTTP2Transport.swift) instead of the project's APNsClient, for the A/B.
 //   herald-bench --simulator -n 50000 -c 100     (an in-process APNs simulator on 127.0.0.1 as the target)
 //   herald-bench seal [-n 100000]                (HPKE seals per second per core, SealBench.swift)
+//   herald-bench render [-n 1000000]             (a payload's CPU per device with and without templates, RenderBench.swift)
 //   herald-bench replies …                       (reply bodies for the intake's benchmark: RepliesCommand.swift)
 //   herald-bench bare-intake --port P            (the intake's baseline: Hummingbird alone, BareIntake.swift)
 import APNs
@@ -103,6 +104,9 @@ func makePayload(bytes: Int) -> [UInt8] {
     return Array((head + String(repeating: "x", count: filler) + tail).utf8)
 }
 
+if CommandLine.arguments.dropFirst().first == "render" {
+    exit(RenderBench.run(Array(CommandLine.arguments.dropFirst(2))))
+}
 if CommandLine.arguments.dropFirst().first == "seal" {
     exit(SealBench.run(Array(CommandLine.arguments.dropFirst(2))))
 }

@@ -266,10 +266,9 @@ public struct PayloadBuilder: Sendable {
         return w.bytes
     }
 
-    /// Why one device's payload is not sent: its templates made it too large.
-    public static func tooLarge(_ bytes: Int) -> String {
-        "its payload, made for it, is \(bytes) bytes; APNs accepts at most \(maxBytes)"
-    }
+    /// Why one device's payload is not sent: its templates made it too
+    /// large. One text for every such device, so the analysts' reasons group.
+    public static let tooLarge = "its payload, made for it, is over APNs' \(maxBytes) bytes"
 
     public func headers(for target: DeliveryTarget, topic: String) -> PushHeaders {
         PushHeaders(

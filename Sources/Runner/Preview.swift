@@ -408,7 +408,7 @@ public struct PersonalPreview: Sendable {
         let sealed = parts.sensitive.map { PayloadBuilder.envelope(sealing: $0.count) }
         let payload = builder.payload(parts, for: target, replyToken: String(repeating: "A", count: 22), sealed: sealed)
         if payload.count > PayloadBuilder.maxBytes {
-            skips["its payload, made for it, is over \(PayloadBuilder.maxBytes) bytes", default: 0] += 1
+            skips[PayloadBuilder.tooLarge, default: 0] += 1
             return
         }
         if payload.count > largest?.bytes ?? 0 { largest = (payload.count, s.user) }

@@ -121,7 +121,7 @@ struct CampaignClaims: ClaimSource {
             // Only a template's text can make one device's payload larger
             // than the campaign's checked bound: that device alone is skipped.
             guard payload.count <= PayloadBuilder.maxBytes else {
-                return .failure(CampaignProblem(PayloadBuilder.tooLarge(payload.count)))
+                return .failure(CampaignProblem(PayloadBuilder.tooLarge))
             }
             let headers = prepared.builder.headers(for: target, topic: apps.topic(app: target.app))
             return .success(APNsNotification(
