@@ -106,18 +106,24 @@ UPDATE campaigns SET holdout_pct = 20, conversion_event = 'purchase', attributio
 WHERE name = 'Autumn poster';
 
 -- A flash sale in 30 minutes: buttons, an end time, time-sensitive, and a
--- coupon sealed to each device. Its audience's apps need the flash_sale.v1
+-- coupon of its own for each user, drawn from a pool and sealed to each of
+-- their devices; its subtitle names the user's tier (a template,
+-- docs/marketers.md "Text made for each person").
+INSERT INTO code_pools (name) VALUES ('flash-autumn');
+INSERT INTO pool_codes (pool, code)
+SELECT 'flash-autumn', 'FLASH-' || upper(substr(md5('flash-autumn-' || n), 1, 6)) FROM generate_series(1, 500) n;
+-- Its audience's apps need the flash_sale.v1
 -- category first: devices whose reported config lacks it receive a config
 -- refresh push up to an hour before send_at (HERALD_CONFIG_REFRESH_LEAD_MINUTES).
 INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id,
                        send_at, expires_at, interruption_level, relevance_score, collapse_id,
-                       custom, sensitive, quiet_hours)
+                       custom, sensitive, code_pool, quiet_hours)
 SELECT 'Two-hour flash sale', 'flash_sale', 'scheduled', s.id,
-       '{"en":      {"title": "Flash sale: 2 hours only", "subtitle": "Members first", "body": "Your coupon is inside. Reserve before it ends."},
+       '{"en":      {"title": "Flash sale: 2 hours only", "subtitle": "{{ user.tier | capitalize | default: \"Members\" }} members first", "body": "Your coupon is inside. Reserve before it ends."},
          "zh-Hans": {"title": "限时抢购：仅两小时", "subtitle": "会员专享", "body": "优惠券已送达，结束前预订。"},
          "fr":      {"title": "Vente flash : 2 heures seulement", "subtitle": "Membres d''abord", "body": "Votre coupon est à l''intérieur. Réservez avant la fin."}}',
        'en', 'flash_sale.v1', now() + interval '30 minutes', now() + interval '150 minutes', 'time-sensitive', 0.8, 'flash-autumn',
-       '{"sku": "A-42"}', '{"coupon": "FLASH-7Q2K", "price": "¥99"}', false
+       '{"sku": "A-42"}', '{"coupon": "{{ code }}", "price": "¥99"}', 'flash-autumn', false
 FROM segments s WHERE s.name = 'engaged_members';
 
 -- A feedback prompt in 30 minutes: the user types an answer into the notification. The

@@ -100,6 +100,12 @@ public struct JSONWriter: Sendable {
 
     public mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
+        stringContents(s)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A string's text escaped as inside a JSON string, without the quotes.
+    public mutating func stringContents(_ s: String) {
         for c in s.utf8 {
             switch c {
             case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(c)
@@ -116,7 +122,6 @@ public struct JSONWriter: Sendable {
             default: bytes.append(c)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     public mutating func int(_ i: Int64) {

@@ -4,9 +4,15 @@
 struct JSONPlan: Sendable {
     enum Piece: Sendable {
         case bytes([UInt8])
-        /// A template, and for each of its outputs the slot of its variable
-        /// in the builder's table (set by `bind`).
-        case string(Template, slots: [Int])
+        /// A template, and (set by `bind`) its parts as rendered: its text
+        /// already escaped, each output with the slot of its variable in
+        /// the builder's table.
+        case string(Template, parts: [Part])
+    }
+
+    enum Part: Sendable {
+        case escaped([UInt8])
+        case output(Template.Output, slot: Int)
     }
 
     var pieces: [Piece] = []
@@ -41,16 +47,23 @@ struct JSONPlan: Sendable {
     mutating func bind(_ table: inout [Template.Variable]) {
         for i in pieces.indices {
             guard case .string(let t, _) = pieces[i] else { continue }
-            var slots: [Int] = []
-            for case .output(let o) in t.segments {
-                if let at = table.firstIndex(of: o.variable) {
-                    slots.append(at)
-                } else {
-                    table.append(o.variable)
-                    slots.append(table.count - 1)
+            var parts: [Part] = []
+            for segment in t.segments {
+                switch segment {
+                case .text(let text):
+                    var w = JSONWriter(capacity: text.utf8.count + 8)
+                    w.stringContents(text)
+                    parts.append(.escaped(w.bytes))
+                case .output(let o):
+                    if let at = table.firstIndex(of: o.variable) {
+                        parts.append(.output(o, slot: at))
+                    } else {
+                        table.append(o.variable)
+                        parts.append(.output(o, slot: table.count - 1))
+                    }
                 }
             }
-            pieces[i] = .string(t, slots: slots)
+            pieces[i] = .string(t, parts: parts)
         }
     }
 
@@ -60,13 +73,17 @@ struct JSONPlan: Sendable {
         for piece in pieces {
             switch piece {
             case .bytes(let b): w.raw(b)
-            case .string(let t, let slots):
-                var k = 0
-                let text = try t.render(value: { _ in
-                    defer { k += 1 }
-                    return context.value(slot: slots[k])
-                }, formats: context.formats)
-                w.string(text)
+            case .string(_, let parts):
+                // Straight into the payload: the text pre-escaped, each value escaped as it is written.
+                w.raw("\"")
+                for part in parts {
+                    switch part {
+                    case .escaped(let b): w.raw(b)
+                    case .output(let o, let slot):
+                        w.stringContents(try o.render(context.value(slot: slot), formats: context.formats))
+                    }
+                }
+                w.raw("\"")
             }
         }
         return w.bytes
@@ -134,7 +151,7 @@ struct PlanWriter {
         }
         if !w.bytes.isEmpty { pieces.append(.bytes(w.bytes)) }
         w = JSONWriter(capacity: 128)
-        pieces.append(.string(template, slots: []))
+        pieces.append(.string(template, parts: []))
     }
 
     /// A JSON value whose texts may be templates (objects with sorted keys, as `JSONWriter`).
