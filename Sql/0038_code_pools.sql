@@ -32,7 +32,8 @@ CREATE TABLE pool_codes (
         (campaign_id IS NULL) = (user_id IS NULL) AND (campaign_id IS NULL) = (drawn_at IS NULL))
 );
 -- One code per user and campaign; the free codes in order, for the draw.
-CREATE UNIQUE INDEX pool_codes_one_per_user ON pool_codes (campaign_id, user_id) WHERE campaign_id IS NOT NULL;
+-- Not partial: a lookup joined on the campaign uses it (free codes, NULLs, never collide).
+CREATE UNIQUE INDEX pool_codes_one_per_user ON pool_codes (campaign_id, user_id);
 CREATE INDEX pool_codes_free ON pool_codes (pool, code) WHERE campaign_id IS NULL;
 
 ALTER TABLE campaigns ADD COLUMN code_pool text REFERENCES code_pools (name);

@@ -3961,7 +3961,7 @@ CREATE INDEX pool_codes_free ON public.pool_codes USING btree (pool, code) WHERE
 -- Name: pool_codes_one_per_user; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX pool_codes_one_per_user ON public.pool_codes USING btree (campaign_id, user_id) WHERE (campaign_id IS NOT NULL);
+CREATE UNIQUE INDEX pool_codes_one_per_user ON public.pool_codes USING btree (campaign_id, user_id);
 
 --
 -- Name: pruned_answered_deliveries_campaign; Type: INDEX; Schema: public; Owner: -

@@ -123,8 +123,9 @@ public struct DeliveryLedger: Sendable {
     /// reads only rows it has not passed yet; rows given back behind it are
     /// found with `firstClaimable`.
     private func claimWindow(campaign: Int64, run: Int64, limit: Int, lease: Duration,
-                            after: Int64, excludingApps apps: [String]) async throws -> ClaimWindow {
+                            after: Int64, excludingApps apps: [String], personal: [Template.Variable]) async throws -> ClaimWindow {
         let seconds = Double(lease.components.seconds)
+        let reads = Self.claimColumns(personal, campaign: campaign)
         let rows = try await client.query("""
             WITH live AS (
                 UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds))),
@@ -171,13 +172,14 @@ public struct DeliveryLedger: Sendable {
                     apns_id = coalesce(d.apns_id, gen_random_uuid()),
                     updated_at = now()
                 FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
+                \(unescaped: reads.joins)
                 -- The rows locked above, where they were locked (a row locked in
                 -- a newer version than this statement sees is not found, and is
                 -- left for a later claim).
                 WHERE d.ctid = picked.tid AND d.campaign_id = \(campaign)
-                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app\(unescaped: reads.returning)
             )
-            SELECT m.last, m.n, m.run_live, EXISTS (SELECT 1 FROM live) AS campaign_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app
+            SELECT m.last, m.n, m.run_live, EXISTS (SELECT 1 FROM live) AS campaign_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app\(unescaped: reads.selected)
             FROM (SELECT max(id) AS last, count(*)::bigint AS n,
                          EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
             LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
@@ -194,6 +196,14 @@ public struct DeliveryLedger: Sendable {
             let token = try cells.next(String?.self), env = try cells.next(APNsEnvironment?.self), locale = try cells.next(String?.self)
             let key = try cells.next(String?.self), kid = try cells.next(String?.self), apnsID = try cells.next(UUID?.self)
             let variant = try cells.next(String?.self), attempts = try cells.next(Int32?.self), app = try cells.next(String?.self)
+            var values: PersonalValues?
+            if !personal.isEmpty {
+                let zone = try cells.next(String?.self)
+                var read: [String?] = []
+                read.reserveCapacity(personal.count)
+                for _ in personal { read.append(try cells.next(String?.self)) }
+                values = PersonalValues(values: read, timeZone: zone)
+            }
             window.end = last ?? after
             window.full = n >= limit
             window.read = Int(n)
@@ -203,7 +213,7 @@ public struct DeliveryLedger: Sendable {
             window.deliveries.append(ClaimedDelivery(
                 target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
                                        publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant,
-                                       app: app ?? AppRecord.defaultName),
+                                       app: app ?? AppRecord.defaultName, personal: values),
                 deviceID: deviceID, attempts: Int(attempts ?? 0)))
         }
         return window
@@ -259,12 +269,16 @@ public struct DeliveryLedger: Sendable {
     /// of a run's sending session.
     /// Rows of devices of `excludingApps` (apps whose credential APNs
     /// refused in this run) are left where they are.
+    ///
+    /// `personal`: the variables of the campaign's templates, read by the
+    /// claim itself for each claimed row (`ClaimedDelivery.target.personal`;
+    /// `Self.claimReads(_:)` says which the claim can read).
     public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64,
-                          excludingApps apps: [String] = []) async throws -> ClaimAnswer {
+                          excludingApps apps: [String] = [], personal: [Template.Variable] = []) async throws -> ClaimAnswer {
         var read = 0
         func take(_ from: Int64) async throws -> ClaimWindow {
             let window = try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from,
-                                               excludingApps: apps)
+                                               excludingApps: apps, personal: personal)
             read += window.read
             return window
         }

@@ -46,13 +46,18 @@ struct CampaignClaims: ClaimSource {
         let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
         let limit = claimSize
         let slicesBefore = snapshotting?.slicesWritten ?? 0
+        // The templates' values come with the claim when it can read them all (not a code, drawn after it).
+        let variables = prepared.builder.variables
+        let inClaim = DeliveryLedger.claimReads(variables)
         let answer = try await db("claim deliveries") {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor,
-                                       excludingApps: apps)
+                                       excludingApps: apps, personal: inClaim ? variables : [])
         }
         snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty, slicesBefore: slicesBefore)
         var deliveries = answer.deliveries
-        try await Self.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db, drawCodes: true)
+        if !inClaim {
+            try await Self.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db, drawCodes: true)
+        }
         var items = deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }
         if prepared.campaign.pace != nil, !items.isEmpty {
             // The slots are taken once the rows are: none is spent on a row another run holds.
@@ -74,8 +79,8 @@ struct CampaignClaims: ClaimSource {
         let variables = prepared.builder.variables
         guard !variables.isEmpty, !deliveries.isEmpty else { return }
         let (campaign, ids) = (prepared.campaign.id, deliveries.map(\.target.deliveryID))
-        if drawCodes, variables.contains(.code) {
-            try await db("draw codes from the campaign's pool") { try await ledger.drawCodes(campaign: campaign, deliveries: ids) }
+        if drawCodes, variables.contains(.code), let pool = prepared.campaign.codePool {
+            try await db("draw codes from the campaign's pool") { try await ledger.drawCodes(campaign: campaign, pool: pool, deliveries: ids) }
         }
         let values = try await db("read the recipients' data") {
             try await ledger.personalValues(campaign: campaign, deliveries: ids, variables: variables)
