@@ -133,6 +133,15 @@ struct PruneFiguresTests {
                     INSERT INTO conversions (user_id, event, occurred_at, amount, currency, idempotency_key)
                     SELECT id, 'purchase', now(), 20.00, 'EUR', 'k' || id FROM users WHERE id % 3 = 0
                     """)
+                // Codes drawn from a pool, as a run draws them, one redeemed.
+                try await client.exec("""
+                    INSERT INTO code_pools (name) VALUES ('prune');
+                    INSERT INTO pool_codes (pool, code) SELECT 'prune', 'P-' || n FROM generate_series(1, 10) n;
+                    UPDATE pool_codes SET campaign_id = \(ab), user_id = substr(code, 3)::bigint, drawn_at = now()
+                    WHERE substr(code, 3)::int <= 5;
+                    INSERT INTO conversions (user_id, event, occurred_at, amount, currency, idempotency_key, code)
+                    VALUES (1, 'purchase', now(), 5.00, 'EUR', 'code-1', 'P-1')
+                    """)
 
                 // Everything finished, the frequency window short: prunable a moment later.
                 try await client.exec("UPDATE settings SET frequency_window = '1 second'")
