@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 
 /// `herald-bench render [-n N]`: CPU per device of building a poster's
-/// payload with and without templates, in one sitting on one core: the
+/// payload with and without templates, back to back on one core: the
 /// same campaign as plain text, then with three variables, one default and
 /// one number filter (the personalized poster of the target), each
 /// device with its own values. Prints both and the difference, which is

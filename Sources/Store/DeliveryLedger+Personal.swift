@@ -120,9 +120,7 @@ extension DeliveryLedger {
     }
 
     /// The free codes are read in the pool's order through its partial
-    /// index, at most one a delivery of the batch (a bound the planner
-    /// knows: with the users' count as the limit it sorted the whole pool,
-    /// 0.8 s a batch of 1,000 in a pool of a million).
+    /// index, at most one a delivery of the batch: a limit the planner knows, so it never sorts the whole pool.
     private func drawOnce(campaign: Int64, pool: String, deliveries ids: [Int64]) async throws -> (need: Int64, drew: Int64) {
         let rows = try await client.query("""
             WITH need AS (
@@ -153,10 +151,7 @@ extension DeliveryLedger {
     /// Whether a claim can read these variables itself (`claimNext`'s
     /// `personal`): every one but `code`, which is drawn after the claim,
     /// and keys the template grammar allows (letters, digits, `_`, `-`).
-    /// A second statement a batch cost PostgreSQL 35-40 µs of CPU a
-    /// notification (three index lookups a row); read by the claim, which
-    /// has the rows, the device and the user at hand, it costs one
-    /// recipient lookup at most.
+    /// Read by the claim, which has the device and user at hand: a second statement cost three index lookups a row (BENCHMARKS.md).
     public static func claimReads(_ variables: [Template.Variable]) -> Bool {
         !variables.isEmpty && variables.allSatisfy { v in
             v.root != .code && v.path.allSatisfy { key in
