@@ -214,6 +214,18 @@ public final class APNsSimulator: Service, Sendable {
         await onLoop({ $0.auth.trust(keyID: keyID, publicKey: publicKey, teamID: teamID) }, stopped: { _ in () })
     }
 
+    /// Holds the answers to these device tokens (lowercase hex) until `releaseHeldAnswers()`:
+    /// their streams stay open, so a connection carrying them is busy for as long as a test needs,
+    /// however slowly the test is scheduled.
+    public func holdAnswers(toDevices tokens: Set<String>) async {
+        await onLoop({ $0.heldTokens.formUnion(tokens.map { $0.lowercased() }) }, stopped: { _ in () })
+    }
+
+    /// Answers every held stream now, and holds no more.
+    public func releaseHeldAnswers() async {
+        await onLoop({ $0.releaseHeld() }, stopped: { _ in () })
+    }
+
     /// Revokes a signing key: its tokens are answered 403 InvalidProviderToken from now on, on
     /// connections that used it already too.
     func revokeKey(keyID: String) async {
@@ -252,6 +264,9 @@ final class SimulatorState {
     var unregistered: [String: Date]
     var auth: AuthRegistry
     var nextConnection = 0
+    /// Device tokens whose answers wait for `releaseHeld()`, and the answers waiting.
+    var heldTokens: Set<String> = []
+    var heldAnswers: [() -> Void] = []
     private var logHandle: FileHandle?
     private var logBuffer: [UInt8] = []
     private var flushTimer: RepeatedTask?
@@ -306,7 +321,15 @@ final class SimulatorState {
 
     /// Graceful stop: GOAWAY on every connection (no new streams; those open are answered). The
     /// future completes once the clients have closed them all.
+    func releaseHeld() {
+        heldTokens = []
+        let answers = heldAnswers
+        heldAnswers = []
+        for answer in answers { answer() }
+    }
+
     func drain(on eventLoop: EventLoop) -> EventLoopFuture<Void> {
+        releaseHeld()
         guard !connections.isEmpty else { return eventLoop.makeSucceededVoidFuture() }
         for channel in connections.values {
             let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))

@@ -232,7 +232,13 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             state.reject(verdict.reason ?? "HTTP \(verdict.status)")
         }
         let latency = state.configuration.faults.latency
-        if latency > .zero {
+        if state.heldTokens.contains(request.deviceToken) {
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            state.heldAnswers.append {
+                let (handler, context) = bound.value
+                handler.answer(streamID, verdict: verdict, apnsID: apnsID, context: context)
+            }
+        } else if latency > .zero {
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: TimeAmount(latency)) {
                 let (handler, context) = bound.value

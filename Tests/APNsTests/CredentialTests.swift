@@ -247,10 +247,10 @@ struct CredentialTests {
 
     @Test("a budget of one connection: a pool with no connection gets a busy pool's connection retired for it")
     func budgetRetiresBusyConnection() async throws {
-        // Every answer takes 4 s, so a connection with streams open stays busy however slowly this
-        // process is scheduled (the other pool asks about 1 s in, with 3 s to spare): the reclaim
-        // below can only be a retirement, never an idle close.
-        let running = try await APNsSimulatorHarness.start(logger: TestDatabase.logger) { $0.faults.latency = .seconds(4) }
+        // The simulator holds the first round's answers until the test lets them go, so the only
+        // connection is busy when the other pool asks, however slowly this process is scheduled:
+        // the reclaim can only be a retirement, never an idle close.
+        let running = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
         let secondKey = P256.Signing.PrivateKey()
         await running.simulator.trustKey(keyID: "SECOND0001", publicKey: secondKey.publicKey, teamID: running.teamID)
         try await withClient(running, configure: { configuration in
@@ -258,38 +258,45 @@ struct CredentialTests {
                 signingKey: APNsSigningKey(privateKey: secondKey), keyID: "SECOND0001", teamID: running.teamID)
             configuration.connectionBudget = 1
         }) { client in
-            let clock = ContinuousClock()
-            let start = clock.now
+            let rounds = (0..<2).map { round in (0..<5).map { notification(round * 100 + $0) } }
+            await running.simulator.holdAnswers(toDevices: Set(rounds[0].map(\.deviceToken)))
             // The default credential has work for two rounds of 5 requests sent together.
             async let busy = { () async -> [APNsResult] in
                 var results: [APNsResult] = []
-                for round in 0..<2 {
+                for round in rounds {
                     results += await withTaskGroup(of: APNsResult.self) { group in
-                        for index in 0..<5 { group.addTask { await client.send(notification(round * 100 + index)) } }
+                        for item in round { group.addTask { await client.send(item) } }
                         return await group.reduce(into: []) { $0.append($1) }
                     }
                 }
                 return results
             }()
-            // The other pool asks while the first round is in flight on the only connection, once
-            // that connection has served its minimum hold (1 s).
-            for _ in 0..<500 where await running.simulator.stats.requests < 5 {
+            for _ in 0..<3000 where await running.simulator.stats.requests < 5 {
                 try await Task.sleep(for: .milliseconds(10))
             }
+            // Once the only connection has served its minimum hold (1 s), the other pool asks.
             try await Task.sleep(for: .milliseconds(1100))
             var second = notification(1000)
             second.credential = "second"
-            let secondResult = await client.send(second)
-            let secondDone = clock.now - start
+            async let secondResult = client.send(second)
+            var atReclaim = await client.connectionBudgetUse()
+            for _ in 0..<3000 where atReclaim.retired + atReclaim.closedIdle == 0 {
+                try await Task.sleep(for: .milliseconds(10))
+                atReclaim = await client.connectionBudgetUse()
+            }
+            #expect(atReclaim.retired == 1 && atReclaim.closedIdle == 0, "\(atReclaim)")
+            await running.simulator.releaseHeldAnswers()
+            let sent = await secondResult
             let busyResults = await busy
-            let busyDone = clock.now - start
-            #expect(secondResult.outcome.isSent)
+            #expect(sent.outcome.isSent)
             #expect(busyResults.count == 10 && busyResults.allSatisfy { $0.outcome.isSent })
-            // Served while the other pool still had work: its connection was retired, not closed idle.
-            #expect(secondDone < busyDone)
-            let use = await client.connectionBudgetUse()
-            #expect(use.peak == 1)
-            #expect(use.retired >= 1 && use.closedIdle == 0, "\(use)")
+            // The retired connection took no new stream: the other pool's request went on a
+            // connection of its own.
+            let accepted = await running.simulator.accepted
+            let firstConnection = Set(accepted.filter { rounds[0].map(\.deviceToken).contains($0.deviceToken) }.map(\.connection))
+            let secondConnection = accepted.first { $0.deviceToken == second.deviceToken }?.connection
+            #expect(firstConnection.count == 1 && secondConnection != nil && !firstConnection.contains(secondConnection!))
+            #expect(await client.connectionBudgetUse().peak == 1)
         }
     }
 
