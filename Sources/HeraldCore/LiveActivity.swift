@@ -35,6 +35,8 @@ public struct LiveActivitySale: Sendable, Hashable {
     public var relevance: Double?
     /// Read `stockLeft` from `sale_stock` at each update (the marketer's system writes it).
     public var stockFromTable: Bool
+    /// Updates and the end go once to a broadcast channel of the sale's own (iOS 18).
+    public var channel: Bool
 
     /// The steps of a sale that starts at `start` and ends at `end`: 0 is the start, then one per
     /// update in time order, and the last is the end. Each step carries the whole state.
@@ -54,9 +56,9 @@ public struct LiveActivitySale: Sendable, Hashable {
     public init(json: JSONValue, sendAt: Date, expiresAt: Date?) throws(CampaignProblem) {
         func fail(_ message: String) -> CampaignProblem { CampaignProblem("live_activity\(message)") }
         guard case .object(let fields) = json else { throw fail(": must be an object") }
-        let known: Set<String> = ["title", "state", "updates", "dismiss_after", "relevance", "stock"]
+        let known: Set<String> = ["title", "state", "updates", "dismiss_after", "relevance", "stock", "channel"]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
-            throw fail(" has \"\(unknown)\"; use title, state, updates, dismiss_after, relevance or stock")
+            throw fail(" has \"\(unknown)\"; use title, state, updates, dismiss_after, relevance, stock or channel")
         }
         guard let expiresAt else { throw fail(": a Live Activity needs expires_at (the sale's end)") }
         guard let title = fields["title"]?.stringValue, !title.isEmpty else { throw fail(".title: must be a non-empty text") }
@@ -112,16 +114,22 @@ public struct LiveActivitySale: Sendable, Hashable {
         case .bool(true)?: stockFromTable = true
         default: throw fail(".stock: must be true (read stockLeft from sale_stock at each step) or false")
         }
+        switch fields["channel"] {
+        case nil, .bool(false)?: channel = false
+        case .bool(true)?: channel = true
+        default: throw fail(".channel: must be true (updates go once to a broadcast channel) or false")
+        }
     }
 
     public init(title: String, state: [Field: JSONValue], updates: [Update] = [], dismissAfter: Duration = .seconds(900),
-                relevance: Double? = nil, stockFromTable: Bool = false) {
+                relevance: Double? = nil, stockFromTable: Bool = false, channel: Bool = false) {
         self.title = title
         self.state = state
         self.updates = updates
         self.dismissAfter = dismissAfter
         self.relevance = relevance
         self.stockFromTable = stockFromTable
+        self.channel = channel
     }
 
     private static func state(_ value: JSONValue?, at path: String, whole: Bool) throws(CampaignProblem) -> [Field: JSONValue] {

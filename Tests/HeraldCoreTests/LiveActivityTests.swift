@@ -109,7 +109,7 @@ struct LiveActivityTests {
     @Test(arguments: [
         (#"[]"#, "live_activity: must be an object"),
         (#"{"title": "t", "state": {"headline": "h", "price": "p"}, "colour": 1}"#,
-         #"live_activity has "colour"; use title, state, updates, dismiss_after, relevance or stock"#),
+         #"live_activity has "colour"; use title, state, updates, dismiss_after, relevance, stock or channel"#),
         (#"{"state": {"headline": "h", "price": "p"}}"#, "live_activity.title: must be a non-empty text"),
         (#"{"title": "t", "state": {"headline": "h"}}"#, #"live_activity.state: needs "price""#),
         (#"{"title": "t", "state": {"headline": "h", "price": "p", "discount": 3}}"#,
