@@ -76,6 +76,9 @@ let package = Package(
             name: "APNs",
             dependencies: [
                 "Lifecycle", "HeraldCore",
+                // The broadcast channel API (a few calls a sale).
+                server("AsyncHTTPClient", "async-http-client"),
+                server("NIOHTTP1", "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 server("X509", "swift-certificates"),
                 server("SwiftASN1", "swift-asn1"),

@@ -239,6 +239,7 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
         case certificateInvalid(path: String)
         case certificateKeyInvalid(path: String)
         case certificateUnusable(name: String)
+        case tokenRequired(String)
     }
     private let code: Code
 
@@ -255,6 +256,8 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
     static func certificateInvalid(path: String) -> Self { Self(code: .certificateInvalid(path: path)) }
     static func certificateKeyInvalid(path: String) -> Self { Self(code: .certificateKeyInvalid(path: path)) }
     static func certificateUnusable(name: String) -> Self { Self(code: .certificateUnusable(name: name)) }
+    /// A push type Apple takes with provider tokens only (`what` names it).
+    static func tokenRequired(_ what: String) -> Self { Self(code: .tokenRequired(what)) }
 
     public var description: String {
         switch code {
@@ -278,6 +281,8 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
         case .certificateKeyInvalid(let path): return "APNs client certificate: \(path) is not a private key in PEM"
         case .certificateUnusable(let name):
             return "APNs credential \(name): the certificate and its private key cannot be used for TLS (do they belong together?)"
+        case .tokenRequired(let what):
+            return "APNs credential: \(what) need a token credential (a .p8 signing key); Apple takes no certificate for them"
         }
     }
 

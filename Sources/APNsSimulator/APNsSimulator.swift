@@ -31,6 +31,8 @@ public final class APNsSimulator: Service, Sendable {
     private let stop = StopSignal()
     private let state: NIOLoopBoundBox<SimulatorState>
     private let channel = NIOLockedValueBox<Channel?>(nil)
+    /// The channel management API's listener (`SimulatorConfiguration.channelsPort`).
+    private let managementChannel = NIOLockedValueBox<Channel?>(nil)
     /// Set once stopped: what `accepted` and `stats` answer from then on (the loop is gone).
     /// Its lock also orders every hand-over to the loop before the loop's shutdown.
     private let final = NIOLockedValueBox<(accepted: [AcceptedNotification], stats: SimulatorStats)?>(nil)
@@ -68,14 +70,33 @@ public final class APNsSimulator: Service, Sendable {
         channel.withLockedValue { $0?.localAddress?.port }
     }
 
+    /// The channel management API's bound port, once started (nil: not served).
+    public var channelsPort: Int? {
+        managementChannel.withLockedValue { $0?.localAddress?.port }
+    }
+
     /// Binds and starts answering. Returns the bound port.
     @discardableResult
     public func start() async throws -> Int {
         if let port { return port }
+        if let channelsPort = configuration.channelsPort {
+            let listener = try await bootstrap(role: .management).bind(host: configuration.host, port: channelsPort).get()
+            managementChannel.withLockedValue { $0 = listener }
+        }
+        let bound = try await bootstrap(role: .push).bind(host: configuration.host, port: configuration.port).get()
+        channel.withLockedValue { $0 = bound }
+        let state = self.state
+        try await eventLoop.submit { state.value.startTimers() }.get()
+        let port = bound.localAddress?.port ?? 0
+        logger.info("apns simulator listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
+        return port
+    }
+
+    private func bootstrap(role: SimulatorConnectionHandler.Role) -> ServerBootstrap {
         let sslContext = self.sslContext
         let state = self.state
         let configuration = self.configuration
-        let initialStreams = configuration.startWithOneStream ? 1 : configuration.maxConcurrentStreams
+        let initialStreams = configuration.startWithOneStream && role == .push ? 1 : configuration.maxConcurrentStreams
         let bootstrap = ServerBootstrap(group: eventLoop)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -99,19 +120,14 @@ public final class APNsSimulator: Service, Sendable {
                     )
                     let simulatorState = state.value
                     try sync.addHandler(
-                        SimulatorConnectionHandler(state: simulatorState, limitedToOne: configuration.startWithOneStream)
+                        SimulatorConnectionHandler(state: simulatorState, limitedToOne: configuration.startWithOneStream, role: role)
                     )
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
             }
-        let bound = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        channel.withLockedValue { $0 = bound }
-        try await eventLoop.submit { state.value.startTimers() }.get()
-        let port = bound.localAddress?.port ?? 0
-        logger.info("apns simulator listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
-        return port
+        return bootstrap
     }
 
     /// Starts (when not started), answers until graceful shutdown, cancellation or `shutdown()`,
@@ -138,6 +154,9 @@ public final class APNsSimulator: Service, Sendable {
             return listener
         }
         if let listener { try? await listener.close() }
+        if let management = managementChannel.withLockedValue({ current -> Channel? in defer { current = nil }; return current }) {
+            try? await management.close()
+        }
         let state = self.state
         let stop = self.stop
         let eventLoop = self.eventLoop
@@ -163,6 +182,9 @@ public final class APNsSimulator: Service, Sendable {
             return listener
         }
         if let listener { try? await listener.close() }
+        if let management = managementChannel.withLockedValue({ current -> Channel? in defer { current = nil }; return current }) {
+            try? await management.close()
+        }
         let state = self.state
         let snapshot = try? await eventLoop.submit { () -> ([AcceptedNotification], SimulatorStats) in
             let value = state.value
@@ -267,6 +289,7 @@ final class SimulatorState {
     /// Device tokens whose answers wait for `releaseHeld()`, and the answers waiting.
     var heldTokens: Set<String> = []
     var heldAnswers: [() -> Void] = []
+    var channels = ChannelRegistry()
     private var logHandle: FileHandle?
     private var logBuffer: [UInt8] = []
     private var flushTimer: RepeatedTask?
@@ -349,6 +372,7 @@ final class SimulatorState {
         if logHandle != nil {
             var line = "{\"at\":\(Int64(Date().timeIntervalSince1970 * 1000)),\"token\":\"\(notification.deviceToken)\""
             line += ",\"apns_id\":\"\(notification.apnsID)\",\"topic\":\(jsonString(topic))"
+            if let channel = notification.channel { line += ",\"channel\":\(jsonString(channel))" }
             for name in ["apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id"] {
                 if let value = notification.headers[name] { line += ",\(jsonString(name)):\(jsonString(value))" }
             }

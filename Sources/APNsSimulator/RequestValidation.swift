@@ -7,8 +7,16 @@ struct Verdict {
     var status: Int
     var reason: String?
     var timestampMilliseconds: Int64?
+    /// Headers and a JSON body of a success (the channel management API's).
+    var headers: [(String, String)] = []
+    var body: String?
+    /// What the simulator counts a refusal under: the reason, or what exactly was wrong.
+    var detail: String?
+    /// The broadcast and channel endpoints answer `apns-request-id`, the device endpoint `apns-id`.
+    var requestIDHeader = false
 
     static func reject(_ status: Int, _ reason: String) -> Verdict { Verdict(status: status, reason: reason) }
+    static func badPayload(_ detail: String) -> Verdict { Verdict(status: 400, reason: "BadPayload", detail: "BadPayload: " + detail) }
 }
 
 /// Claims of a provider token whose signature verified.
@@ -132,9 +140,9 @@ enum HeaderRules {
         UUID(uuidString: text) != nil
     }
 
-    /// A JSON object with an `aps` dictionary.
-    static func isNotificationJSON(_ body: [UInt8]) -> Bool {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return false }
-        return object["aps"] is [String: Any]
+    /// The `aps` dictionary of a JSON object (nil: not a notification object).
+    static func aps(_ body: [UInt8]) -> [String: Any]? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return nil }
+        return object["aps"] as? [String: Any]
     }
 }

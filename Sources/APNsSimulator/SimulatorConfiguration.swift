@@ -70,6 +70,9 @@ public struct SimulatorConfiguration: Sendable {
     public var maxConcurrentStreams: Int
     /// Like APNs: advertise one stream until the first valid provider token, then raise it.
     public var startWithOneStream: Bool
+    /// The port of the broadcast channel management API (APNs serves it apart, on 2195/2196);
+    /// 0 picks a free one, nil serves none.
+    public var channelsPort: Int? = 0
     /// Append-only JSON lines of accepted notifications.
     public var acceptedLogPath: String?
     /// Keep accepted notifications in memory for `accepted` (tests); off for long runs.
@@ -141,6 +144,8 @@ public struct AcceptedNotification: Sendable, Hashable {
     public var apnsID: String
     /// Which connection (1, 2, …) carried it.
     public var connection: Int
+    /// The broadcast channel it came on (nil: sent to this device's token).
+    public var channel: String? = nil
 }
 
 /// Counters, for tests and the CLI.
@@ -157,6 +162,11 @@ public struct SimulatorStats: Sendable, Hashable {
     public var peakStreams = 0
     /// PING frames received (keep-alive).
     public var pingsReceived = 0
+    /// Broadcast requests accepted (each is one accepted notification per subscribed device).
+    public var broadcasts = 0
+    /// Channels made and deleted through the channel management API.
+    public var channelsCreated = 0
+    public var channelsDeleted = 0
 }
 
 /// A simulator setup problem. The description names paths, never key material.

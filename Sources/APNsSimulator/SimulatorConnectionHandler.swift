@@ -16,7 +16,12 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         var body: ByteBuffer?
     }
 
+    /// Pushes (`/3/device`, `/4/broadcasts`), or the channel management API (`/1/apps`), which
+    /// APNs serves on hosts and ports of its own.
+    enum Role { case push, management }
+
     private let state: SimulatorState
+    private let role: Role
     private var connectionNumber = 0
     private var context: ChannelHandlerContext?
     private var streams: [HTTP2StreamID: PendingStream] = [:]
@@ -54,9 +59,10 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var windowWidened = false
     static let connectionWindow = 1 << 24
 
-    init(state: SimulatorState, limitedToOne: Bool) {
+    init(state: SimulatorState, limitedToOne: Bool, role: Role = .push) {
         self.state = state
-        self.limitedToOne = limitedToOne
+        self.role = role
+        self.limitedToOne = limitedToOne && role == .push
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -214,22 +220,37 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         var request = ParsedRequest(headers: stream.headers)
         let body = stream.body.map { Array($0.readableBytesView) } ?? []
         let verdict = judge(&request, body: body)
-        let apnsID = request.apnsID ?? UUID().uuidString.lowercased()
-        if verdict.status == 200 {
+        let apnsID = (role == .management || request.broadcast ? request.requestID ?? request.apnsID : request.apnsID)
+            ?? UUID().uuidString.lowercased()
+        if verdict.status == 200, role == .push {
             var headerMap: [String: String] = [:]
             for (name, value, _) in stream.headers { headerMap[name] = value }
-            state.record(
-                AcceptedNotification(
-                    deviceToken: request.deviceToken,
-                    headers: headerMap,
-                    payload: body,
-                    apnsID: apnsID,
-                    connection: connectionNumber
-                ),
-                topic: request.topic ?? ""
-            )
-        } else {
-            state.reject(verdict.reason ?? "HTTP \(verdict.status)")
+            if request.broadcast, let channel = request.channelID {
+                // One request, every subscribed activity: the log shows each device's copy.
+                state.stats.broadcasts += 1
+                for device in state.channels.channel(channel, of: request.bundle)?.subscribers ?? [] {
+                    state.record(
+                        AcceptedNotification(deviceToken: device, headers: headerMap, payload: body, apnsID: apnsID,
+                                             connection: connectionNumber, channel: channel),
+                        topic: request.bundle)
+                }
+            } else {
+                if let channel = request.startsOnChannel {
+                    state.channels.subscribe(request.deviceToken, to: channel, of: request.bundle)
+                }
+                state.record(
+                    AcceptedNotification(
+                        deviceToken: request.deviceToken,
+                        headers: headerMap,
+                        payload: body,
+                        apnsID: apnsID,
+                        connection: connectionNumber
+                    ),
+                    topic: request.topic ?? ""
+                )
+            }
+        } else if verdict.status >= 300 {
+            state.reject(verdict.detail ?? verdict.reason ?? "HTTP \(verdict.status)")
         }
         let latency = state.configuration.faults.latency
         if state.heldTokens.contains(request.deviceToken) {
@@ -254,11 +275,15 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         open -= 1
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(verdict.status))
-        headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
+        headers.add(name: verdict.requestIDHeader ? "apns-request-id" : "apns-id", value: apnsID, indexing: .nonIndexable)
+        for (name, value) in verdict.headers { headers.add(name: name, value: value, indexing: .nonIndexable) }
+        var json = verdict.body
         if let reason = verdict.reason {
-            var json = "{\"reason\":\"\(reason)\""
-            if let timestamp = verdict.timestampMilliseconds { json += ",\"timestamp\":\(timestamp)" }
-            json += "}"
+            json = "{\"reason\":\"\(reason)\""
+            if let timestamp = verdict.timestampMilliseconds { json! += ",\"timestamp\":\(timestamp)" }
+            json! += "}"
+        }
+        if let json {
             headers.add(name: "content-type", value: "application/json")
             let body = context.channel.allocator.buffer(string: json)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
@@ -315,8 +340,16 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         var expiration: String?
         var collapseID: String?
         var apnsID: String?
+        var requestID: String?
+        var channelID: String?
         var duplicate = false
         var deviceToken = ""
+        /// `/4/broadcasts/apps/<bundle>`: one push for a channel's devices.
+        var broadcast = false
+        /// The app: the topic without a push-type suffix, or the bundle id of the path.
+        var bundle = ""
+        /// A Live Activity start accepted with `input-push-channel`: the device subscribes.
+        var startsOnChannel: String?
 
         init(headers: HPACKHeaders) {
             for (name, value, _) in headers {
@@ -334,6 +367,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
                 case "apns-expiration": set(&expiration)
                 case "apns-collapse-id": set(&collapseID)
                 case "apns-id": set(&apnsID)
+                case "apns-request-id": set(&requestID)
+                case "apns-channel-id": set(&channelID)
                 default: break
                 }
             }
@@ -341,7 +376,22 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     }
 
     private func judge(_ request: inout ParsedRequest, body: [UInt8]) -> Verdict {
-        let configuration = state.configuration
+        var verdict: Verdict
+        if role == .management {
+            verdict = judgeManagement(&request, body: body)
+        } else if request.method == "POST", let path = request.path, path.hasPrefix(Self.broadcastPrefix) {
+            request.broadcast = true
+            verdict = judgeBroadcast(&request, bundle: String(path.dropFirst(Self.broadcastPrefix.count)), body: body)
+        } else {
+            verdict = judgeDevicePush(&request, body: body)
+        }
+        verdict.requestIDHeader = role == .management || request.broadcast
+        return verdict
+    }
+
+    static let broadcastPrefix = "/4/broadcasts/apps/"
+
+    private func judgeDevicePush(_ request: inout ParsedRequest, body: [UInt8]) -> Verdict {
         guard request.method == "POST" else { return .reject(405, "MethodNotAllowed") }
         guard let path = request.path, path.hasPrefix("/3/device/") else { return .reject(404, "BadPath") }
         let token = path.dropFirst("/3/device/".count)
@@ -352,16 +402,26 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         }
         if request.duplicate { return .reject(400, "DuplicateHeaders") }
         if token.isEmpty { return .reject(400, "MissingDeviceToken") }
+        if let refusal = authorize(&request, topic: request.topic) { return refusal }
+        return judgeNotification(&request, token: token, body: body)
+    }
 
+    /// Checks the connection's client certificate or provider token for `topic` (the request's
+    /// topic, or the bundle id of a broadcast or channel path): nil when authorized.
+    private func authorize(_ request: inout ParsedRequest, topic: String?) -> Verdict? {
+        let configuration = state.configuration
         // A connection with a client certificate is authorized by it, and needs no token.
         if let certificate = clientCertificate {
             if state.auth.revokedCertificates.contains(certificate.serialNumber) { return .reject(403, "BadCertificate") }
             raiseStreamLimitIfNeeded()
-            guard let topic = request.topic else { return .reject(400, "MissingTopic") }
+            guard let topic else { return .reject(400, "MissingTopic") }
+            // A certificate names bundle ids; it covers no push-type topic (Live Activities,
+            // widgets and controls take provider tokens only).
             guard certificate.topics.contains(topic), state.auth.certificateTopics.contains(topic) else {
                 return .reject(400, "TopicDisallowed")
             }
-            return judgeNotification(request, token: token, body: body)
+            request.bundle = topic
+            return nil
         }
 
         // Provider token.
@@ -393,26 +453,33 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         }
         raiseStreamLimitIfNeeded()
 
-        guard let topic = request.topic else { return .reject(400, "MissingTopic") }
-        guard let topicTeam = state.auth.tokenTopics[topic] else { return .reject(400, "TopicDisallowed") }
+        guard let topic else { return .reject(400, "MissingTopic") }
+        let bundle = PushTypeRules.split(topic: topic).bundle
+        guard let topicTeam = state.auth.tokenTopics[bundle] else { return .reject(400, "TopicDisallowed") }
         // A token of another team than the topic's app: Apple answers InvalidProviderToken (the
         // token does not authorize this provider for the topic).
         guard topicTeam == verified.teamID else { return .reject(403, "InvalidProviderToken") }
-        return judgeNotification(request, token: token, body: body)
+        request.bundle = bundle
+        return nil
     }
 
     /// The checks after authorization: headers, payload, device, faults.
-    private func judgeNotification(_ request: ParsedRequest, token: Substring, body: [UInt8]) -> Verdict {
+    private func judgeNotification(_ request: inout ParsedRequest, token: Substring, body: [UInt8]) -> Verdict {
         let configuration = state.configuration
         guard HeaderRules.isHexToken(token) else { return .reject(400, "BadDeviceToken") }
         if let pushType = request.pushType, !HeaderRules.validPushTypes.contains(pushType) {
             return .reject(400, "InvalidPushType")
+        }
+        if let problem = PushTypeRules.topicProblem(topic: request.topic ?? "", pushType: request.pushType) {
+            return .reject(400, problem)
         }
         if let priority = request.priority, priority != "10", priority != "5", priority != "1" {
             return .reject(400, "BadPriority")
         }
         // Apple: background (content-available) pushes must use priority 5; the default 10 is refused.
         if request.pushType == "background", request.priority != "5" { return .reject(400, "BadPriority") }
+        // Live Activities take 5 or 10 only.
+        if request.pushType == "liveactivity", request.priority == "1" { return .reject(400, "BadPriority") }
         if let expiration = request.expiration, Int64(expiration) == nil { return .reject(400, "BadExpirationDate") }
         if let collapseID = request.collapseID, collapseID.utf8.count > 64 { return .reject(400, "BadCollapseId") }
 
@@ -420,7 +487,17 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if body.isEmpty { return .reject(400, "PayloadEmpty") }
         if body.count > 4096 { return .reject(413, "PayloadTooLarge") }
         // APNs documents no reason for a payload that is not a notification object; this one is ours.
-        guard HeaderRules.isNotificationJSON(body) else { return .reject(400, "BadPayload") }
+        guard let aps = HeaderRules.aps(body) else { return .reject(400, "BadPayload") }
+        switch request.pushType {
+        case "liveactivity"?:
+            if let problem = PushTypeRules.liveActivityProblem(aps, broadcast: false) { return .badPayload(problem) }
+            if aps["event"] as? String == "start", let channel = aps["input-push-channel"] as? String {
+                request.startsOnChannel = channel
+            }
+        case "widgets"?, "controls"?:
+            if let problem = PushTypeRules.contentChangedProblem(aps) { return .badPayload(problem) }
+        default: break
+        }
 
         // Device.
         if configuration.tokensOfOtherTopics.contains(request.deviceToken) {
@@ -431,9 +508,11 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             verdict.timestampMilliseconds = Int64(since.timeIntervalSince1970 * 1000)
             return verdict
         }
+        return faultOrAccept()
+    }
 
-        // Faults.
-        let faults = configuration.faults
+    private func faultOrAccept() -> Verdict {
+        let faults = state.configuration.faults
         if faults.rate429 > 0 || faults.rate500 > 0 || faults.rate503 > 0 {
             let draw = Double.random(in: 0..<1, using: &state.random)
             if draw < faults.rate429 { return .reject(429, "TooManyRequests") }
@@ -441,6 +520,86 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             if draw < faults.rate429 + faults.rate500 + faults.rate503 { return .reject(503, "ServiceUnavailable") }
         }
         return Verdict(status: 200, reason: nil)
+    }
+
+    /// `POST /4/broadcasts/apps/<bundle>`: one Live Activity update or end for every activity
+    /// subscribed to the channel `apns-channel-id` names.
+    private func judgeBroadcast(_ request: inout ParsedRequest, bundle: String, body: [UInt8]) -> Verdict {
+        if let id = request.requestID ?? request.apnsID, !HeaderRules.isUUID(id) { return .reject(400, "BadMessageId") }
+        if request.duplicate { return .reject(400, "DuplicateHeaders") }
+        if bundle.isEmpty || bundle.contains("/") { return .reject(404, "BadPath") }
+        if PushTypeRules.split(topic: bundle).suffix != nil { return .reject(400, "TopicDisallowed") }
+        if let refusal = authorize(&request, topic: bundle) { return refusal }
+        guard let channelID = request.channelID else { return .reject(400, "MissingChannelId") }
+        guard PushTypeRules.isChannelID(channelID) else { return .reject(400, "BadChannelId") }
+        guard let channel = state.channels.channel(channelID, of: bundle) else { return .reject(400, "ChannelNotRegistered") }
+        guard let pushType = request.pushType else { return .reject(400, "MissingPushType") }
+        guard pushType.lowercased() == "liveactivity" else { return .reject(400, "InvalidPushType") }
+        if let priority = request.priority, priority != "10", priority != "5", priority != "1" {
+            return .reject(400, "BadPriority")
+        }
+        if let expiration = request.expiration {
+            guard let seconds = Int64(expiration) else { return .reject(400, "BadExpirationDate") }
+            // No Message Stored: a message is never kept, so it may not say how long to keep it.
+            if channel.storagePolicy == 0, seconds != 0 { return .reject(400, "BadExpirationDate") }
+        }
+        if body.isEmpty { return .reject(400, "PayloadEmpty") }
+        if body.count > PushTypeRules.broadcastPayloadLimit { return .reject(413, "PayloadTooLarge") }
+        guard let aps = HeaderRules.aps(body) else { return .reject(400, "BadRequestPayload") }
+        if let problem = PushTypeRules.liveActivityProblem(aps, broadcast: true) { return .badPayload(problem) }
+        return faultOrAccept()
+    }
+
+    /// The channel management API: `/1/apps/<bundle>/channels` (POST creates, GET reads, DELETE
+    /// deletes, with `apns-channel-id`) and `GET /1/apps/<bundle>/all-channels`.
+    private func judgeManagement(_ request: inout ParsedRequest, body: [UInt8]) -> Verdict {
+        if let id = request.requestID, !HeaderRules.isUUID(id) {
+            request.requestID = nil
+            return .reject(400, "BadMessageId")
+        }
+        if request.duplicate { return .reject(400, "DuplicateHeaders") }
+        guard let path = request.path, path.hasPrefix("/1/apps/") else { return .reject(404, "BadPath") }
+        let parts = path.dropFirst("/1/apps/".count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[1] == "channels" || parts[1] == "all-channels" else {
+            return .reject(404, "BadPath")
+        }
+        let bundle = String(parts[0])
+        if PushTypeRules.split(topic: bundle).suffix != nil { return .reject(400, "TopicDisallowed") }
+        if let refusal = authorize(&request, topic: bundle) { return refusal }
+        switch (request.method, parts[1]) {
+        case ("POST"?, "channels"):
+            guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                return .reject(400, "BadRequestPayload")
+            }
+            guard Set(object.keys) == ["message-storage-policy", "push-type"],
+                let policy = object["message-storage-policy"] as? Int, policy == 0 || policy == 1,
+                object["push-type"] as? String == "LiveActivity"
+            else { return .reject(400, "BadRequestParams") }
+            var bytes: [UInt8] = []
+            for _ in 0..<2 { withUnsafeBytes(of: UInt64.random(in: .min ... .max, using: &state.random)) { bytes += $0 } }
+            let id = Data(bytes).base64EncodedString()
+            guard state.channels.create(bundle: bundle, storagePolicy: policy, id: id) else {
+                return .reject(400, "CannotCreateChannelConfig")
+            }
+            state.stats.channelsCreated += 1
+            return Verdict(status: 201, headers: [("apns-channel-id", id)])
+        case ("GET"?, "all-channels"):
+            let list = state.channels.all(of: bundle).map { "\"\($0)\"" }.joined(separator: ",")
+            return Verdict(status: 200, headers: [("content-type", "application/json")], body: "{\"channels\":[\(list)]}")
+        case ("GET"?, "channels"), ("DELETE"?, "channels"):
+            guard let id = request.channelID else { return .reject(400, "MissingChannelId") }
+            guard PushTypeRules.isChannelID(id) else { return .reject(400, "BadChannelId") }
+            guard let channel = state.channels.channel(id, of: bundle) else { return .reject(400, "ChannelNotRegistered") }
+            if request.method == "DELETE" {
+                _ = state.channels.delete(id, of: bundle)
+                state.stats.channelsDeleted += 1
+                return Verdict(status: 204)
+            }
+            return Verdict(status: 200, headers: [("content-type", "application/json")],
+                           body: "{\"message-storage-policy\":\(channel.storagePolicy),\"push-type\":\"LiveActivity\"}")
+        default:
+            return .reject(405, "MethodNotAllowed")
+        }
     }
 
     private func raiseStreamLimitIfNeeded() {

@@ -22,6 +22,12 @@ public struct LiveActivitySale: Sendable, Hashable {
         public var state: [Field: JSONValue]
         /// An alert with the update (priority 10), keyed by locale as the campaign's content.
         public var alert: [String: LocalizedText]?
+
+        public init(at: Date, state: [Field: JSONValue], alert: [String: LocalizedText]? = nil) {
+            self.at = at
+            self.state = state
+            self.alert = alert
+        }
     }
 
     /// The attributes (static for the activity's life): `title`, and the campaign's id added by Herald.

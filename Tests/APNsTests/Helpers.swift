@@ -9,6 +9,7 @@ import TestSupport
 /// client gets an event loop of its own, as a command gives it.
 func withClient<T: Sendable>(
     _ running: RunningAPNsSimulator,
+    stoppingTheSimulator: Bool = true,
     configure: (inout APNsConfiguration) -> Void = { _ in },
     _ body: @Sendable (APNsClient) async throws -> T
 ) async throws -> T {
@@ -25,10 +26,10 @@ func withClient<T: Sendable>(
             defer { group.cancelAll() }
             return try await body(client)
         }
-        await running.stop()
+        if stoppingTheSimulator { await running.stop() }
         return result
     } catch {
-        await running.stop()
+        if stoppingTheSimulator { await running.stop() }
         throw error
     }
 }
