@@ -19,6 +19,9 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 8443
 
+    @Option(name: .customLong("channels-port"), help: "Port of the broadcast channel management API, which APNs serves apart (default: --port + 1; a free one when --port is 0).")
+    var channelsPort: Int?
+
     @Option(name: .customLong("cert-dir"), help: "Directory for the generated CA (ca.pem), certificate and key, the client CA (client-ca.pem) and issued client certificates.")
     var certDir = ".local/apns-sim"
 
@@ -137,38 +140,37 @@ struct APNsSimCommand: AsyncParsableCommand {
         if keepCerts, kept.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) {
             tls = .files(certificateChainPath: kept[0], privateKeyPath: kept[1], caPath: kept[2])
         }
-        let simulator = try APNsSimulator(
-            configuration: SimulatorConfiguration(
-                host: host,
-                port: port,
-                tls: tls,
-                teamID: teamID,
-                signingKeys: verifyingKey.map { [keyID: $0] } ?? [:],
-                allowedTopics: verifyingKey == nil ? [] : Set(topics),
-                unregisteredTokens: try unregistered.map(Self.readUnregistered) ?? [:],
-                faults: .init(
-                    rate429: fail429,
-                    rate500: fail500,
-                    rate503: fail503,
-                    seed: seed,
-                    goAwayAfterStreams: goAwayAfter,
-                    latency: .milliseconds(latencyMS)
-                ),
-                maxConcurrentStreams: maxStreams,
-                startWithOneStream: true,
-                acceptedLogPath: log,
-                recordAccepted: false,
-                apps: apps
+        var configuration = SimulatorConfiguration(
+            host: host,
+            port: port,
+            tls: tls,
+            teamID: teamID,
+            signingKeys: verifyingKey.map { [keyID: $0] } ?? [:],
+            allowedTopics: verifyingKey == nil ? [] : Set(topics),
+            unregisteredTokens: try unregistered.map(Self.readUnregistered) ?? [:],
+            faults: .init(
+                rate429: fail429,
+                rate500: fail500,
+                rate503: fail503,
+                seed: seed,
+                goAwayAfterStreams: goAwayAfter,
+                latency: .milliseconds(latencyMS)
             ),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-            logger: logger
+            maxConcurrentStreams: maxStreams,
+            startWithOneStream: true,
+            acceptedLogPath: log,
+            recordAccepted: false,
+            apps: apps
         )
+        configuration.channelsPort = channelsPort ?? (port == 0 ? 0 : port + 1)
+        let simulator = try APNsSimulator(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         // Bound before the service group runs, so the settings below carry the port.
         let boundPort = try await simulator.start()
         let shownHost = host.contains(":") ? "[\(host)]" : host
         var lines = [
             "APNS_URL=https://\(shownHost):\(boundPort)",
             "APNS_CA_PATH=\(simulator.caCertificatePath ?? "")",
+            "APNS_CHANNELS_URL=https://\(shownHost):\(simulator.channelsPort ?? 0)",
         ]
         if verifyingKey != nil {
             lines += ["APNS_KEY_ID=\(keyID)", "APNS_TEAM_ID=\(teamID)"]

@@ -134,7 +134,7 @@ final class SimulatorProcess {
     }
 
     func start() async throws {
-        let arguments = ["apns-sim", "--host", "127.0.0.1", "--port", "\(port)", "--cert-dir", directory.path, "--keep-certs",
+        let arguments = ["apns-sim", "--host", "127.0.0.1", "--port", "\(port)", "--channels-port", "0", "--cert-dir", directory.path, "--keep-certs",
                          "--public-key", directory.appendingPathComponent("key.pub.pem").path,
                          "--key-id", keyID, "--team-id", teamID, "--topic", topic, "--log", logPath] + faults
         let child = try Child(name: "apns-sim", arguments: arguments, environment: ProcessInfo.processInfo.environment,
