@@ -109,7 +109,9 @@ CREATE FUNCTION public.herald_approved(p_campaign bigint) RETURNS boolean
     LANGUAGE sql STABLE
     AS $$
     SELECT NOT coalesce((SELECT require_approval FROM settings), false)
-        OR EXISTS (SELECT 1 FROM campaigns WHERE id = p_campaign AND approved_at IS NOT NULL)
+        OR EXISTS (SELECT 1 FROM campaigns c
+                   WHERE c.id = coalesce((SELECT sale_id FROM campaigns WHERE id = p_campaign), p_campaign)
+                     AND c.approved_at IS NOT NULL)
 $$;
 
 --
@@ -1319,6 +1321,58 @@ CREATE FUNCTION public.herald_run_lock_key(p_run bigint) RETURNS integer
     AS $$ SELECT (p_run % 2147483647)::integer $$;
 
 --
+-- Name: herald_sale_status_follows(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_sale_status_follows() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.status IN ('paused', 'cancelled') THEN
+        UPDATE campaigns SET status = NEW.status
+        WHERE sale_id = NEW.id AND status IN ('scheduled', 'running', 'paused') AND status <> NEW.status;
+    ELSIF OLD.status = 'paused' AND NEW.status IN ('scheduled', 'running', 'completed') THEN
+        UPDATE campaigns SET status = 'scheduled' WHERE sale_id = NEW.id AND status = 'paused';
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
+-- Name: herald_sale_steps(bigint, timestamp with time zone[], timestamp with time zone[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_sale_steps(p_sale bigint, p_at timestamp with time zone[], p_until timestamp with time zone[]) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    s campaigns%ROWTYPE;
+    v_made integer := 0;
+    v_id bigint;
+BEGIN
+    SELECT * INTO s FROM campaigns WHERE id = p_sale;
+    IF NOT FOUND OR s.live_activity IS NULL THEN
+        RAISE EXCEPTION 'campaign % is not a Live Activity sale', p_sale;
+    END IF;
+    IF cardinality(p_at) <> cardinality(p_until) OR cardinality(p_at) < 1 THEN
+        RAISE EXCEPTION 'a sale''s steps need a time and an end each';
+    END IF;
+    FOR i IN 1 .. cardinality(p_at) LOOP
+        INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id, send_at, expires_at,
+                               priority, collapse_id, quiet_hours, frequency_capped, sale_id, sale_step, created_by)
+        VALUES (s.name || ' step ' || i, s.kind,
+                CASE WHEN s.status IN ('paused', 'cancelled') THEN s.status ELSE 'scheduled' END,
+                s.segment_id, s.content, s.default_locale, s.category_id, p_at[i], p_until[i],
+                10, s.collapse_id, false, false, p_sale, i, s.created_by)
+        ON CONFLICT (sale_id, sale_step) WHERE sale_id IS NOT NULL DO NOTHING
+        RETURNING id INTO v_id;
+        IF v_id IS NOT NULL THEN v_made := v_made + 1; END IF;
+    END LOOP;
+    RETURN v_made;
+END $$;
+
+--
 -- Name: herald_segment_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1793,6 +1847,10 @@ CREATE TABLE public.campaigns (
     audience text DEFAULT 'segment'::text NOT NULL,
     code_pool text,
     best_hour boolean DEFAULT false NOT NULL,
+    live_activity jsonb,
+    sale_id bigint,
+    sale_step integer,
+    CONSTRAINT "a sale's step names its sale and its number (1 or more)" CHECK ((((sale_id IS NULL) = (sale_step IS NULL)) AND ((sale_step IS NULL) OR (sale_step >= 1)))),
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
     CONSTRAINT "campaign audience must be segment or recipients" CHECK ((audience = ANY (ARRAY['segment'::text, 'recipients'::text]))),
@@ -1803,6 +1861,7 @@ CREATE TABLE public.campaigns (
     CONSTRAINT "campaign finish_within must be from 1 minute to 7 days" CHECK (((finish_within IS NULL) OR ((finish_within >= '00:01:00'::interval) AND (finish_within <= '7 days'::interval)))),
     CONSTRAINT "campaign holdout_pct must be from 0 to 50 (percent of users)" CHECK (((holdout_pct >= (0)::numeric) AND (holdout_pct <= (50)::numeric))),
     CONSTRAINT "campaign kind must be poster, flash_sale or feedback" CHECK ((kind = ANY (ARRAY['poster'::text, 'flash_sale'::text, 'feedback'::text]))),
+    CONSTRAINT "campaign live_activity must be a JSON object" CHECK (((live_activity IS NULL) OR (jsonb_typeof(live_activity) = 'object'::text))),
     CONSTRAINT "campaign local_missed must be send or skip" CHECK ((local_missed = ANY (ARRAY['send'::text, 'skip'::text]))),
     CONSTRAINT "campaign media_type must be image, gif, audio or video" CHECK (((media_type IS NULL) OR (media_type = ANY (ARRAY['image'::text, 'gif'::text, 'audio'::text, 'video'::text])))),
     CONSTRAINT "campaign on_segment_entry is at send_at, not send_at_local" CHECK (((NOT on_segment_entry) OR (send_at_local IS NULL))),
@@ -1822,7 +1881,8 @@ CREATE TABLE public.campaigns (
     CONSTRAINT "campaign sets rate_per_minute or finish_within, not both" CHECK (((rate_per_minute IS NULL) OR (finish_within IS NULL))),
     CONSTRAINT "campaign status must be draft, scheduled, running, paused, …" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))),
     CONSTRAINT "interruption_level: passive/active/time-sensitive/critical" CHECK (((interruption_level IS NULL) OR (interruption_level = ANY (ARRAY['passive'::text, 'active'::text, 'time-sensitive'::text, 'critical'::text])))),
-    CONSTRAINT "only a one-off campaign may reach a recipients list" CHECK (((audience = 'segment'::text) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry))))
+    CONSTRAINT "only a one-off campaign may reach a recipients list" CHECK (((audience = 'segment'::text) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry)))),
+    CONSTRAINT "only a one-off flash sale with an end runs as a Live Activity" CHECK (((live_activity IS NULL) OR ((kind = 'flash_sale'::text) AND (repeat_unit IS NULL) AND (NOT on_segment_entry) AND (expires_at IS NOT NULL))))
 );
 
 --
@@ -1848,6 +1908,18 @@ COMMENT ON COLUMN public.campaigns.open_until IS 'an on-entry occurrence takes n
 --
 
 COMMENT ON COLUMN public.campaigns.resumed_at IS 'a series: when it was last resumed (moments before are skipped)';
+
+--
+-- Name: COLUMN campaigns.live_activity; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.live_activity IS 'the sale as a Live Activity: title, state, updates, stock, relevance, dismiss_after (docs/marketers.md)';
+
+--
+-- Name: COLUMN campaigns.sale_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.sale_id IS 'the Live Activity sale this row is a step of (an update or the end)';
 
 --
 -- Name: replies; Type: TABLE; Schema: public; Owner: -
@@ -2586,6 +2658,68 @@ CREATE VIEW analyst.lift AS
      JOIN public.campaigns c ON ((c.id = s.campaign_id)));
 
 --
+-- Name: live_activities; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.live_activities (
+    campaign_id bigint NOT NULL,
+    device_id bigint NOT NULL,
+    update_token text,
+    channel_id text,
+    started_by text NOT NULL,
+    confirmed_step integer,
+    confirmed_at timestamp with time zone,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    ended_at timestamp with time zone,
+    CONSTRAINT "activity channel_id must be base64, at most 64 characters" CHECK ((channel_id ~ '^[A-Za-z0-9+/]{1,62}={0,2}$'::text)),
+    CONSTRAINT "activity confirmed_step must be 0 or more" CHECK ((confirmed_step >= 0)),
+    CONSTRAINT "activity started_by must be push or app" CHECK ((started_by = ANY (ARRAY['push'::text, 'app'::text]))),
+    CONSTRAINT "activity update_token must be hex, 64 to 200 characters" CHECK ((update_token ~ '^[0-9a-f]{64,200}$'::text)),
+    CONSTRAINT "an activity has an update token or a channel, not both" CHECK (((update_token IS NULL) <> (channel_id IS NULL)))
+);
+
+--
+-- Name: live_activities; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.live_activities AS
+ SELECT s.id AS campaign_id,
+    s.name,
+    count(la.device_id) FILTER (WHERE (la.started_by = 'push'::text)) AS started_by_push,
+    count(la.device_id) FILTER (WHERE (la.started_by = 'app'::text)) AS started_by_app,
+    count(la.device_id) FILTER (WHERE (la.channel_id IS NOT NULL)) AS on_channel,
+    count(la.device_id) FILTER (WHERE (la.confirmed_step >= 1)) AS confirmed_an_update,
+    count(la.device_id) FILTER (WHERE (la.ended_at IS NOT NULL)) AS ended_on_device,
+    ( SELECT max(st.sale_step) AS max
+           FROM public.campaigns st
+          WHERE (st.sale_id = s.id)) AS steps_after_start,
+    ( SELECT count(*) AS count
+           FROM (public.deliveries d
+             JOIN public.campaigns st ON ((st.id = d.campaign_id)))
+          WHERE ((st.sale_id = s.id) AND (d.status = 'sent'::text))) AS step_pushes_sent
+   FROM (public.campaigns s
+     LEFT JOIN public.live_activities la ON ((la.campaign_id = s.id)))
+  WHERE (s.live_activity IS NOT NULL)
+  GROUP BY s.id, s.name;
+
+--
+-- Name: live_activity_steps; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.live_activity_steps AS
+ SELECT st.sale_id AS campaign_id,
+    st.sale_step AS step,
+    st.send_at AS due_at,
+    d.device_id,
+    d.status,
+    d.sent_at,
+    (la.confirmed_step >= st.sale_step) AS confirmed
+   FROM ((public.campaigns st
+     JOIN public.deliveries d ON ((d.campaign_id = st.id)))
+     LEFT JOIN public.live_activities la ON (((la.campaign_id = st.sale_id) AND (la.device_id = d.device_id))))
+  WHERE (st.sale_id IS NOT NULL);
+
+--
 -- Name: occurrences; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3318,6 +3452,19 @@ CREATE TABLE public.pruned_campaigns (
 );
 
 --
+-- Name: push_to_start_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.push_to_start_tokens (
+    device_id bigint NOT NULL,
+    attributes_type text NOT NULL,
+    token text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "push-to-start attributes_type must be HeraldSaleAttributes" CHECK ((attributes_type = 'HeraldSaleAttributes'::text)),
+    CONSTRAINT "push-to-start token must be hex, 64 to 200 characters" CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
+);
+
+--
 -- Name: replies_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -3350,6 +3497,17 @@ CREATE SEQUENCE public.runs_id_seq
 --
 
 ALTER SEQUENCE public.runs_id_seq OWNED BY public.runs.id;
+
+--
+-- Name: sale_stock; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sale_stock (
+    campaign_id bigint NOT NULL,
+    stock_left integer NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "sale stock_left must be 0 or more" CHECK ((stock_left >= 0))
+);
 
 --
 -- Name: segments; Type: TABLE; Schema: public; Owner: -
@@ -3691,6 +3849,13 @@ ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_token_key UNIQUE (token);
 
 --
+-- Name: live_activities live_activities_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.live_activities
+    ADD CONSTRAINT live_activities_pkey PRIMARY KEY (campaign_id, device_id);
+
+--
 -- Name: pool_codes pool_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3719,6 +3884,13 @@ ALTER TABLE ONLY public.pruned_lift_assignments
     ADD CONSTRAINT pruned_lift_assignments_pkey PRIMARY KEY (campaign_id, user_id);
 
 --
+-- Name: push_to_start_tokens push_to_start_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_to_start_tokens
+    ADD CONSTRAINT push_to_start_tokens_pkey PRIMARY KEY (device_id, attributes_type);
+
+--
 -- Name: receipts receipts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3745,6 +3917,13 @@ ALTER TABLE ONLY public.replies
 
 ALTER TABLE ONLY public.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+
+--
+-- Name: sale_stock sale_stock_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sale_stock
+    ADD CONSTRAINT sale_stock_pkey PRIMARY KEY (campaign_id);
 
 --
 -- Name: segments segments_name_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3818,6 +3997,12 @@ CREATE INDEX campaigns_due ON public.campaigns USING btree (send_at) WHERE (stat
 --
 
 CREATE UNIQUE INDEX campaigns_occurrence_once ON public.campaigns USING btree (series_id, occurrence) WHERE (series_id IS NOT NULL);
+
+--
+-- Name: campaigns_sale_step_once; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX campaigns_sale_step_once ON public.campaigns USING btree (sale_id, sale_step) WHERE (sale_id IS NOT NULL);
 
 --
 -- Name: campaigns_series; Type: INDEX; Schema: public; Owner: -
@@ -4213,6 +4398,12 @@ CREATE TRIGGER campaigns_check BEFORE INSERT OR UPDATE OF kind, content, default
 CREATE TRIGGER campaigns_keep_history BEFORE DELETE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_delete_check();
 
 --
+-- Name: campaigns campaigns_sale_status_follows; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_sale_status_follows AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.live_activity IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION public.herald_sale_status_follows();
+
+--
 -- Name: campaigns campaigns_series_status; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4383,6 +4574,13 @@ ALTER TABLE ONLY public.campaigns
     ADD CONSTRAINT campaigns_code_pool_fkey FOREIGN KEY (code_pool) REFERENCES public.code_pools(name);
 
 --
+-- Name: campaigns campaigns_sale_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaigns
+    ADD CONSTRAINT campaigns_sale_id_fkey FOREIGN KEY (sale_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
 -- Name: campaigns campaigns_segment_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4437,6 +4635,20 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: live_activities live_activities_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.live_activities
+    ADD CONSTRAINT live_activities_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
+-- Name: live_activities live_activities_device_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.live_activities
+    ADD CONSTRAINT live_activities_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE CASCADE;
 
 --
 -- Name: pool_codes pool_codes_pool_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -4507,6 +4719,20 @@ ALTER TABLE ONLY public.pruned_test_deliveries
 
 ALTER TABLE ONLY public.pruned_test_deliveries
     ADD CONSTRAINT pruned_test_deliveries_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: push_to_start_tokens push_to_start_tokens_device_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.push_to_start_tokens
+    ADD CONSTRAINT push_to_start_tokens_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE CASCADE;
+
+--
+-- Name: sale_stock sale_stock_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sale_stock
+    ADD CONSTRAINT sale_stock_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
 
 --
 -- Name: snapshot_caps snapshot_caps_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

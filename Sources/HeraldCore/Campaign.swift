@@ -125,6 +125,11 @@ public struct Campaign: Sendable, Hashable {
     public var variants: [CampaignVariant]
     /// How fast it may go out; nil: as fast as APNs takes it.
     public var pace: CampaignPace?
+    /// The sale as a Live Activity, as written (`campaigns.live_activity`; read by `LiveActivitySale`).
+    public var liveActivity: JSONValue?
+    /// A step of a Live Activity sale (an update or the end): the sale and the step's number.
+    public var saleID: Int64?
+    public var saleStep: Int?
 
     public init(
         id: Int64, name: String, kind: CampaignKind, status: CampaignStatus = .scheduled,
@@ -357,6 +362,10 @@ public struct DeliveryTarget: Sendable, Hashable {
     /// Its values of the variables the campaign's templates name (nil: the
     /// campaign has none, or they were not read).
     public var personal: PersonalValues?
+    /// The Live Activity token a sale's step goes to instead of `deviceToken`: the device's
+    /// push-to-start token (the start; nil: the device gets the alert), or its activity's update
+    /// token (an update or the end).
+    public var activityToken: String?
 
     public init(deliveryID: Int64, deviceToken: String, environment: APNsEnvironment, locale: String,
                 publicKey: String? = nil, keyID: String? = nil, apnsID: UUID = UUID(), variant: String? = nil,

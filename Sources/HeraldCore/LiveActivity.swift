@@ -230,9 +230,28 @@ public struct ActivityPayload: Sendable {
     public func expiration(_ step: ActivityStep) -> Date {
         switch step.event {
         case .start: end
-        case .update: steps[step.number + 1].at
+        case .update: staleDate(step)
         case .end: dismissal
         }
+    }
+
+    /// When what a step shows is out of date: when the step after it falls due.
+    public func staleDate(_ step: ActivityStep) -> Date {
+        steps[min(step.number + 1, steps.count - 1)].at
+    }
+
+    /// The step whose state is current at `now`: the newest due before the end (the start before any).
+    public func current(at now: Date) -> ActivityStep {
+        steps.dropLast().last { $0.at <= now } ?? steps[0]
+    }
+
+    /// The push-to-start of a device reached at `now`: the start, with the state and `timestamp`
+    /// of the step current then (a device started late shows what the others show).
+    public func start(at now: Date) -> ActivityStep {
+        var step = current(at: now)
+        step.event = .start
+        step.alert = nil
+        return step
     }
 
     /// The step's content state, with the campaign, the step's number and the sale's end, as the
@@ -258,7 +277,7 @@ public struct ActivityPayload: Sendable {
         w.raw(",\"event\":"); w.string(step.event.rawValue)
         w.raw(",\"content-state\":"); contentState(step, stockLeft: stockLeft, into: &w)
         if step.event != .end {
-            w.raw(",\"stale-date\":"); w.int(Int64(expiration(step).timeIntervalSince1970))
+            w.raw(",\"stale-date\":"); w.int(Int64(staleDate(step).timeIntervalSince1970))
         } else {
             w.raw(",\"dismissal-date\":"); w.int(Int64(dismissal.timeIntervalSince1970))
         }

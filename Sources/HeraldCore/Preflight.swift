@@ -5,6 +5,21 @@ public struct CampaignProblem: Error, Hashable, CustomStringConvertible {
     public var description: String { message }
 }
 
+/// A Live Activity sale's payloads, and which of its steps a campaign row sends.
+public struct ActivityPlan: Sendable {
+    public let payload: ActivityPayload
+    /// 0: the sale's own row (its start, by push-to-start); n ≥ 1: the row of update or end n.
+    public let step: Int
+    /// What is left of the stock, read when the step was prepared (a sale with `"stock": true`).
+    public var stockLeft: Int?
+
+    public init(payload: ActivityPayload, step: Int, stockLeft: Int? = nil) {
+        self.payload = payload
+        self.step = step
+        self.stockLeft = stockLeft
+    }
+}
+
 /// What a run needs to send a campaign, checked before any device is
 /// touched: the segment compiles, its variants (if any) make a valid set and
 /// no device's payload, of any variant, can exceed 4096 bytes.
@@ -14,10 +29,17 @@ public struct PreparedCampaign: Sendable {
     /// The segment's rule, checked: it compiles. The statement that selects
     /// the audience compiles it again into its own SQL (the store owns it).
     public let segmentRule: JSONValue
+    /// A Live Activity sale's steps and which of them this row sends (nil: an alert campaign).
+    /// The sale itself reads it here; a step's row is given its sale's by the run.
+    public var activity: ActivityPlan?
 
     public init(campaign: Campaign, segmentName: String?, segmentRule: JSONValue) throws(CampaignProblem) {
         self.campaign = campaign
         self.segmentRule = segmentRule
+        if let json = campaign.liveActivity, campaign.saleID == nil {
+            let sale = try LiveActivitySale(json: json, sendAt: campaign.sendAt, expiresAt: campaign.expiresAt)
+            activity = ActivityPlan(payload: try ActivityPayload(sale: sale, campaign: campaign), step: 0)
+        }
         do {
             _ = try SegmentCompiler().compile(segmentRule)
         } catch {

@@ -241,11 +241,24 @@ public struct CampaignRun: Sendable {
             let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
             summary.name = due.campaign.name
             summary.kind = due.campaign.kind
-            let prepared = try PreparedCampaign(
+            var prepared = try PreparedCampaign(
                 campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
             let firstSlice = options.firstSnapshotSlice
-            let snap = try await db("snapshot the audience") {
-                try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice)
+            let snap: SnapshotResult
+            if let sale = due.campaign.saleID, let step = due.campaign.saleStep {
+                // A step of a Live Activity sale: its sale's steps, its audience the sale's activities.
+                prepared.activity = try await saleStep(sale: sale, step: step)
+                let activities = stores.liveActivities
+                snap = try await db("snapshot the step's activities") {
+                    try await activities.snapshotStep(id, sale: sale, start: !dryRun)
+                }
+            } else {
+                if let plan = prepared.activity {
+                    try await startSale(id, plan: plan, prepared: &prepared, dryRun: dryRun)
+                }
+                snap = try await db("snapshot the audience") {
+                    try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice)
+                }
             }
             summary.snapshot = snap
             state.figures.targeted += snap.inserted
@@ -270,6 +283,38 @@ public struct CampaignRun: Sendable {
             try await fail(&summary, reason: ErrorText.describe(error), logger: logger)
         }
         return summary
+    }
+
+    /// A Live Activity sale starts: the rows of its steps after the start are made (once,
+    /// whichever run gets there first), and the stock is read for its start.
+    private func startSale(_ id: Int64, plan: ActivityPlan, prepared: inout PreparedCampaign, dryRun: Bool) async throws {
+        let activities = stores.liveActivities
+        let sale = plan.payload
+        if !dryRun {
+            let later = Array(sale.steps.dropFirst())
+            try await db("make the sale's steps") {
+                try await activities.makeSteps(sale: id, at: later.map(\.at), until: later.map { sale.expiration($0) })
+            }
+        }
+        if sale.sale.stockFromTable {
+            prepared.activity?.stockLeft = try await db("read the sale's stock") { try await activities.stockLeft(sale: id) }
+        }
+    }
+
+    /// The plan of step `step` of sale `sale`, read from the sale as it is now (a sale that no
+    /// longer reads, or has no such step, fails this step alone with the reason).
+    private func saleStep(sale: Int64, step: Int) async throws -> ActivityPlan {
+        let (campaigns, activities) = (stores.campaigns, stores.liveActivities)
+        let due = try await db("load the step's sale") { try await campaigns.loadCampaign(sale) }
+        let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
+        guard let plan = prepared.activity, step < plan.payload.steps.count else {
+            throw CampaignProblem("sale \(sale) no longer has a step \(step): its live_activity changed after it started")
+        }
+        var stock: Int?
+        if plan.payload.sale.stockFromTable {
+            stock = try await db("read the sale's stock") { try await activities.stockLeft(sale: sale) }
+        }
+        return ActivityPlan(payload: plan.payload, step: step, stockLeft: stock)
     }
 
     private func logSnapshot(_ snap: SnapshotResult, logger: Logger) {

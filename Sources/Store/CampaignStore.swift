@@ -154,7 +154,8 @@ public struct CampaignStore: Sendable {
                    c.series_id, c.occurrence,
                    CASE WHEN p.on_segment_entry THEN p.id WHEN c.on_segment_entry THEN c.id END,
                    extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8,
-                   c.code_pool, coalesce(p.best_hour, c.best_hour)
+                   c.code_pool, coalesce(p.best_hour, c.best_hour),
+                   c.live_activity::text, c.sale_id, c.sale_step
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             LEFT JOIN campaigns p ON p.id = c.series_id
             WHERE c.id = \(id)
@@ -198,6 +199,11 @@ public struct CampaignStore: Sendable {
             var paced = campaign
             paced.codePool = codePool
             paced.bestHour = bestHour ?? false
+            if let sale = try r[31].decode(String?.self) {
+                paced.liveActivity = .object(try Self.decodeObject(sale, column: "live_activity"))
+            }
+            paced.saleID = try r[32].decode(Int64?.self)
+            paced.saleStep = try r[33].decode(Int32?.self).map(Int.init)
             if let rate = try r[23].decode(Int32?.self) {
                 paced.pace = .perMinute(Int(rate))
             } else if let seconds = try r[24].decode(Double?.self) {

@@ -11,6 +11,30 @@ public struct ClaimedDelivery: Sendable, Hashable {
     public var attempts: Int = 0
 }
 
+/// Which token a claimed delivery goes to besides its device's own (DESIGN, contract 10).
+public enum ClaimToken: Sendable, Hashable {
+    /// The device's token only (every alert).
+    case device
+    /// Also its push-to-start token for Herald's sales (a sale's start; nil: the device gets the alert).
+    case pushToStart
+    /// The update token of its activity of `sale` (a sale's update or end); a device whose
+    /// activity ended, or registered none, is skipped.
+    case activity(sale: Int64)
+
+    /// The claim's join, its token column and the skip it adds.
+    var sql: (join: String, column: String, missing: String?) {
+        switch self {
+        case .device: ("", "NULL::text", nil)
+        case .pushToStart:
+            ("LEFT JOIN push_to_start_tokens pts ON pts.device_id = picked.device_id AND pts.attributes_type = 'HeraldSaleAttributes'",
+             "pts.token", nil)
+        case .activity(let sale):
+            ("LEFT JOIN live_activities la ON la.campaign_id = \(sale) AND la.device_id = picked.device_id AND la.ended_at IS NULL",
+             "la.update_token", "la.update_token IS NULL")
+        }
+    }
+}
+
 /// What a claim found: the rows claimed, where the next claim reads on, the
 /// campaign's status when none was claimed, and whether the run is still live.
 public struct ClaimAnswer: Sendable, Hashable {
@@ -123,9 +147,12 @@ public struct DeliveryLedger: Sendable {
     /// reads only rows it has not passed yet; rows given back behind it are
     /// found with `firstClaimable`.
     private func claimWindow(campaign: Int64, run: Int64, limit: Int, lease: Duration,
-                            after: Int64, excludingApps apps: [String], personal: [Template.Variable]) async throws -> ClaimWindow {
+                            after: Int64, excludingApps apps: [String], personal: [Template.Variable],
+                            token: ClaimToken) async throws -> ClaimWindow {
         let seconds = Double(lease.components.seconds)
         let reads = Self.claimColumns(personal, campaign: campaign)
+        let activity = token.sql
+        let ended = activity.missing ?? "false"
         let rows = try await client.query("""
             WITH live AS (
                 UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds))),
@@ -158,7 +185,7 @@ public struct DeliveryLedger: Sendable {
             ), upd AS (
                 UPDATE deliveries d SET
                     status = CASE WHEN dv.id IS NULL OR u.id IS NULL OR dv.invalidated_at IS NOT NULL
-                                       OR u.opted_out_at IS NOT NULL OR dv.user_id <> d.user_id
+                                       OR u.opted_out_at IS NOT NULL OR dv.user_id <> d.user_id OR \(unescaped: ended)
                                   THEN 'skipped' ELSE 'in_flight' END,
                     last_error = CASE WHEN dv.id IS NULL OR u.id IS NULL THEN 'device deleted'
                                       WHEN dv.invalidated_at IS NOT NULL
@@ -166,6 +193,7 @@ public struct DeliveryLedger: Sendable {
                                       WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
                                       -- The token was registered by another user since the snapshot.
                                       WHEN dv.user_id <> d.user_id THEN 'device moved to another user'
+                                      WHEN \(unescaped: ended) THEN 'activity ended or gave no update token'
                                       ELSE d.last_error END,
                     claimed_by = \(run),
                     lease_expires_at = now() + make_interval(secs => \(seconds)),
@@ -173,13 +201,14 @@ public struct DeliveryLedger: Sendable {
                     updated_at = now()
                 FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
                 \(unescaped: reads.joins)
+                \(unescaped: activity.join)
                 -- The rows locked above, where they were locked (a row locked in
                 -- a newer version than this statement sees is not found, and is
                 -- left for a later claim).
                 WHERE d.ctid = picked.tid AND d.campaign_id = \(campaign)
-                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app\(unescaped: reads.returning)
+                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app, \(unescaped: activity.column) AS activity_token\(unescaped: reads.returning)
             )
-            SELECT m.last, m.n, m.run_live, EXISTS (SELECT 1 FROM live) AS campaign_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app\(unescaped: reads.selected)
+            SELECT m.last, m.n, m.run_live, EXISTS (SELECT 1 FROM live) AS campaign_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app, c.activity_token\(unescaped: reads.selected)
             FROM (SELECT max(id) AS last, count(*)::bigint AS n,
                          EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
             LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
@@ -196,6 +225,7 @@ public struct DeliveryLedger: Sendable {
             let token = try cells.next(String?.self), env = try cells.next(APNsEnvironment?.self), locale = try cells.next(String?.self)
             let key = try cells.next(String?.self), kid = try cells.next(String?.self), apnsID = try cells.next(UUID?.self)
             let variant = try cells.next(String?.self), attempts = try cells.next(Int32?.self), app = try cells.next(String?.self)
+            let activityToken = try cells.next(String?.self)
             var values: PersonalValues?
             if !personal.isEmpty {
                 let zone = try cells.next(String?.self)
@@ -210,11 +240,11 @@ public struct DeliveryLedger: Sendable {
             window.runLive = runLive
             window.campaignLive = campaignLive
             guard let id, let deviceID, let token, let env, let locale else { continue }
-            window.deliveries.append(ClaimedDelivery(
-                target: DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
-                                       publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant,
-                                       app: app ?? AppRecord.defaultName, personal: values),
-                deviceID: deviceID, attempts: Int(attempts ?? 0)))
+            var target = DeliveryTarget(deliveryID: id, deviceToken: token, environment: env, locale: locale,
+                                        publicKey: key, keyID: kid, apnsID: apnsID ?? UUID(), variant: variant,
+                                        app: app ?? AppRecord.defaultName, personal: values)
+            target.activityToken = activityToken
+            window.deliveries.append(ClaimedDelivery(target: target, deviceID: deviceID, attempts: Int(attempts ?? 0)))
         }
         return window
     }
@@ -274,11 +304,12 @@ public struct DeliveryLedger: Sendable {
     /// claim itself for each claimed row (`ClaimedDelivery.target.personal`;
     /// `Self.claimReads(_:)` says which the claim can read).
     public func claimNext(campaign: Int64, run: Int64, limit: Int, lease: Duration, after: Int64,
-                          excludingApps apps: [String] = [], personal: [Template.Variable] = []) async throws -> ClaimAnswer {
+                          excludingApps apps: [String] = [], personal: [Template.Variable] = [],
+                          token: ClaimToken = .device) async throws -> ClaimAnswer {
         var read = 0
         func take(_ from: Int64) async throws -> ClaimWindow {
             let window = try await claimWindow(campaign: campaign, run: run, limit: limit, lease: lease, after: from,
-                                               excludingApps: apps, personal: personal)
+                                               excludingApps: apps, personal: personal, token: token)
             read += window.read
             return window
         }

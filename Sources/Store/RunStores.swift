@@ -8,6 +8,7 @@ public struct RunStores: Sendable {
     public let audience: AudienceStore
     public let ledger: DeliveryLedger
     public let series: SeriesStore
+    public let liveActivities: LiveActivityStore
 
     public init(client: Database, logger: Logger) {
         runs = RunStore(client: client, logger: logger)
@@ -15,6 +16,7 @@ public struct RunStores: Sendable {
         audience = AudienceStore(client: client, logger: logger)
         ledger = DeliveryLedger(client: client, logger: logger)
         series = SeriesStore(client: client, logger: logger)
+        liveActivities = LiveActivityStore(client: client, logger: logger)
     }
 
     public var client: Database { ledger.client }

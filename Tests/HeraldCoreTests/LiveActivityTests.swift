@@ -60,7 +60,7 @@ struct LiveActivityTests {
         #expect((aps["attributes"] as? [String: Any])?["title"] as? String == "Autumn flash sale")
         #expect((aps["alert"] as? [String: Any])?["title"] as? String == "Vente flash")
         #expect(aps["input-push-token"] as? Int == 1 && aps["input-push-channel"] == nil)
-        #expect(aps["stale-date"] as? Int == 1_796_003_600)
+        #expect(aps["stale-date"] as? Int == Int(p.steps[1].at.timeIntervalSince1970))
         #expect(aps["relevance-score"] as? Int == 80)
         let state = try #require(aps["content-state"] as? [String: Any])
         #expect(state["campaign"] as? Int == 42 && state["step"] as? Int == 0 && state["endsAt"] as? Int == 1_796_003_600)
@@ -70,6 +70,19 @@ struct LiveActivityTests {
         let onChannel = Self.object(p.payload(p.steps[0], address: .startOnChannel("dHJ5IG1l"), locale: "en"))
         let channelAPS = try #require(onChannel["aps"] as? [String: Any])
         #expect(channelAPS["input-push-channel"] as? String == "dHJ5IG1l" && channelAPS["input-push-token"] == nil)
+    }
+
+    @Test func aDeviceStartedLateIsStartedWithTheCurrentStepsStateAndTimestamp() throws {
+        let p = try Self.payload()
+        #expect(p.start(at: Self.start) == { var s = p.steps[0]; s.event = .start; return s }())
+        let late = p.start(at: p.steps[2].at.addingTimeInterval(1))
+        #expect(late.event == .start && late.number == 2 && late.at == p.steps[2].at && late.alert == nil)
+        #expect(late.state == p.steps[2].state)
+        // After the end is due, a start shows the last update's state.
+        #expect(p.start(at: Self.end.addingTimeInterval(60)).number == 2)
+        let aps = try #require(Self.object(p.payload(late, address: .startByToken, locale: "en"))["aps"] as? [String: Any])
+        #expect((aps["alert"] as? [String: Any])?["title"] as? String == "Flash sale", "a start alerts with the campaign's content")
+        #expect(aps["stale-date"] as? Int == Int(Self.end.timeIntervalSince1970))
     }
 
     @Test func silentUpdatesGoAtPriorityFiveAndStaleWhenTheNextStepComes() throws {

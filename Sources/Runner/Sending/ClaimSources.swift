@@ -51,7 +51,7 @@ struct CampaignClaims: ClaimSource {
         let inClaim = DeliveryLedger.claimReads(variables)
         let answer = try await db("claim deliveries") {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor,
-                                       excludingApps: apps, personal: inClaim ? variables : [])
+                                       excludingApps: apps, personal: inClaim ? variables : [], token: claimToken)
         }
         snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty, slicesBefore: slicesBefore)
         var deliveries = answer.deliveries
@@ -90,6 +90,12 @@ struct CampaignClaims: ClaimSource {
         }
     }
 
+    /// A sale's start also reads each device's push-to-start token; its steps their activity's token.
+    var claimToken: ClaimToken {
+        guard let plan = prepared.activity else { return .device }
+        return plan.step == 0 ? .pushToStart : .activity(sale: plan.payload.campaign.id)
+    }
+
     /// Sealed fields cost about 130 µs of CPU a notification: built on every core.
     var buildsOffLoop: Bool { prepared.builder.seals }
 
@@ -115,6 +121,7 @@ struct CampaignClaims: ClaimSource {
     /// token and sealed fields) and headers, as a run and a test send build it.
     static func notification(prepared: PreparedCampaign, target: DeliveryTarget, apps: AppRoutes,
                              personalizer: any DeliveryPersonalizer) -> Result<APNsNotification, CampaignProblem> {
+        if let plan = prepared.activity, let step = activityNotification(plan, target: target, apps: apps) { return step }
         let parts: PayloadBuilder.Parts
         do {
             parts = try prepared.builder.parts(for: target)
@@ -135,6 +142,26 @@ struct CampaignClaims: ClaimSource {
                 collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload,
                 credential: apps.credential(app: target.app, environment: target.environment)))
         }
+    }
+
+    /// A sale's step for one device (DESIGN, contract 10): its start by push-to-start, with the
+    /// state current now; an update or the end to its activity's update token. Nil: the device
+    /// has no push-to-start token, and gets the sale's alert instead.
+    static func activityNotification(_ plan: ActivityPlan, target: DeliveryTarget,
+                                     apps: AppRoutes, now: Date = Date()) -> Result<APNsNotification, CampaignProblem>? {
+        guard let token = target.activityToken else {
+            return plan.step == 0 ? nil : .failure(CampaignProblem("activity ended or gave no update token"))
+        }
+        let sale = plan.payload
+        let step = plan.step == 0 ? sale.start(at: now) : sale.steps[plan.step]
+        let payload = sale.payload(step, address: plan.step == 0 ? .startByToken : .activity, locale: target.locale,
+                                   stockLeft: plan.stockLeft)
+        guard payload.count <= PayloadBuilder.maxBytes else { return .failure(CampaignProblem(PayloadBuilder.tooLarge)) }
+        return .success(APNsNotification(
+            deviceToken: token, environment: target.environment, pushType: "liveactivity",
+            priority: sale.priority(step), expiration: Int(sale.expiration(step).timeIntervalSince1970),
+            apnsID: target.apnsID, topic: PushTopic.liveActivity(apps.topic(app: target.app)), payload: payload,
+            credential: apps.credential(app: target.app, environment: target.environment)))
     }
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {
