@@ -133,8 +133,27 @@ GRANT SELECT ON live_activities TO herald_marketer;
 -- The intake checks that a registration names a Live Activity sale.
 GRANT SELECT (id, live_activity) ON campaigns TO herald_intake;
 
--- Per sale: the devices started (by push-to-start and by the app), updated
--- and ended, and how far each device confirmed, beside its steps' ledger.
+-- A step's pushes by status: its ledger rows, and the counts a prune kept
+-- of the rows it dropped (Sql/0033), so these figures survive a prune.
+CREATE VIEW analyst.live_activity_steps AS
+WITH counts AS (
+    SELECT d.campaign_id, d.status, count(*) AS n FROM deliveries d WHERE d.kind = 'campaign' GROUP BY 1, 2
+    UNION ALL
+    SELECT p.campaign_id, p.status, p.deliveries FROM pruned_delivery_counts p
+)
+SELECT st.sale_id AS campaign_id, st.sale_step AS step, st.send_at AS due_at, st.expires_at AS superseded_at, st.status,
+       coalesce(sum(c.n), 0)::bigint AS targeted,
+       coalesce(sum(c.n) FILTER (WHERE c.status = 'sent'), 0)::bigint AS sent,
+       coalesce(sum(c.n) FILTER (WHERE c.status = 'expired'), 0)::bigint AS expired,
+       coalesce(sum(c.n) FILTER (WHERE c.status = 'skipped'), 0)::bigint AS skipped,
+       (SELECT count(*) FROM live_activities la WHERE la.campaign_id = st.sale_id AND la.confirmed_step >= st.sale_step) AS confirmed
+FROM campaigns st LEFT JOIN counts c ON c.campaign_id = st.id
+WHERE st.sale_id IS NOT NULL
+GROUP BY st.sale_id, st.sale_step, st.send_at, st.expires_at, st.status;
+
+-- Per sale: the activities started (by push-to-start and by the app),
+-- those that confirmed an update and those ended on the device, beside its
+-- steps' pushes.
 CREATE VIEW analyst.live_activities AS
 SELECT s.id AS campaign_id, s.name,
        count(la.device_id) FILTER (WHERE la.started_by = 'push') AS started_by_push,
@@ -142,20 +161,16 @@ SELECT s.id AS campaign_id, s.name,
        count(la.device_id) FILTER (WHERE la.channel_id IS NOT NULL) AS on_channel,
        count(la.device_id) FILTER (WHERE la.confirmed_step >= 1) AS confirmed_an_update,
        count(la.device_id) FILTER (WHERE la.ended_at IS NOT NULL) AS ended_on_device,
-       (SELECT max(st.sale_step) FROM campaigns st WHERE st.sale_id = s.id) AS steps_after_start,
-       (SELECT count(*) FROM deliveries d JOIN campaigns st ON st.id = d.campaign_id
-        WHERE st.sale_id = s.id AND d.status = 'sent') AS step_pushes_sent
+       (SELECT count(*) FROM campaigns st WHERE st.sale_id = s.id) AS steps_after_start,
+       (SELECT coalesce(sum(x.sent), 0)::bigint FROM analyst.live_activity_steps x WHERE x.campaign_id = s.id) AS step_pushes_sent
 FROM campaigns s LEFT JOIN live_activities la ON la.campaign_id = s.id
 WHERE s.live_activity IS NOT NULL
 GROUP BY s.id, s.name;
 
--- Per sale, step and device: what Herald sent and what the device confirmed.
-CREATE VIEW analyst.live_activity_steps AS
-SELECT st.sale_id AS campaign_id, st.sale_step AS step, st.send_at AS due_at, d.device_id, d.status, d.sent_at,
-       la.confirmed_step >= st.sale_step AS confirmed
-FROM campaigns st
-JOIN deliveries d ON d.campaign_id = st.id
-LEFT JOIN live_activities la ON la.campaign_id = st.sale_id AND la.device_id = d.device_id
-WHERE st.sale_id IS NOT NULL;
+-- Per device: what its activity of each sale confirmed it shows.
+CREATE VIEW analyst.live_activity_devices AS
+SELECT la.campaign_id, la.device_id, dv.user_id, la.started_by, la.channel_id IS NOT NULL AS on_channel,
+       la.registered_at, la.confirmed_step, la.confirmed_at, la.ended_at
+FROM live_activities la JOIN devices dv ON dv.id = la.device_id;
 
-GRANT SELECT ON analyst.live_activities, analyst.live_activity_steps TO herald_analyst;
+GRANT SELECT ON analyst.live_activities, analyst.live_activity_steps, analyst.live_activity_devices TO herald_analyst;

@@ -2679,6 +2679,41 @@ CREATE TABLE public.live_activities (
 );
 
 --
+-- Name: live_activity_steps; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.live_activity_steps AS
+ WITH counts AS (
+         SELECT d.campaign_id,
+            d.status,
+            count(*) AS n
+           FROM public.deliveries d
+          WHERE (d.kind = 'campaign'::text)
+          GROUP BY d.campaign_id, d.status
+        UNION ALL
+         SELECT p.campaign_id,
+            p.status,
+            p.deliveries
+           FROM public.pruned_delivery_counts p
+        )
+ SELECT st.sale_id AS campaign_id,
+    st.sale_step AS step,
+    st.send_at AS due_at,
+    st.expires_at AS superseded_at,
+    st.status,
+    (COALESCE(sum(c.n), (0)::numeric))::bigint AS targeted,
+    (COALESCE(sum(c.n) FILTER (WHERE (c.status = 'sent'::text)), (0)::numeric))::bigint AS sent,
+    (COALESCE(sum(c.n) FILTER (WHERE (c.status = 'expired'::text)), (0)::numeric))::bigint AS expired,
+    (COALESCE(sum(c.n) FILTER (WHERE (c.status = 'skipped'::text)), (0)::numeric))::bigint AS skipped,
+    ( SELECT count(*) AS count
+           FROM public.live_activities la
+          WHERE ((la.campaign_id = st.sale_id) AND (la.confirmed_step >= st.sale_step))) AS confirmed
+   FROM (public.campaigns st
+     LEFT JOIN counts c ON ((c.campaign_id = st.id)))
+  WHERE (st.sale_id IS NOT NULL)
+  GROUP BY st.sale_id, st.sale_step, st.send_at, st.expires_at, st.status;
+
+--
 -- Name: live_activities; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2690,34 +2725,33 @@ CREATE VIEW analyst.live_activities AS
     count(la.device_id) FILTER (WHERE (la.channel_id IS NOT NULL)) AS on_channel,
     count(la.device_id) FILTER (WHERE (la.confirmed_step >= 1)) AS confirmed_an_update,
     count(la.device_id) FILTER (WHERE (la.ended_at IS NOT NULL)) AS ended_on_device,
-    ( SELECT max(st.sale_step) AS max
+    ( SELECT count(*) AS count
            FROM public.campaigns st
           WHERE (st.sale_id = s.id)) AS steps_after_start,
-    ( SELECT count(*) AS count
-           FROM (public.deliveries d
-             JOIN public.campaigns st ON ((st.id = d.campaign_id)))
-          WHERE ((st.sale_id = s.id) AND (d.status = 'sent'::text))) AS step_pushes_sent
+    ( SELECT (COALESCE(sum(x.sent), (0)::numeric))::bigint AS "coalesce"
+           FROM analyst.live_activity_steps x
+          WHERE (x.campaign_id = s.id)) AS step_pushes_sent
    FROM (public.campaigns s
      LEFT JOIN public.live_activities la ON ((la.campaign_id = s.id)))
   WHERE (s.live_activity IS NOT NULL)
   GROUP BY s.id, s.name;
 
 --
--- Name: live_activity_steps; Type: VIEW; Schema: analyst; Owner: -
+-- Name: live_activity_devices; Type: VIEW; Schema: analyst; Owner: -
 --
 
-CREATE VIEW analyst.live_activity_steps AS
- SELECT st.sale_id AS campaign_id,
-    st.sale_step AS step,
-    st.send_at AS due_at,
-    d.device_id,
-    d.status,
-    d.sent_at,
-    (la.confirmed_step >= st.sale_step) AS confirmed
-   FROM ((public.campaigns st
-     JOIN public.deliveries d ON ((d.campaign_id = st.id)))
-     LEFT JOIN public.live_activities la ON (((la.campaign_id = st.sale_id) AND (la.device_id = d.device_id))))
-  WHERE (st.sale_id IS NOT NULL);
+CREATE VIEW analyst.live_activity_devices AS
+ SELECT la.campaign_id,
+    la.device_id,
+    dv.user_id,
+    la.started_by,
+    (la.channel_id IS NOT NULL) AS on_channel,
+    la.registered_at,
+    la.confirmed_step,
+    la.confirmed_at,
+    la.ended_at
+   FROM (public.live_activities la
+     JOIN public.devices dv ON ((dv.id = la.device_id)));
 
 --
 -- Name: occurrences; Type: VIEW; Schema: analyst; Owner: -

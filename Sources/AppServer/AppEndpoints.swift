@@ -12,6 +12,7 @@ public struct AppEndpoints: Sendable {
     public let devices: DeviceStore
     public let config: ConfigStore
     public let conversions: ConversionStore
+    public let liveActivities: LiveActivityStore
     /// Each app's registration keys; an app without any: registration answers 503.
     public let keys: AppKeys
     public let logger: Logger
@@ -20,6 +21,7 @@ public struct AppEndpoints: Sendable {
         self.devices = DeviceStore(client: client, logger: logger)
         self.config = ConfigStore(client: client, logger: logger)
         self.conversions = ConversionStore(client: client, logger: logger)
+        self.liveActivities = LiveActivityStore(client: client, logger: logger)
         self.keys = keys
         self.logger = logger
     }
@@ -52,6 +54,7 @@ public struct AppEndpoints: Sendable {
             let (status, body) = try await conversion(request)
             return Self.json(body, status: status)
         }
+        addActivityRoutes(to: router, rates: rates)
     }
 
     /// `POST /v1/conversions`: 201 stored, 200 its idempotency key was
@@ -90,7 +93,7 @@ public struct AppEndpoints: Sendable {
     }
 
     /// The app the bearer token is for, and its claims, verified with that app's keys.
-    private func authenticate(_ request: Request) async throws(IntakeError) -> (app: String, claims: AppRegistrationClaims) {
+    func authenticate(_ request: Request) async throws(IntakeError) -> (app: String, claims: AppRegistrationClaims) {
         if keys.apps.isEmpty { throw .registrationDisabled }
         switch await keys.verify(authorization: request.headers[.authorization]) {
         case .success(let verified): return verified

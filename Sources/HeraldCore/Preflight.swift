@@ -38,6 +38,9 @@ public struct PreparedCampaign: Sendable {
         self.segmentRule = segmentRule
         if let json = campaign.liveActivity, campaign.saleID == nil {
             let sale = try LiveActivitySale(json: json, sendAt: campaign.sendAt, expiresAt: campaign.expiresAt)
+            if sale.channel {
+                throw CampaignProblem("live_activity.channel: runs do not send on broadcast channels yet; each step goes to each activity's own token without it")
+            }
             activity = ActivityPlan(payload: try ActivityPayload(sale: sale, campaign: campaign), step: 0)
         }
         do {

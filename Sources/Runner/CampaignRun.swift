@@ -249,6 +249,13 @@ public struct CampaignRun: Sendable {
                 // A step of a Live Activity sale: its sale's steps, its audience the sale's activities.
                 prepared.activity = try await saleStep(sale: sale, step: step)
                 let activities = stores.liveActivities
+                // The step before this one finishes what it has on the wire first (at most a lease).
+                let clock = ContinuousClock()
+                let deadline = clock.now + options.lease
+                while !dryRun, clock.now < deadline,
+                      try await db("wait for the step before", { try await activities.earlierStepInFlight(sale: sale, number: step) }) {
+                    try await Task.sleep(for: .milliseconds(200))
+                }
                 snap = try await db("snapshot the step's activities") {
                     try await activities.snapshotStep(id, sale: sale, start: !dryRun)
                 }

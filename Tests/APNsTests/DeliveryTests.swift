@@ -214,10 +214,12 @@ struct DeadlineTests {
         let running = try await APNsSimulatorHarness.start()
         let results = try await withClient(
             running,
-            configure: { $0.pingInterval = .milliseconds(50) }
+            // A PING unanswered for one interval closes the connection: a second is ample on a
+            // loaded machine (50 ms was not, with the whole suite running beside it).
+            configure: { $0.pingInterval = .seconds(1) }
         ) { client in
             let first = await client.send(notification(1))
-            try? await Task.sleep(for: .milliseconds(600))
+            try? await Task.sleep(for: .milliseconds(2_500))
             let second = await client.send(notification(2))
             return [first, second]
         }

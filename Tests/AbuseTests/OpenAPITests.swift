@@ -92,6 +92,8 @@ struct OpenAPITests {
         var request: [UInt8]
     }
 
+    static let saleID: Int64 = 900_001
+
     @Test func everyAnswerIsDocumentedAndEveryDocumentedAnswerHappens() async throws {
         let keys = try await AppKeys.make()
         let reply = { (d: Int64, a: String, t: String?) in HostileTable.object(HostileTable.fields(delivery: d, action: a, text: t)) }
@@ -170,6 +172,50 @@ struct OpenAPITests {
             ("POST", conversions, AppKeys.conversion(user: "alice", bearer: alice, key: "order-6", event: "bad event")),
             ("GET", conversions, RawHTTP.request(method: "GET", path: conversions, headers: [])),
         ]
+        // Live Activities (contract 10): devices 12…22 (not 20) registered for alice, at most three
+        // requests each (the per-device limit), the fourth on 12, 16 and 21 over it.
+        let starts = "/v1/devices/{token}/push-to-start/{attributes_type}"
+        let activities = "/v1/devices/{token}/activities/{campaign}"
+        func activityRequest(_ method: String, _ path: String, bearer: String?, body: [UInt8]? = nil,
+                             contentType: String = "application/json") -> [UInt8] {
+            var headers: [(String, String)] = body == nil ? [] : [("Content-Type", contentType)]
+            if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+            return RawHTTP.request(method: method, path: path, headers: headers, body: body ?? [])
+        }
+        let pushToStart = Array(#"{"token": "\#(String(repeating: "e", count: 64))"}"#.utf8)
+        let activity = { (step: Int) in Array(#"{"token": "\#(String(repeating: "d", count: 64))", "started_by": "push", "step": \#(step)}"#.utf8) }
+        let sale = Self.saleID
+        for n in [12, 13, 14, 15, 16, 17, 18, 19, 21, 22] { exchanges.append(("PUT", devices, AppKeys.put(d(n), bearer: alice, body: AppKeys.registration("alice")))) }
+        let start = { (n: Int) in "/v1/devices/\(d(n))/push-to-start/HeraldSaleAttributes" }
+        let act = { (n: Int, campaign: Int64) in "/v1/devices/\(d(n))/activities/\(campaign)" }
+        exchanges += [
+            ("PUT", starts, activityRequest("PUT", start(12), bearer: alice, body: pushToStart)),
+            ("PUT", starts, activityRequest("PUT", start(12), bearer: alice, body: pushToStart)),
+            ("PUT", starts, activityRequest("PUT", start(13), bearer: alice, body: Array("{".utf8))),
+            ("PUT", starts, activityRequest("PUT", start(13), bearer: nil, body: pushToStart)),
+            ("PUT", starts, activityRequest("PUT", "/v1/devices/\(d(14))/push-to-start/OtherAttributes", bearer: alice, body: pushToStart)),
+            ("PUT", starts, activityRequest("PUT", start(14), bearer: alice, body: Array(#"{"token": "xyz"}"#.utf8))),
+            ("PUT", starts, activityRequest("PUT", start(15), bearer: alice, body: Array(repeating: UInt8(ascii: " "), count: 2_000))),
+            ("PUT", starts, activityRequest("PUT", start(15), bearer: alice, body: pushToStart, contentType: "text/plain")),
+            ("PUT", starts, activityRequest("PUT", start(0x99), bearer: alice, body: pushToStart)),
+            ("PUT", starts, activityRequest("PUT", start(12), bearer: alice, body: pushToStart)),
+            ("PUT", activities, activityRequest("PUT", act(16, sale), bearer: alice, body: activity(0))),
+            ("PUT", activities, activityRequest("PUT", act(16, sale), bearer: alice, body: activity(1))),
+            ("PUT", activities, activityRequest("PUT", act(17, sale), bearer: alice, body: Array("{".utf8))),
+            ("PUT", activities, activityRequest("PUT", act(17, sale), bearer: nil, body: activity(0))),
+            ("PUT", activities, activityRequest("PUT", act(18, 424_242), bearer: alice, body: activity(0))),
+            ("PUT", activities, activityRequest("PUT", act(18, sale), bearer: alice,
+                                                body: Array(#"{"token": "\#(String(repeating: "d", count: 64))", "started_by": "user"}"#.utf8))),
+            ("PUT", activities, activityRequest("PUT", act(19, sale), bearer: alice, body: Array(repeating: UInt8(ascii: " "), count: 2_000))),
+            ("PUT", activities, activityRequest("PUT", act(19, sale), bearer: alice, body: activity(0), contentType: "text/plain")),
+            ("PUT", activities, activityRequest("PUT", act(16, sale), bearer: alice, body: activity(2))),
+            ("PUT", activities, activityRequest("PUT", act(21, sale), bearer: alice, body: activity(0))),
+            ("DELETE", activities, activityRequest("DELETE", act(21, sale), bearer: alice)),
+            ("DELETE", activities, activityRequest("DELETE", act(22, sale), bearer: alice)),
+            ("DELETE", activities, activityRequest("DELETE", act(22, sale), bearer: nil)),
+            ("DELETE", activities, activityRequest("DELETE", "/v1/devices/abc/activities/\(sale)", bearer: alice)),
+            ("DELETE", activities, activityRequest("DELETE", act(21, sale), bearer: alice)),
+        ]
         // The fourth request about device 8 is over its limit, for PUT and DELETE.
         exchanges += Array(repeating: ("PUT", devices, AppKeys.put(d(8), bearer: alice, body: AppKeys.registration("alice"))), count: 4)
         exchanges.append(("DELETE", devices, AppKeys.delete(d(8), bearer: alice)))
@@ -204,6 +250,12 @@ struct OpenAPITests {
                     return
                 }
 
+                // A Live Activity sale the activity registrations name.
+                try await db.exec("""
+                    INSERT INTO campaigns (id, name, kind, status, content, category_id, expires_at, live_activity)
+                    VALUES (\(Self.saleID), 'Sale', 'flash_sale', 'draft', '{"en": {"title": "t", "body": "b"}}', 'flash_sale.v1',
+                            now() + interval '1 hour', '{"title": "Sale", "state": {"headline": "h", "price": "p"}}')
+                    """)
                 // Set-up (four requests): device 20 registered half an hour ago, then declared invalid by APNs.
                 let registered = try await RawHTTP.exchange(port: port, AppKeys.put(
                     d(20), bearer: try await keys.bearer("alice", age: 1800, lifetime: 3600), body: AppKeys.registration("alice")))

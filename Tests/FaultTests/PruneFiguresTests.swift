@@ -62,6 +62,18 @@ struct PruneFiguresTests {
                     WHERE name = 'Hourly'
                     """)
                 let ab = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'AB'", as: Int64.self))
+                // A flash sale as a Live Activity: started by push-to-start where a device has a token.
+                try await client.exec("""
+                    INSERT INTO push_to_start_tokens (device_id, attributes_type, token)
+                    SELECT id, 'HeraldSaleAttributes', 'e' || lpad(to_hex(id), 63, '0') FROM devices WHERE id % 2 = 0;
+                    INSERT INTO campaigns (name, kind, status, content, default_locale, category_id, quiet_hours, frequency_capped,
+                                           send_at, expires_at, live_activity)
+                    VALUES ('Sale', 'flash_sale', 'scheduled', '{"en": {"title": "Sale", "body": "Coats at €49"}}', 'en',
+                            'flash_sale.v1', false, false, now() - interval '1 minute', now() + interval '1 hour',
+                            jsonb_build_object('title', 'Sale', 'state', jsonb_build_object('headline', 'Coats', 'price', '€49'),
+                                'updates', jsonb_build_array(jsonb_build_object('state', jsonb_build_object('price', '€39'),
+                                    'at', to_char((now() + interval '30 minutes') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')))))
+                    """)
 
                 // One real run sends them through the APNs simulator.
                 let sim = try SimulatorProcess(directory: dir)
@@ -76,6 +88,22 @@ struct PruneFiguresTests {
                                      environment: env, directory: dir)
                 let testStatus = try await test.wait(limit: .seconds(60))
                 #expect(testStatus == 0, "herald send-test exited \(testStatus)\n\(test.tail())")
+                // The sale's activities register; its price drop, then its end, fall due and go out.
+                let sale = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Sale'", as: Int64.self))
+                try await client.exec("""
+                    INSERT INTO live_activities (campaign_id, device_id, update_token, started_by, confirmed_step, confirmed_at, ended_at)
+                    SELECT \(sale), id, 'd' || lpad(to_hex(id), 63, '0'), CASE WHEN id % 3 = 0 THEN 'app' ELSE 'push' END,
+                           id % 2, now(), CASE WHEN id % 10 = 0 THEN now() END
+                    FROM devices WHERE id % 2 = 0;
+                    UPDATE campaigns SET send_at = now() - interval '1 second' WHERE sale_id = \(sale) AND sale_step = 1
+                    """)
+                try await FaultSuite.runToCompletion(env: env, dir: dir, runs: &runs)
+                try await client.exec("""
+                    UPDATE campaigns SET expires_at = now() WHERE sale_id = \(sale) AND sale_step = 1;
+                    UPDATE campaigns SET send_at = now() - interval '1 second' WHERE sale_id = \(sale) AND sale_step = 2
+                    """)
+                try await FaultSuite.runToCompletion(env: env, dir: dir, runs: &runs)
+                #expect(try await client.scalar("SELECT sum(sent)::bigint FROM analyst.live_activity_steps WHERE campaign_id = \(sale)", as: Int64.self) ?? 0 > 0)
                 try await sim.stop()
                 let occurrence = try #require(try await client.scalar("""
                     SELECT o.id FROM campaigns o JOIN campaigns s ON s.id = o.series_id WHERE s.name = 'Hourly'
