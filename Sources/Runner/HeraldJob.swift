@@ -96,6 +96,7 @@ public struct HeraldJob: Sendable {
         apns.credentials.merge(credentials) { _, loaded in loaded }
         options.apps = AppRoutes(apps: apps, defaultTopic: configuration.topic, deploymentKey: deploymentKey)
         options.apps.problems = problems
+        options.apps.noteCertificates(apns.credentials, defaultCredential: apns.defaultCredential)
         return (options, apns)
     }
 

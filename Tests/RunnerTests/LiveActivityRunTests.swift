@@ -143,4 +143,22 @@ struct LiveActivityRunTests {
             }
         }
     }
+
+    @Test func anAppOnACertificateGetsAClearRefusalBeforeAnythingIsSent() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 10))
+            try await client.exec(Self.setup)
+            try await withSimulator { sim in
+                var options = RunOptions(topic: sim.clientConfiguration.topic)
+                options.apps.certificateApps = ["default"]
+                let summary = try await sendRun(client, apns: sim.clientConfiguration, options: options)
+                #expect(summary.figures.sent == 0)
+                #expect(await sim.simulator.accepted.isEmpty)
+                let reason = try await client.scalar("SELECT failure_reason FROM campaigns WHERE live_activity IS NOT NULL", as: String.self)
+                #expect(reason?.hasPrefix("app default sends with a client certificate, and Apple takes none for Live Activities") == true, "\(reason ?? "none")")
+                #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE sale_id IS NOT NULL", as: Int64.self) == 0)
+            }
+        }
+    }
 }

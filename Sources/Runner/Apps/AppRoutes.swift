@@ -24,6 +24,20 @@ public struct AppRoutes: Sendable {
     public let defaultTopic: String
     /// Credentials in use that could not be read when the run began, with why.
     public var problems: [String: String] = [:]
+    /// Apps that send with a client certificate in some environment: Apple takes none for Live
+    /// Activities, so a sale refuses them before sending anything.
+    public var certificateApps: Set<String> = []
+
+    /// Marks the apps whose credential (or, for an app on the client's default, the default) is a
+    /// certificate, as `credentials` (the client's, by name) says.
+    public mutating func noteCertificates(_ credentials: [String: APNsCredential], defaultCredential: String?) {
+        for (app, route) in routes {
+            let names = route.credentials.isEmpty ? [defaultCredential] : route.credentials.values.map(Optional.some)
+            for name in names {
+                if let name, case .certificate? = credentials[name] { certificateApps.insert(app) }
+            }
+        }
+    }
 
     /// One app, `default`, on the client's default credential.
     public static func single(topic: String) -> AppRoutes {
