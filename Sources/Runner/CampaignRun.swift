@@ -295,7 +295,10 @@ public struct CampaignRun: Sendable {
     /// A Live Activity sale starts: the rows of its steps after the start are made (once,
     /// whichever run gets there first), and the stock is read for its start.
     private func startSale(_ id: Int64, plan: ActivityPlan, prepared: inout PreparedCampaign, dryRun: Bool) async throws {
-        if let app = options.apps.certificateApps.sorted().first {
+        // Devices of an app on a certificate get the alert; a sale none of whose apps could
+        // start an activity is refused before anything is sent.
+        let apps = options.apps.routes.keys
+        if !apps.isEmpty, apps.allSatisfy(options.apps.certificateApps.contains), let app = apps.sorted().first {
             throw CampaignProblem("app \(app) sends with a client certificate, and Apple takes none for Live Activities: give it a token credential (a .p8 key: herald apps add-credential), or remove live_activity")
         }
         let activities = stores.liveActivities

@@ -149,7 +149,9 @@ struct CampaignClaims: ClaimSource {
     /// has no push-to-start token, and gets the sale's alert instead.
     static func activityNotification(_ plan: ActivityPlan, target: DeliveryTarget,
                                      apps: AppRoutes, now: Date = Date()) -> Result<APNsNotification, CampaignProblem>? {
-        guard let token = target.activityToken else {
+        guard let token = target.activityToken, !apps.certificateApps.contains(target.app) else {
+            // No push-to-start token, or an app on a certificate (Apple takes none for Live
+            // Activities): the device gets the sale's alert.
             return plan.step == 0 ? nil : .failure(CampaignProblem("activity ended or gave no update token"))
         }
         let sale = plan.payload
