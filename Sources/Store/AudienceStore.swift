@@ -197,7 +197,7 @@ public struct AudienceStore: Sendable {
     /// campaign's ledger rows: the statistics the claims are planned with
     /// must know the campaign (measured: a first claim planned on statistics
     /// that did not took 33 s for 1,000 rows of a 200,000-row campaign).
-    static let analyzeAfter = 10_000
+    public static let analyzeAfter = 10_000
 
     /// SQL: the users who got `settings.frequency_cap` campaigns within
     /// `settings.frequency_window`, when `enabled` (an SQL boolean) holds:

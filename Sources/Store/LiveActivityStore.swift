@@ -27,18 +27,21 @@ public struct LiveActivityStore: Sendable {
         return 0
     }
 
-    /// A step's audience, written once when the step falls due: every device whose activity of
-    /// the sale registered an update token and has not ended. (Devices on a channel get the
+    /// A step's audience, written once when the step falls due (one statement: the step's row,
+    /// locked, says it was not yet): every device whose activity of the sale registered an update
+    /// token and has not ended. (Devices on a channel get the
     /// channel's one push; an activity that registers later was started with the state of its day.)
     public func snapshotStep(_ step: Int64, sale: Int64, start: Bool) async throws -> SnapshotResult {
         let logger = self.logger
         _ = try await AudienceStore(client: client, logger: logger).ensurePartition(campaign: step)
-        return try await client.withTransaction(logger: logger) { conn in
+        let result = try await client.withTransaction(logger: logger) { conn in
+            // Written once: the step's row, locked, says whether it was (no row of it is looked up).
             var pending = false
             for try await fresh in try await conn.query("""
                 SELECT snapshot_at IS NULL AND status IN ('scheduled', 'running') FROM campaigns WHERE id = \(step) FOR UPDATE
                 """, logger: logger).decode(Bool.self) { pending = fresh }
             guard pending, start else { return SnapshotResult() }
+            try await conn.query("SET LOCAL jit = off", logger: logger)
             var inserted = 0
             for try await n in try await conn.query("""
                 WITH ins AS (
@@ -47,8 +50,6 @@ public struct LiveActivityStore: Sendable {
                     FROM live_activities la JOIN devices dv ON dv.id = la.device_id
                     WHERE la.campaign_id = \(sale) AND la.update_token IS NOT NULL AND la.ended_at IS NULL
                       AND dv.invalidated_at IS NULL
-                      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = \(step) AND d.kind = 'campaign'
-                                                              AND d.device_id = la.device_id)
                     ORDER BY la.device_id
                     RETURNING 1
                 )
@@ -60,6 +61,11 @@ public struct LiveActivityStore: Sendable {
                 """, logger: logger)
             return SnapshotResult(inserted: inserted, queued: inserted)
         }
+        // The claims are planned with statistics that know the step (as after a large slice).
+        if result.inserted >= AudienceStore.analyzeAfter {
+            try await client.query("SELECT herald_ledger_analyze(\(step))", logger: logger)
+        }
+        return result
     }
 
     /// Whether the step before step `number` of `sale` still has pushes in flight under a live
