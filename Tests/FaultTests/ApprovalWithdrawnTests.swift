@@ -27,8 +27,10 @@ extension FaultSuite {
                 try await waitUntil("300 notifications accepted", limit: .seconds(120)) { sim.acceptedCount() >= 300 }
                 // The author withdraws it (as docs/marketers.md shows). The simulator's log says when
                 // each notification was accepted (its file lags up to 200 ms behind: read it later).
-                let withdrawnAt = Int64(Date().timeIntervalSince1970 * 1000)
+                // "After" counts from the withdrawal's commit: what was accepted while the statement
+                // ran was claimed before it (counted from before the call, a loaded machine saw 111).
                 try await client.exec("SELECT herald_withdraw_approval(\(campaign), 'legal wants another look')")
+                let withdrawnAt = Int64(Date().timeIntervalSince1970 * 1000)
                 let code = try await worker.wait(limit: .seconds(120))
                 let exitedAt = Int64(Date().timeIntervalSince1970 * 1000)
                 try await sim.settledLog()
