@@ -2658,6 +2658,32 @@ CREATE VIEW analyst.lift AS
      JOIN public.campaigns c ON ((c.id = s.campaign_id)));
 
 --
+-- Name: channel_pushes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.channel_pushes (
+    campaign_id bigint NOT NULL,
+    app text NOT NULL,
+    environment text NOT NULL,
+    channel_id text NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    claimed_by bigint,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    apns_request_id uuid,
+    sent_at timestamp with time zone,
+    last_error text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "channel push status: queued, in_flight, sent, failed or expired" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'failed'::text, 'expired'::text])))
+);
+
+--
+-- Name: TABLE channel_pushes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.channel_pushes IS 'a sale''s update or end sent once to each of its channels (the step''s campaign row)';
+
+--
 -- Name: live_activities; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2707,11 +2733,38 @@ CREATE VIEW analyst.live_activity_steps AS
     (COALESCE(sum(c.n) FILTER (WHERE (c.status = 'skipped'::text)), (0)::numeric))::bigint AS skipped,
     ( SELECT count(*) AS count
            FROM public.live_activities la
-          WHERE ((la.campaign_id = st.sale_id) AND (la.confirmed_step >= st.sale_step))) AS confirmed
+          WHERE ((la.campaign_id = st.sale_id) AND (la.confirmed_step >= st.sale_step))) AS confirmed,
+    ( SELECT count(*) AS count
+           FROM public.channel_pushes cp
+          WHERE ((cp.campaign_id = st.id) AND (cp.status = 'sent'::text))) AS broadcasts_sent,
+    ( SELECT count(*) AS count
+           FROM public.channel_pushes cp
+          WHERE ((cp.campaign_id = st.id) AND (cp.status = ANY (ARRAY['failed'::text, 'expired'::text])))) AS broadcasts_not_sent
    FROM (public.campaigns st
      LEFT JOIN counts c ON ((c.campaign_id = st.id)))
   WHERE (st.sale_id IS NOT NULL)
-  GROUP BY st.sale_id, st.sale_step, st.send_at, st.expires_at, st.status;
+  GROUP BY st.id, st.sale_id, st.sale_step, st.send_at, st.expires_at, st.status;
+
+--
+-- Name: activity_channels; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.activity_channels (
+    campaign_id bigint NOT NULL,
+    app text NOT NULL,
+    environment text NOT NULL,
+    channel_id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    deleted_at timestamp with time zone,
+    CONSTRAINT "channel environment must be production or sandbox" CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text]))),
+    CONSTRAINT "channel_id must be base64, at most 64 characters" CHECK ((channel_id ~ '^[A-Za-z0-9+/]{1,62}={0,2}$'::text))
+);
+
+--
+-- Name: TABLE activity_channels; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.activity_channels IS 'the broadcast channels Herald made for a Live Activity sale (one per app and environment)';
 
 --
 -- Name: live_activities; Type: VIEW; Schema: analyst; Owner: -
@@ -2730,7 +2783,13 @@ CREATE VIEW analyst.live_activities AS
           WHERE (st.sale_id = s.id)) AS steps_after_start,
     ( SELECT (COALESCE(sum(x.sent), (0)::numeric))::bigint AS "coalesce"
            FROM analyst.live_activity_steps x
-          WHERE (x.campaign_id = s.id)) AS step_pushes_sent
+          WHERE (x.campaign_id = s.id)) AS step_pushes_sent,
+    ( SELECT count(*) AS count
+           FROM public.activity_channels ac
+          WHERE (ac.campaign_id = s.id)) AS channels,
+    ( SELECT (COALESCE(sum(x.broadcasts_sent), (0)::numeric))::bigint AS "coalesce"
+           FROM analyst.live_activity_steps x
+          WHERE (x.campaign_id = s.id)) AS broadcasts_sent
    FROM (public.campaigns s
      LEFT JOIN public.live_activities la ON ((la.campaign_id = s.id)))
   WHERE (s.live_activity IS NOT NULL)
@@ -3743,6 +3802,13 @@ ALTER TABLE ONLY public.actions
     ADD CONSTRAINT actions_pkey PRIMARY KEY (id);
 
 --
+-- Name: activity_channels activity_channels_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.activity_channels
+    ADD CONSTRAINT activity_channels_pkey PRIMARY KEY (campaign_id, app, environment);
+
+--
 -- Name: app_credentials app_credentials_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3839,6 +3905,13 @@ ALTER TABLE ONLY public.category_actions
 
 ALTER TABLE ONLY public.category_actions
     ADD CONSTRAINT category_actions_pkey PRIMARY KEY (category_id, action_id);
+
+--
+-- Name: channel_pushes channel_pushes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.channel_pushes
+    ADD CONSTRAINT channel_pushes_pkey PRIMARY KEY (campaign_id, app, environment);
 
 --
 -- Name: code_pools code_pools_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -4552,6 +4625,13 @@ CREATE TRIGGER settings_guard BEFORE UPDATE ON public.settings FOR EACH ROW EXEC
 CREATE TRIGGER users_deleted_replies AFTER DELETE ON public.users REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_user_deleted();
 
 --
+-- Name: activity_channels activity_channels_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.activity_channels
+    ADD CONSTRAINT activity_channels_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
 -- Name: app_credentials app_credentials_app_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4641,6 +4721,20 @@ ALTER TABLE ONLY public.category_actions
 
 ALTER TABLE ONLY public.category_actions
     ADD CONSTRAINT category_actions_category_id_fkey FOREIGN KEY (category_id) REFERENCES public.categories(id) ON DELETE CASCADE;
+
+--
+-- Name: channel_pushes channel_pushes_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.channel_pushes
+    ADD CONSTRAINT channel_pushes_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
+-- Name: channel_pushes channel_pushes_claimed_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.channel_pushes
+    ADD CONSTRAINT channel_pushes_claimed_by_fkey FOREIGN KEY (claimed_by) REFERENCES public.runs(id) ON DELETE SET NULL;
 
 --
 -- Name: conversions conversions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -25,8 +25,15 @@ public final class APNsChannelClient: Sendable {
             self.reason = reason
         }
         public var description: String {
-            status.map { "APNs answered \($0) \(reason)" } ?? "APNs could not be reached: \(reason)"
+            switch status {
+            case nil: "APNs could not be reached: \(reason)"
+            case 0?: reason
+            case let status?: "APNs answered \(status) \(reason)"
+            }
         }
+
+        /// Refused before any call (no usable credential): not transient, `reason` is the whole message.
+        public static func refused(_ reason: String) -> Failure { Failure(status: 0, reason: reason) }
     }
 
     private let http: HTTPClient

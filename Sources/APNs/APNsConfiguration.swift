@@ -40,6 +40,9 @@ public struct APNsConfiguration: Sendable, CustomStringConvertible {
     public var baseURLOverride: String?
     /// A PEM file of extra trusted roots (a simulator's or a staging CA), on top of the system roots.
     public var extraTrustedCAPath: String?
+    /// e.g. `https://127.0.0.1:8444`; nil manages broadcast channels on Apple's hosts
+    /// (`api-manage-broadcast[.sandbox].push.apple.com`, ports 2196 and 2195).
+    public var channelsBaseURLOverride: String?
     /// Connections per host and credential.
     public var maxConnections: Int
     /// Connections of the whole client, over every host and credential (see `ConnectionBudget`).

@@ -243,6 +243,15 @@ public final class APNsSimulator: Service, Sendable {
         await onLoop({ $0.heldTokens.formUnion(tokens.map { $0.lowercased() }) }, stopped: { _ in () })
     }
 
+    /// Answers the next `count` broadcasts that would be accepted with `status` (429, 500 or
+    /// 503), as APNs under load does: a transient answer.
+    public func failBroadcasts(_ count: Int, status: Int = 503) async {
+        await onLoop({ state in
+            state.channels.failingBroadcasts = count
+            state.channels.broadcastFault = status
+        }, stopped: { _ in () })
+    }
+
     /// Answers every held stream now, and holds no more.
     public func releaseHeldAnswers() async {
         await onLoop({ $0.releaseHeld() }, stopped: { _ in () })

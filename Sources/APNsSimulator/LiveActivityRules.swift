@@ -72,8 +72,12 @@ struct ChannelRegistry {
     private(set) var channels: [String: Channel] = [:]
     private var deleted: Set<String> = []
 
-    mutating func create(bundle: String, storagePolicy: Int, id: String) -> Bool {
-        guard channels.values.filter({ $0.bundle == bundle }).count < Self.limitPerApp else { return false }
+    /// Broadcasts still to answer with a fault (`APNsSimulator.failBroadcasts`), and its status.
+    var failingBroadcasts = 0
+    var broadcastFault = 503
+
+    mutating func create(bundle: String, storagePolicy: Int, id: String, limit: Int = Self.limitPerApp) -> Bool {
+        guard channels.values.filter({ $0.bundle == bundle }).count < limit else { return false }
         channels[id] = Channel(bundle: bundle, storagePolicy: storagePolicy)
         return true
     }

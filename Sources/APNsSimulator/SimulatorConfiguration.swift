@@ -73,6 +73,9 @@ public struct SimulatorConfiguration: Sendable {
     /// The port of the broadcast channel management API (APNs serves it apart, on 2195/2196);
     /// 0 picks a free one, nil serves none.
     public var channelsPort: Int? = 0
+    /// Channels an app may have at once (APNs: 10,000); a create past it is refused
+    /// `CannotCreateChannelConfig`.
+    public var channelsPerApp = 10_000
     /// Append-only JSON lines of accepted notifications.
     public var acceptedLogPath: String?
     /// Keep accepted notifications in memory for `accepted` (tests); off for long runs.

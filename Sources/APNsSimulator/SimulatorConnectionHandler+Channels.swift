@@ -28,6 +28,11 @@ extension SimulatorConnectionHandler {
         if body.count > PushTypeRules.broadcastPayloadLimit { return .reject(413, "PayloadTooLarge") }
         guard let aps = HeaderRules.aps(body) else { return .reject(400, "BadRequestPayload") }
         if let problem = PushTypeRules.liveActivityProblem(aps, broadcast: true) { return .badPayload(problem) }
+        if state.channels.failingBroadcasts > 0 {
+            state.channels.failingBroadcasts -= 1
+            let status = state.channels.broadcastFault
+            return .reject(status, status == 429 ? "TooManyRequests" : status == 500 ? "InternalServerError" : "ServiceUnavailable")
+        }
         return faultOrAccept()
     }
 
@@ -59,7 +64,7 @@ extension SimulatorConnectionHandler {
             var bytes: [UInt8] = []
             for _ in 0..<2 { withUnsafeBytes(of: UInt64.random(in: .min ... .max, using: &state.random)) { bytes += $0 } }
             let id = Data(bytes).base64EncodedString()
-            guard state.channels.create(bundle: bundle, storagePolicy: policy, id: id) else {
+            guard state.channels.create(bundle: bundle, storagePolicy: policy, id: id, limit: state.configuration.channelsPerApp) else {
                 return .reject(400, "CannotCreateChannelConfig")
             }
             state.stats.channelsCreated += 1

@@ -12,6 +12,10 @@ public struct ActivityPlan: Sendable {
     public let step: Int
     /// What is left of the stock, read when the step was prepared (a sale with `"stock": true`).
     public var stockLeft: Int?
+    /// The sale's broadcast channels (a sale with `"channel": true`): its start subscribes each
+    /// device's activity to its app's and environment's channel, its updates and end go once
+    /// to each channel.
+    public var channels: [ChannelKey: String] = [:]
 
     public init(payload: ActivityPayload, step: Int, stockLeft: Int? = nil) {
         self.payload = payload
@@ -38,9 +42,6 @@ public struct PreparedCampaign: Sendable {
         self.segmentRule = segmentRule
         if let json = campaign.liveActivity, campaign.saleID == nil {
             let sale = try LiveActivitySale(json: json, sendAt: campaign.sendAt, expiresAt: campaign.expiresAt)
-            if sale.channel {
-                throw CampaignProblem("live_activity.channel: runs do not send on broadcast channels yet; each step goes to each activity's own token without it")
-            }
             activity = ActivityPlan(payload: try ActivityPayload(sale: sale, campaign: campaign), step: 0)
         }
         do {

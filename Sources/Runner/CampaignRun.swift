@@ -22,16 +22,19 @@ public struct CampaignRun: Sendable {
     public let options: RunOptions
     public let personalizer: any DeliveryPersonalizer
     public let transport: (any PushTransport)?
+    /// APNs' broadcast channels, for sales that use them (nil: a dry run).
+    public let channels: (any ChannelTransport)?
     public let sink: (any PayloadSink)?
     public let logger: Logger
 
     /// A run that sends through `transport`.
     public init(stores: RunStores, options: RunOptions, personalizer: any DeliveryPersonalizer,
-                transport: any PushTransport, logger: Logger) {
+                transport: any PushTransport, channels: (any ChannelTransport)? = nil, logger: Logger) {
         self.stores = stores
         self.options = options
         self.personalizer = personalizer
         self.transport = transport
+        self.channels = channels
         self.sink = nil
         self.logger = logger
     }
@@ -45,6 +48,7 @@ public struct CampaignRun: Sendable {
         self.options = options
         self.personalizer = personalizer
         self.transport = nil
+        self.channels = nil
         self.sink = sink
         self.logger = logger
     }
@@ -93,6 +97,7 @@ public struct CampaignRun: Sendable {
                     }
                     expired = try await db("expire campaigns") { try await campaigns.expireCampaigns() }
                     state.figures.expired += expired
+                    try await deleteEndedChannels(logger: logger)
                     let seriesStore = stores.series
                     series = try await db("advance recurring and on-entry campaigns") { try await seriesStore.advance() }
                     if !series.made.isEmpty {
@@ -259,9 +264,18 @@ public struct CampaignRun: Sendable {
                 snap = try await db("snapshot the step's activities") {
                     try await activities.snapshotStep(id, sale: sale, start: !dryRun)
                 }
+                if !dryRun, let plan = prepared.activity {
+                    try await broadcast(step: id, plan: plan, state: state, logger: logger)
+                }
             } else {
                 if let plan = prepared.activity {
                     try await startSale(id, plan: plan, prepared: &prepared, dryRun: dryRun)
+                    if !dryRun, plan.payload.sale.channel {
+                        guard let channels = try await makeChannels(sale: id, logger: logger) else {
+                            return summary
+                        }
+                        prepared.activity?.channels = channels
+                    }
                 }
                 snap = try await db("snapshot the audience") {
                     try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice)

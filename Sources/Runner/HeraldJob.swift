@@ -69,9 +69,17 @@ public struct HeraldJob: Sendable {
         let (options, apns) = try await withApps(client: client, options: try options(dryRun: false, stop: stop, apns: apns),
                                                  apns: apns)
         let apnsClient = try APNsClient(configuration: apns, logger: logger)
+        let channels = APNsChannels(configuration: apns, apps: options.apps)
         let run = CampaignRun(stores: RunStores(client: client, logger: logger), options: options,
-                              personalizer: personalizer, transport: apnsClient, logger: logger)
-        return try await JobLifecycle.withAPNsClient(apnsClient, stop: stop, logger: logger) { try await run.execute() }
+                              personalizer: personalizer, transport: apnsClient, channels: channels, logger: logger)
+        do {
+            let summary = try await JobLifecycle.withAPNsClient(apnsClient, stop: stop, logger: logger) { try await run.execute() }
+            await channels.shutdown()
+            return summary
+        } catch {
+            await channels.shutdown()
+            throw error
+        }
     }
 
     /// Every app's topic and credential in use (Sql/0027), read from the

@@ -5,7 +5,7 @@ import Store
 
 /// The APNs client's settings: `APNS_KEY_PATH`, `APNS_KEY_ID`, `APNS_TEAM_ID`
 /// (all three, or none when every app's credential is in the database),
-/// `APNS_TOPIC` and `APNS_URL`, `APNS_CA_PATH`,
+/// `APNS_TOPIC` and `APNS_URL`, `APNS_CHANNELS_URL`, `APNS_CA_PATH`,
 /// `APNS_MAX_CONNECTIONS`, `APNS_STREAMS_PER_CONNECTION`, `APNS_TIMEOUT_SECONDS`,
 /// `APNS_MAX_ATTEMPTS` (optional), from the environment or the `[apns]` table
 /// of a configuration file. Every error names the variable (and the file, for
@@ -45,6 +45,12 @@ enum APNsEnvironmentVariables {
                 throw url.invalid("must be https://host[:port]")
             }
             configuration.baseURLOverride = url.text
+        }
+        if let url = source.text(.apnsChannelsURL) {
+            guard APNsConfiguration.isValidBaseURL(url.text) else {
+                throw url.invalid("must be https://host[:port]")
+            }
+            configuration.channelsBaseURLOverride = url.text
         }
         configuration.extraTrustedCAPath = source.text(.apnsCAPath)?.text
         if let value = try source.int(.apnsMaxConnections) { configuration.maxConnections = value }

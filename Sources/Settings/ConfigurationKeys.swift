@@ -101,6 +101,8 @@ extension ConfigurationKey {
         "the app's bundle id, sent as `apns-topic`")
     static let apnsURL = Self("APNS_URL", "apns", "url", default: "Apple's servers",
         "an override such as `https://127.0.0.1:8443` (staging, the simulator)")
+    static let apnsChannelsURL = Self("APNS_CHANNELS_URL", "apns", "channels_url", default: "Apple's servers",
+        "where broadcast channels are managed, an override such as `https://127.0.0.1:8444` (the simulator)")
     static let apnsCAPath = Self("APNS_CA_PATH", "apns", "ca_path", "an extra trusted root (PEM) for the override")
     static let apnsMaxConnections = Self("APNS_MAX_CONNECTIONS", "apns", "max_connections", kind: .integer(1...1_000, default: nil),
         default: "4", "HTTP/2 connections per APNs host")
@@ -187,7 +189,7 @@ extension ConfigurationKey {
         config,
         databaseURL, databasePasswordFile, databaseConnections, databaseOutage, sqlDirectory,
         replySecret, replySecretFile, replySecretPrevious, replySecretPreviousFile, replySecretPreviousUntil,
-        apnsKeyPath, apnsKeyID, apnsTeamID, apnsTopic, apnsURL, apnsCAPath,
+        apnsKeyPath, apnsKeyID, apnsTeamID, apnsTopic, apnsURL, apnsChannelsURL, apnsCAPath,
         apnsMaxConnections, apnsStreams, apnsTimeout, apnsMaxAttempts,
         batchSize, concurrency, campaignsAtOnce, recordEvery, recordInterval, snapshotSlice, lease, outageBudget, stopGrace, retryWait,
         configRefreshLead, metricsTextfile,

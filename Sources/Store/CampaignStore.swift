@@ -95,6 +95,9 @@ public struct CampaignStore: Sendable {
                 UPDATE deliveries SET status = 'expired', last_error = 'campaign expired before delivery', updated_at = now()
                 WHERE campaign_id IN (SELECT id FROM ended) AND status = 'queued'
                 RETURNING id
+            ), channels AS (
+                UPDATE channel_pushes SET status = 'expired', last_error = 'campaign expired before delivery', updated_at = now()
+                WHERE campaign_id IN (SELECT id FROM ended) AND status = 'queued'
             )
             SELECT count(*)::bigint FROM exp
             """, logger: logger)
@@ -287,6 +290,8 @@ public struct CampaignStore: Sendable {
             WHERE id = \(campaign) AND status = 'running' AND snapshot_through IS NULL
               AND (open_until IS NULL OR open_until <= now())
               AND NOT EXISTS (SELECT 1 FROM deliveries
+                              WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
+              AND NOT EXISTS (SELECT 1 FROM channel_pushes
                               WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
             RETURNING id
             """, logger: logger)

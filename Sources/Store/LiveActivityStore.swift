@@ -29,8 +29,8 @@ public struct LiveActivityStore: Sendable {
 
     /// A step's audience, written once when the step falls due (one statement: the step's row,
     /// locked, says it was not yet): every device whose activity of the sale registered an update
-    /// token and has not ended. (Devices on a channel get the
-    /// channel's one push; an activity that registers later was started with the state of its day.)
+    /// token and has not ended, and one push to each of the sale's channels (devices on a channel
+    /// get the channel's one push; an activity that registers later was started with the state of its day).
     public func snapshotStep(_ step: Int64, sale: Int64, start: Bool) async throws -> SnapshotResult {
         let logger = self.logger
         _ = try await AudienceStore(client: client, logger: logger).ensurePartition(campaign: step)
@@ -55,6 +55,13 @@ public struct LiveActivityStore: Sendable {
                 )
                 SELECT count(*)::bigint FROM ins
                 """, logger: logger).decode(Int64.self) { inserted = Int(n) }
+            // The sale's channels each get the step once (Sql/0041).
+            try await conn.query("""
+                INSERT INTO channel_pushes (campaign_id, app, environment, channel_id)
+                SELECT \(step), app, environment, channel_id FROM activity_channels
+                WHERE campaign_id = \(sale) AND deleted_at IS NULL
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
             try await conn.query("""
                 UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now()
                 WHERE id = \(step)
@@ -78,6 +85,10 @@ public struct LiveActivityStore: Sendable {
                 WHERE d.campaign_id = CASE WHEN \(previous) = 0 THEN \(sale)
                                            ELSE (SELECT id FROM campaigns WHERE sale_id = \(sale) AND sale_step = \(previous)) END
                   AND d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at >= now())
+                OR EXISTS (
+                SELECT 1 FROM channel_pushes cp JOIN campaigns st ON st.id = cp.campaign_id JOIN runs r ON r.id = cp.claimed_by
+                WHERE st.sale_id = \(sale) AND st.sale_step = \(previous)
+                  AND cp.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at >= now())
             """, logger: logger).decode(Bool.self) {
             return busy
         }

@@ -69,6 +69,7 @@ public enum APNsSimulatorHarness {
             retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(2), maxDelay: .milliseconds(50))
         )
         client.maxConnections = 4
+        client.channelsBaseURLOverride = simulator.channelsPort.map { "https://127.0.0.1:\($0)" }
         return RunningAPNsSimulator(
             clientConfiguration: client,
             simulator: simulator,

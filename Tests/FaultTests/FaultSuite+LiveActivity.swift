@@ -37,6 +37,8 @@ extension FaultSuite {
             let sale = s.campaign
             // The start.
             try await s.runToCompletion()
+            // The simulator writes its log every 200 ms: read it once it has settled.
+            try await s.sim.settledLog()
             let started = s.sim.acceptedCount()
             #expect(started >= devices)
 

@@ -115,6 +115,7 @@ final class SimulatorProcess {
     let topic = "com.example.herald"
     let faults: [String]
     var port = 0
+    var channelsPort = 0
     var child: Child?
 
     var logPath: String { directory.appendingPathComponent("accepted.jsonl").path }
@@ -143,9 +144,13 @@ final class SimulatorProcess {
         let clock = ContinuousClock()
         let end = clock.now + .seconds(30)
         while clock.now < end {
-            if let line = child.text().split(separator: "\n").first(where: { $0.hasPrefix("APNS_URL=") }),
-               let p = line.split(separator: ":").last.flatMap({ Int($0) }) {
+            let lines = child.text().split(separator: "\n")
+            if let line = lines.first(where: { $0.hasPrefix("APNS_URL=") }),
+               let p = line.split(separator: ":").last.flatMap({ Int($0) }),
+               let channels = lines.first(where: { $0.hasPrefix("APNS_CHANNELS_URL=") }),
+               let c = channels.split(separator: ":").last.flatMap({ Int($0) }) {
                 port = p
+                channelsPort = c
                 return
             }
             if !child.isRunning { break }
@@ -165,6 +170,7 @@ final class SimulatorProcess {
     var environment: [String: String] {
         [
             "APNS_URL": "https://127.0.0.1:\(port)",
+            "APNS_CHANNELS_URL": "https://127.0.0.1:\(channelsPort)",
             "APNS_CA_PATH": directory.appendingPathComponent("ca.pem").path,
             "APNS_KEY_PATH": keyPath,
             "APNS_KEY_ID": keyID,

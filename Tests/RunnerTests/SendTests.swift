@@ -20,16 +20,24 @@ func sendRun(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = 
              options: RunOptions) async throws -> RunSummary {
     let stores = RunStores(client: client, logger: TestDatabase.logger)
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
+    let channels = APNsChannels(configuration: apns, apps: options.apps)
     let run = CampaignRun(stores: stores, options: options,
                           personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)),
-                          transport: apnsClient, logger: TestDatabase.logger)
-    return try await withThrowingTaskGroup(of: RunSummary?.self) { group in
-        group.addTask {
-            try await apnsClient.run()
-            return nil
+                          transport: apnsClient, channels: channels, logger: TestDatabase.logger)
+    do {
+        let summary = try await withThrowingTaskGroup(of: RunSummary?.self) { group in
+            group.addTask {
+                try await apnsClient.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await run.execute()
         }
-        defer { group.cancelAll() }
-        return try await run.execute()
+        await channels.shutdown()
+        return summary
+    } catch {
+        await channels.shutdown()
+        throw error
     }
 }
 

@@ -156,8 +156,14 @@ struct CampaignClaims: ClaimSource {
         }
         let sale = plan.payload
         let step = plan.step == 0 ? sale.start(at: now) : sale.steps[plan.step]
-        let payload = sale.payload(step, address: plan.step == 0 ? .startByToken : .activity, locale: target.locale,
-                                   stockLeft: plan.stockLeft)
+        let address: ActivityAddress = if plan.step > 0 {
+            .activity
+        } else if let channel = plan.channels[ChannelKey(app: target.app, environment: target.environment)] {
+            .startOnChannel(channel)
+        } else {
+            .startByToken
+        }
+        let payload = sale.payload(step, address: address, locale: target.locale, stockLeft: plan.stockLeft)
         guard payload.count <= PayloadBuilder.maxBytes else { return .failure(CampaignProblem(PayloadBuilder.tooLarge)) }
         return .success(APNsNotification(
             deviceToken: token, environment: target.environment, pushType: "liveactivity",

@@ -1,0 +1,141 @@
+import APNs
+import Foundation
+import HeraldCore
+import Logging
+import Store
+
+/// A sale's broadcast channels (DESIGN, contract 10, "Broadcast channels"): made before its
+/// start, sent each update and the end once, deleted after its dismissal date.
+extension CampaignRun {
+    /// The channels of sale `sale`, one per app and environment of its push-to-start devices,
+    /// made now where missing. A channel APNs refuses to make fails the sale with its reason;
+    /// nil when a transient answer (429, 5xx, no connection) outlasted the attempts of this run:
+    /// the sale is left as it was, for the next run.
+    func makeChannels(sale: Int64, logger: Logger) async throws -> [ChannelKey: String]? {
+        guard let channels else {
+            throw CampaignProblem("live_activity.channel: this run has no broadcast channel client")
+        }
+        let (activities, campaigns) = (stores.liveActivities, stores.campaigns)
+        var made = try await db("read the sale's channels") { try await activities.channels(sale: sale) }
+        let apps = try await db("read the campaign's apps") { try await campaigns.apps(sale) }
+        let needed = try await db("find the apps of push-to-start devices") { try await activities.channelsNeeded(apps: apps) }
+        for key in needed where made[key] == nil && !options.apps.certificateApps.contains(key.app) {
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    let channel = try await channels.create(key)
+                    if try await db("record the sale's channel", { try await activities.recordChannel(sale: sale, key: key, channel: channel) }) {
+                        made[key] = channel
+                        logger.notice("broadcast channel made", metadata: [
+                            "app": "\(key.app)", "environment": "\(key.environment.rawValue)", "channel": "\(channel)",
+                        ])
+                    } else {
+                        // Another run made one first: its channel is the sale's, this one goes.
+                        try? await channels.delete(key, channel: channel)
+                        made = try await db("read the sale's channels") { try await activities.channels(sale: sale) }
+                    }
+                    break
+                } catch let failure as APNsChannelClient.Failure where failure.transient && attempt < Self.channelAttempts {
+                    logger.warning("broadcast channel not made yet; trying again", metadata: [
+                        "app": "\(key.app)", "attempt": "\(attempt)", "error": "\(failure)",
+                    ])
+                    try await Task.sleep(for: .seconds(DeliveryPolicy.backoff(status: failure.status, attempts: attempt)))
+                } catch let failure as APNsChannelClient.Failure where failure.transient {
+                    logger.error("broadcast channel not made; the sale waits for the next run", metadata: [
+                        "app": "\(key.app)", "error": "\(failure)",
+                    ])
+                    return nil
+                } catch let failure as APNsChannelClient.Failure {
+                    throw CampaignProblem("live_activity.channel: \(options.apps.describe(app: key.app, environment: key.environment)) could not make the sale's broadcast channel: \(failure)")
+                }
+            }
+        }
+        return made
+    }
+
+    /// Attempts at making a channel within one run before the sale waits for the next.
+    static var channelAttempts: Int { 4 }
+
+    /// Sends step `step` of a sale once to each of its channels (the rows its snapshot wrote),
+    /// under the run's lease as deliveries are: a transient answer is tried again (in this run
+    /// while its wait is short, else by the next), a refusal is recorded with its reason.
+    func broadcast(step: Int64, plan: ActivityPlan, state: RunState, logger: Logger) async throws {
+        guard let channels else { return }
+        let activities = stores.liveActivities
+        let sale = plan.payload
+        let due = sale.steps[plan.step]
+        let payload = sale.payload(due, address: .activity, locale: sale.campaign.defaultLocale, stockLeft: plan.stockLeft)
+        let clock = ContinuousClock()
+        while !options.stop.isRequested {
+            let claimed = try await db("claim the step's broadcasts") { try await activities.claimChannelPushes(step: step, run: state.runID) }
+            for push in claimed {
+                let outcome: ChannelPushOutcome
+                if payload.count > Self.broadcastMaxBytes {
+                    outcome = .failed("payload of \(payload.count) bytes: a broadcast takes at most \(Self.broadcastMaxBytes)")
+                } else {
+                    let requestID = UUID()
+                    do {
+                        try await channels.broadcast(push.key, channel: push.channel, payload: payload, priority: sale.priority(due),
+                                                     expiration: sale.expiration(due), requestID: requestID)
+                        outcome = .sent(requestID: requestID)
+                    } catch let failure where failure.transient || failure.status == 403 {
+                        // 403: the app's credential, which a person fixes; the push waits for it.
+                        let wait = failure.status == 403 ? DeliveryPolicy.longestBackoff
+                            : DeliveryPolicy.backoff(status: failure.status, attempts: push.attempts)
+                        outcome = .retry(after: .seconds(wait), error: failure.description)
+                    } catch {
+                        outcome = .failed(error.description)
+                    }
+                }
+                try await db("record the step's broadcast") {
+                    try await activities.recordChannelPush(step: step, key: push.key, run: state.runID, outcome: outcome)
+                }
+                var metadata: Logger.Metadata = ["app": "\(push.key.app)", "environment": "\(push.key.environment.rawValue)",
+                                                 "step": "\(plan.step)", "attempt": "\(push.attempts)"]
+                switch outcome {
+                case .sent: logger.notice("step broadcast to its channel", metadata: metadata)
+                case .retry(_, let error), .failed(let error):
+                    metadata["error"] = "\(error)"
+                    logger.warning("step broadcast not sent", metadata: metadata)
+                }
+            }
+            guard let next = try await db("find the step's next broadcast", { try await activities.nextChannelPush(step: step) }) else { return }
+            let wait = max(next.timeIntervalSinceNow, 0.05)
+            guard Duration.seconds(wait) <= options.retryWait else { return }
+            let deadline = clock.now + .seconds(wait)
+            while clock.now < deadline, !options.stop.isRequested {
+                try await Task.sleep(for: min(.milliseconds(200), deadline - clock.now))
+            }
+        }
+    }
+
+    /// APNs' limit on a broadcast's payload.
+    static var broadcastMaxBytes: Int { 5120 }
+
+    /// Deletes the channels of sales whose dismissal date has passed (or that were cancelled).
+    /// A channel APNs no longer knows counts as deleted; a transient answer leaves it for the
+    /// next run.
+    func deleteEndedChannels(logger: Logger) async throws {
+        guard let channels else { return }
+        let activities = stores.liveActivities
+        let ended = try await db("find the channels of ended sales") { try await activities.channelsToDelete() }
+        for channel in ended {
+            var metadata: Logger.Metadata = ["campaign": "\(channel.sale)", "app": "\(channel.key.app)",
+                                             "environment": "\(channel.key.environment.rawValue)"]
+            do {
+                try await channels.delete(channel.key, channel: channel.channel)
+                logger.notice("broadcast channel deleted", metadata: metadata)
+            } catch let failure where failure.transient {
+                metadata["error"] = "\(failure)"
+                logger.warning("broadcast channel not deleted yet; the next run tries again", metadata: metadata)
+                continue
+            } catch {
+                // Gone already (ChannelNotRegistered) or refused for good: nothing further to do.
+                metadata["error"] = "\(error)"
+                logger.warning("broadcast channel not deleted", metadata: metadata)
+            }
+            try await db("record the deleted channel") { try await activities.markChannelDeleted(channel) }
+        }
+    }
+}
