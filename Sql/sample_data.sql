@@ -126,6 +126,32 @@ SELECT 'Two-hour flash sale', 'flash_sale', 'scheduled', s.id,
        '{"sku": "A-42"}', '{"coupon": "{{ code }}", "price": "¥99"}', 'flash-autumn', false
 FROM segments s WHERE s.name = 'engaged_members';
 
+-- A flash sale as a Live Activity in two hours, for the shop's app (its
+-- companion sends with a certificate, which Apple takes for no Live
+-- Activity): a countdown on the lock screen started by push-to-start on
+-- devices that registered a token for it (the others get its alert), the
+-- price dropping twice, the stock read from sale_stock, then the end
+-- (docs/marketers.md, "Flash sales as Live Activities").
+INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id, send_at, expires_at,
+                       interruption_level, quiet_hours, frequency_capped, apps, live_activity)
+SELECT 'Winter coats countdown', 'flash_sale', 'scheduled', s.id,
+       '{"en": {"title": "Winter coats: one hour only", "body": "Follow the price on your lock screen."},
+         "fr": {"title": "Manteaux d''hiver : une heure seulement", "body": "Suivez le prix sur votre écran verrouillé."},
+         "zh-Hans": {"title": "冬季大衣：仅限一小时", "body": "在锁定屏幕上关注价格。"}}',
+       'en', 'flash_sale.v1', now() + interval '2 hours', now() + interval '3 hours', 'time-sensitive', false, false,
+       ARRAY['default'],
+       jsonb_build_object('title', 'Winter coats', 'stock', true, 'dismiss_after', 900, 'relevance', 80,
+           'state', jsonb_build_object('headline', '40% off every coat', 'price', '€89', 'wasPrice', '€149'),
+           'updates', jsonb_build_array(
+               jsonb_build_object('at', to_char((now() + interval '140 minutes') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                                  'state', jsonb_build_object('price', '€69')),
+               jsonb_build_object('at', to_char((now() + interval '160 minutes') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                                  'state', jsonb_build_object('price', '€59'),
+                                  'alert', jsonb_build_object('en', jsonb_build_object('title', 'Down to €59', 'body', '20 minutes left')))))
+FROM segments s WHERE s.name = 'everyone';
+-- The shop's own system keeps the stock current; each update shows it.
+INSERT INTO sale_stock (campaign_id, stock_left) SELECT id, 300 FROM campaigns WHERE name = 'Winter coats countdown';
+
 -- A feedback prompt in 30 minutes: the user types an answer into the notification. The
 -- Spanish text is given as keys of the app's own Localizable.strings
 -- (title-loc-key, loc-key, loc-args) instead of literal text.

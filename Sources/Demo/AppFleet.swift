@@ -98,7 +98,7 @@ public actor AppFleet {
     }
 
     /// A registration token for `device`, from its own app's backend.
-    private func bearer(_ device: SampleDevice) async throws -> String {
+    func bearer(_ device: SampleDevice) async throws -> String {
         guard let issuer = issuers[device.app] else { throw InputError("the demo has no backend for app \(device.app)") }
         return try await issuer.token(user: device.user, app: device.app == AppRecord.defaultName ? nil : device.app)
     }
@@ -110,7 +110,7 @@ public actor AppFleet {
     /// and report its ETag); those that log out then unregister.
     public func registerAll(concurrency: Int = 16) async throws {
         let list = devices.values.sorted { $0.n < $1.n }
-        try await forEach(list, concurrency: concurrency) { device in
+        try await Self.forEach(list, concurrency: concurrency) { device in
             var etag: String?
             if device.n % 3 == 0 {
                 etag = try await self.fetchConfig(device, registered: nil)
@@ -138,7 +138,7 @@ public actor AppFleet {
             }
         }
         report.refreshPushes += refreshes.count
-        try await forEach(refreshes, concurrency: concurrency) { device, refresh in
+        try await Self.forEach(refreshes, concurrency: concurrency) { device, refresh in
             let registered = await self.configs[device.token]?.etag
             guard refresh.isNewer(than: registered) else { return }
             if let etag = try await self.fetchConfig(device, registered: registered) {
@@ -188,7 +188,7 @@ public actor AppFleet {
         }
     }
 
-    private func forEach<T: Sendable>(_ items: [T], concurrency: Int,
+    static func forEach<T: Sendable>(_ items: [T], concurrency: Int,
                                       _ body: @escaping @Sendable (T) async throws -> Void) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0

@@ -43,6 +43,9 @@ public struct DemoLoop: Sendable {
         public var fleet: DeviceFleet.Report
         /// Purchases the shop's backend reported (POST /v1/conversions).
         public var purchases = 0
+        /// The runs of the Live Activity sale: its start, each update, its end.
+        public var saleRuns: [RunSummary] = []
+        public var sale = SaleActivitiesReport()
         public var report: String
         public var acceptedLog: String
     }
@@ -134,9 +137,29 @@ public struct DemoLoop: Sendable {
                     }
                     // The shop's backend reports what users bought since.
                     let purchases = try await Purchases.post(client: client, intake: intakeURL, issuer: backend, logger: logger)
+
+                    // Later, the Live Activity sale: its start, its two price drops, its end.
+                    let sale = SaleActivities(apps: apps, intake: intakeURL)
+                    try await sale.registerPushToStart()
+                    var saleRuns: [RunSummary] = []
+                    let steps = try await Self.saleSteps(client, logger: logger)
+                    for step in 0..<steps {
+                        try await Self.bringSaleStepDue(client, step: step, logger: logger)
+                        if step > 0 {
+                            // The shop's own system counts what is left.
+                            try await client.query("UPDATE sale_stock SET stock_left = greatest(stock_left - 110, 0), updated_at = now()",
+                                                   logger: logger)
+                        }
+                        let before = await simulator.accepted.count
+                        saleRuns.append(try await job.send(client: client, apns: apns))
+                        try await sale.show(Array(await simulator.accepted.dropFirst(before)))
+                    }
                     let report = try await AnalystReport(client: client, logger: logger).render()
-                    return Outcome(runs: [first, second], apps: await apps.report, fleet: fleet, purchases: purchases,
-                                   report: report, acceptedLog: acceptedLog)
+                    var outcome = Outcome(runs: [first, second], apps: await apps.report, fleet: fleet, purchases: purchases,
+                                          report: report, acceptedLog: acceptedLog)
+                    outcome.saleRuns = saleRuns
+                    outcome.sale = await sale.finish(steps: steps)
+                    return outcome
                 }
             }
             await simulator.shutdown()
@@ -147,12 +170,47 @@ public struct DemoLoop: Sendable {
         }
     }
 
-    /// The demo's clock: scheduled campaigns become due now (their end moves with them).
+    /// The demo's clock: scheduled campaigns become due now (their end moves with them); the
+    /// Live Activity sale comes later (`bringSaleDue`).
     public static func bringScheduledCampaignsDue(_ client: Database, logger: Logger) async throws {
         try await client.query("""
             UPDATE campaigns SET send_at = now(), expires_at = expires_at - (send_at - now())
-            WHERE status = 'scheduled' AND send_at > now()
+            WHERE status = 'scheduled' AND send_at > now() AND live_activity IS NULL AND sale_id IS NULL
             """, logger: logger)
+    }
+
+    /// The sale's states: its start, each update, its end.
+    static func saleSteps(_ client: Database, logger: Logger) async throws -> Int {
+        for try await n in try await client.query("""
+            SELECT jsonb_array_length(live_activity->'updates') + 2 FROM campaigns WHERE name = 'Winter coats countdown'
+            """, logger: logger).decode(Int32.self) {
+            return Int(n)
+        }
+        return 0
+    }
+
+    /// The demo's clock for the Live Activity sale: its start becomes due now (its updates and
+    /// end move with it); then step `step` falls due as its time coming would, superseding the
+    /// one before.
+    static func bringSaleStepDue(_ client: Database, step: Int, logger: Logger) async throws {
+        if step == 0 {
+            try await client.query("""
+                UPDATE campaigns SET
+                    live_activity = jsonb_set(live_activity, '{updates}', coalesce((
+                        SELECT jsonb_agg(u || jsonb_build_object('at', to_char(((u->>'at')::timestamptz - (send_at - now())) AT TIME ZONE 'UTC',
+                                                                               'YYYY-MM-DD"T"HH24:MI:SS"Z"')) ORDER BY i)
+                        FROM jsonb_array_elements(live_activity->'updates') WITH ORDINALITY x(u, i)), '[]'::jsonb)),
+                    send_at = now(), expires_at = expires_at - (send_at - now())
+                WHERE live_activity IS NOT NULL AND status = 'scheduled' AND send_at > now()
+                """, logger: logger)
+        } else {
+            let (previous, current) = (Int32(step - 1), Int32(step))
+            try await client.query("UPDATE campaigns SET expires_at = now() WHERE sale_id IS NOT NULL AND sale_step = \(previous)",
+                                   logger: logger)
+            try await client.query(
+                "UPDATE campaigns SET send_at = now() - interval '1 second' WHERE sale_id IS NOT NULL AND sale_step = \(current)",
+                logger: logger)
+        }
     }
 
     /// The devices register themselves (for `herald demo --dry-run`, which

@@ -264,6 +264,50 @@ public struct AppRequestBuilder: Sendable {
         return ReplyHTTPRequest(url: url, method: "GET", headers: headers, body: Data())
     }
 
+    // MARK: Live Activities (DESIGN, contract 10)
+
+    /// `PUT /v1/devices/{token}/push-to-start/HeraldSaleAttributes`: the token
+    /// `Activity<HeraldSaleAttributes>.pushToStartTokenUpdates` gives (iOS 17.2), in hex.
+    public func registerPushToStart(deviceTokenHex: String, pushToStartTokenHex: String, bearer: String) -> ReplyHTTPRequest {
+        json(devicesURL(deviceTokenHex).appendingPathComponent("push-to-start").appendingPathComponent(HeraldSaleAttributes.typeName),
+             method: "PUT", ["token": pushToStartTokenHex.lowercased()], bearer: bearer)
+    }
+
+    /// How a running activity of a sale gets its updates.
+    public enum ActivityUpdates: Sendable, Hashable {
+        /// Its own update token (`Activity.pushTokenUpdates`), in hex.
+        case token(String)
+        /// The broadcast channel it subscribed to (iOS 18), base64 as APNs gives it.
+        case channel(String)
+    }
+
+    /// `PUT /v1/devices/{token}/activities/{campaign}`: a running activity of the sale, how it
+    /// gets its updates, who started it, and the content state's `step` it shows (what the
+    /// device confirms; send it again from `contentUpdates` as each step arrives).
+    public func registerActivity(deviceTokenHex: String, campaign: Int64, updates: ActivityUpdates,
+                                 startedByPush: Bool, step: Int?, bearer: String) -> ReplyHTTPRequest {
+        var object: [String: Any] = ["started_by": startedByPush ? "push" : "app"]
+        switch updates {
+        case .token(let hex): object["token"] = hex.lowercased()
+        case .channel(let channel): object["channel"] = channel
+        }
+        if let step { object["step"] = step }
+        return json(devicesURL(deviceTokenHex).appendingPathComponent("activities").appendingPathComponent(String(campaign)),
+                    method: "PUT", object, bearer: bearer)
+    }
+
+    /// `DELETE /v1/devices/{token}/activities/{campaign}`: the activity ended or was dismissed.
+    public func endActivity(deviceTokenHex: String, campaign: Int64, bearer: String) -> ReplyHTTPRequest {
+        ReplyHTTPRequest(url: devicesURL(deviceTokenHex).appendingPathComponent("activities").appendingPathComponent(String(campaign)),
+                         method: "DELETE", headers: [("Authorization", "Bearer \(bearer)")], body: Data())
+    }
+
+    private func json(_ url: URL, method: String, _ object: [String: Any], bearer: String) -> ReplyHTTPRequest {
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return ReplyHTTPRequest(url: url, method: method,
+                                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(bearer)")], body: body)
+    }
+
     private func devicesURL(_ hex: String) -> URL {
         baseURL.appendingPathComponent("v1").appendingPathComponent("devices").appendingPathComponent(hex.lowercased())
     }

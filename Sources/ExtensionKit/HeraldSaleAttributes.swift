@@ -15,6 +15,9 @@ public struct HeraldSaleAttributes: Codable, Hashable, Sendable {
     /// The sale's campaign id: the `{campaign}` of the activity's registration.
     public var campaign: Int64
     public var title: String
+    /// The broadcast channel the activity listens on, when the sale runs on one (iOS 18): the
+    /// app registers it (`AppRequestBuilder.ActivityUpdates.channel`), as it has no update token.
+    public var channel: String?
 
     public struct ContentState: Codable, Hashable, Sendable {
         public var campaign: Int64
@@ -42,9 +45,10 @@ public struct HeraldSaleAttributes: Codable, Hashable, Sendable {
         public var endDate: Date { Date(timeIntervalSince1970: TimeInterval(endsAt)) }
     }
 
-    public init(campaign: Int64, title: String) {
+    public init(campaign: Int64, title: String, channel: String? = nil) {
         self.campaign = campaign
         self.title = title
+        self.channel = channel
     }
 
     /// The attributes type Herald names in a push-to-start (`attributes-type`).

@@ -313,7 +313,10 @@ public struct ActivityPayload: Sendable {
         if step.event == .start {
             w.raw(",\"attributes-type\":"); w.string(LiveActivitySale.attributesType)
             w.raw(",\"attributes\":{\"campaign\":"); w.int(campaign.id)
-            w.raw(",\"title\":"); w.string(sale.title); w.raw("}")
+            w.raw(",\"title\":"); w.string(sale.title)
+            // The app registers the channel its activity listens on (it learns no update token).
+            if case .startOnChannel(let channel) = address { w.raw(",\"channel\":"); w.string(channel) }
+            w.raw("}")
             switch address {
             case .startOnChannel(let channel): w.raw(",\"input-push-channel\":"); w.string(channel)
             case .startByToken, .activity: w.raw(",\"input-push-token\":1")

@@ -208,7 +208,8 @@ struct APNsSimCommand: AsyncParsableCommand {
             "apns simulator stopped",
             metadata: [
                 "requests": "\(stats.requests)", "accepted": "\(stats.accepted)",
-                "connections": "\(stats.connections)",
+                "connections": "\(stats.connections)", "broadcasts": "\(stats.broadcasts)",
+                "channels_created": "\(stats.channelsCreated)", "channels_deleted": "\(stats.channelsDeleted)",
             ]
         )
     }

@@ -64,6 +64,11 @@ struct DemoCommand: AsyncParsableCommand {
             print("\n== the devices (extension kit: open sealed fields, answer, POST /v1/replies)")
             print(outcome.fleet)
             print("shop: \(outcome.purchases) purchases reported to POST /v1/conversions")
+            print("\n== later, the flash sale as a Live Activity (one run for its start, each update, its end; the demo moves its clock)")
+            for run in outcome.saleRuns {
+                print(run.report)
+            }
+            print(outcome.sale)
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")
             print(outcome.report)
             let reportPath = work.appendingPathComponent("demo-report.html").path

@@ -36,7 +36,7 @@ struct WholeLoopTests {
             // and said so in their receipts; the ones that stayed off sent none.
             let flash = try await client.query("""
                 SELECT x.sent, x.delivered, x.sealed_opened, x.sealed_failed FROM analyst.delivery_confirmation x
-                JOIN campaigns c ON c.id = x.campaign_id WHERE c.kind = 'flash_sale'
+                JOIN campaigns c ON c.id = x.campaign_id WHERE c.kind = 'flash_sale' AND c.live_activity IS NULL AND c.sale_id IS NULL
                 """, logger: TestDatabase.logger)
             for try await (sent, delivered, opened, failed) in flash.decode((Int64, Int64, Int64, Int64).self) {
                 #expect(opened == Int64(outcome.fleet.sealedOpened) && failed == 0 && delivered == opened && delivered < sent)
@@ -44,8 +44,10 @@ struct WholeLoopTests {
             #expect(outcome.fleet.sealedFailed == 0)
             #expect(outcome.fleet.arrived > 0 && outcome.fleet.neverArrived > 0)
             #expect(outcome.fleet.receiptsStored == outcome.fleet.arrived)
+            // (A Live Activity's pushes go to ActivityKit, not the service extension: no receipt.)
             let gap = try await client.scalar("""
-                SELECT (sum(sent) - sum(delivered))::bigint FROM analyst.delivery_confirmation
+                SELECT (sum(sent) - sum(delivered))::bigint FROM analyst.delivery_confirmation x JOIN campaigns c ON c.id = x.campaign_id
+                WHERE c.live_activity IS NULL AND c.sale_id IS NULL
                 """, as: Int64.self)
             #expect(gap == Int64(outcome.fleet.neverArrived))
             #expect(outcome.fleet.refused.isEmpty)
@@ -117,6 +119,24 @@ struct WholeLoopTests {
             #expect(outcome.apps.reserveTitles["zh-Hans"] == "立即预订")
             #expect(outcome.runs[0].campaigns.isEmpty, "nothing is due half an hour before")
             #expect(Set(outcome.runs[1].campaigns.compactMap(\.kind)) == [.poster, .flashSale, .feedback])
+
+            // Later, the flash sale as a Live Activity: the shop's devices that registered a
+            // push-to-start token were started by it, showed each of its states once and in order
+            // through its end, and said so; the others (and the companion's, on a certificate)
+            // got no activity.
+            #expect(outcome.sale.pushToStartRegistered > 150 && outcome.sale.refused.isEmpty, "\(outcome.sale)")
+            #expect(outcome.sale.started > 150 && outcome.sale.started <= outcome.sale.pushToStartRegistered)
+            #expect(outcome.sale.inOrder == outcome.sale.started && outcome.sale.outOfOrder == 0, "\(outcome.sale)")
+            #expect(outcome.sale.ended == outcome.sale.started)
+            #expect(outcome.sale.confirmations == outcome.sale.started * 4)
+            #expect(outcome.sale.states == ["€89, 300 left", "€69, 190 left", "€59, 80 left", "end €59"], "\(outcome.sale.states)")
+            #expect(outcome.saleRuns.count == 4 && outcome.saleRuns.allSatisfy { $0.figures.failed == 0 })
+            #expect(try await client.scalar("""
+                SELECT started_by_push FROM analyst.live_activities WHERE name = 'Winter coats countdown'
+                """, as: Int64.self) == Int64(outcome.sale.started))
+            #expect(try await client.scalar("""
+                SELECT count(*) FROM analyst.live_activity_devices WHERE confirmed_step = 3 AND ended_at IS NOT NULL
+                """, as: Int64.self) == Int64(outcome.sale.started))
 
             // They answered in their own language.
             let chinese = try await client.scalar("""
