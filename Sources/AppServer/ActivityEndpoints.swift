@@ -121,6 +121,16 @@ extension AppEndpoints {
         }
     }
 
+    /// The store's answer; a database fault is logged (never the body) and answered as not stored.
+    private func stored<T: Sendable>(_ what: String, notStored: String, _ call: () async throws -> T) async throws -> T {
+        do {
+            return try await call()
+        } catch {
+            logger.error("\(what) failed", metadata: ["error": "\(ErrorText.describe(error))"])
+            throw IntakeError.notStored(notStored)
+        }
+    }
+
     private static func stored(_ outcome: LiveActivityStore.Registered) throws(IntakeError) -> (HTTPResponse.Status, [UInt8]) {
         switch outcome {
         case .stored(let created):
@@ -139,12 +149,8 @@ extension AppEndpoints {
         }
         let bytes = try await IntakeServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
         let pushToStart = try ActivityRegistrationRules.pushToStart(bytes.readableBytesView)
-        let outcome: LiveActivityStore.Registered
-        do {
-            outcome = try await liveActivities.registerPushToStart(device: token, user: claims.sub.value, app: app, pushToStart: pushToStart)
-        } catch {
-            logger.error("push-to-start registration failed", metadata: ["error": "\(ErrorText.describe(error))"])
-            throw IntakeError.notStored("the registration")
+        let outcome = try await stored("push-to-start registration", notStored: "the registration") {
+            try await liveActivities.registerPushToStart(device: token, user: claims.sub.value, app: app, pushToStart: pushToStart)
         }
         return try Self.stored(outcome)
     }
@@ -155,14 +161,10 @@ extension AppEndpoints {
         let campaign = try ActivityRegistrationRules.campaign(rawCampaign)
         let bytes = try await IntakeServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
         let activity = try ActivityRegistrationRules.activity(bytes.readableBytesView)
-        let outcome: LiveActivityStore.Registered
-        do {
-            outcome = try await liveActivities.registerActivity(
+        let outcome = try await stored("activity registration", notStored: "the registration") {
+            try await liveActivities.registerActivity(
                 device: token, user: claims.sub.value, app: app, campaign: campaign, updateToken: activity.updateToken,
                 channel: activity.channel, startedBy: activity.startedBy, step: activity.step)
-        } catch {
-            logger.error("activity registration failed", metadata: ["error": "\(ErrorText.describe(error))"])
-            throw IntakeError.notStored("the registration")
         }
         return try Self.stored(outcome)
     }
@@ -171,12 +173,8 @@ extension AppEndpoints {
         let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
         let campaign = try ActivityRegistrationRules.campaign(rawCampaign)
-        let outcome: LiveActivityStore.Ended
-        do {
-            outcome = try await liveActivities.endActivity(device: token, user: claims.sub.value, app: app, campaign: campaign)
-        } catch {
-            logger.error("activity end failed", metadata: ["error": "\(ErrorText.describe(error))"])
-            throw IntakeError.notStored("the request")
+        let outcome = try await stored("activity end", notStored: "the request") {
+            try await liveActivities.endActivity(device: token, user: claims.sub.value, app: app, campaign: campaign)
         }
         switch outcome {
         case .ended: return
