@@ -110,7 +110,7 @@ CREATE FUNCTION public.herald_approved(p_campaign bigint) RETURNS boolean
     AS $$
     SELECT NOT coalesce((SELECT require_approval FROM settings), false)
         OR EXISTS (SELECT 1 FROM campaigns c
-                   WHERE c.id = coalesce((SELECT sale_id FROM campaigns WHERE id = p_campaign), p_campaign)
+                   WHERE c.id = coalesce((SELECT coalesce(sale_id, widgets_of) FROM campaigns WHERE id = p_campaign), p_campaign)
                      AND c.approved_at IS NOT NULL)
 $$;
 
@@ -1730,6 +1730,50 @@ CREATE FUNCTION public.herald_version(v text) RETURNS integer[]
 $$;
 
 --
+-- Name: herald_widget_push(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_widget_push(p_campaign bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    s campaigns%ROWTYPE;
+    v_id bigint;
+BEGIN
+    SELECT * INTO s FROM campaigns WHERE id = p_campaign;
+    IF NOT FOUND OR NOT s.widgets_push THEN
+        RAISE EXCEPTION 'campaign % sends no widget push', p_campaign;
+    END IF;
+    INSERT INTO campaigns (name, kind, status, segment_id, content, default_locale, category_id, media_url, media_type,
+                           send_at, expires_at, priority, quiet_hours, frequency_capped, apps, widgets_of, created_by)
+    VALUES (s.name || ' widgets', s.kind, CASE WHEN s.status IN ('paused', 'cancelled') THEN s.status ELSE 'scheduled' END,
+            s.segment_id, s.content, s.default_locale, s.category_id, s.media_url, s.media_type,
+            now(), coalesce(s.expires_at, now() + interval '1 day'), 5, false, false, s.apps, p_campaign, s.created_by)
+    ON CONFLICT (widgets_of) WHERE widgets_of IS NOT NULL DO NOTHING
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END $$;
+
+--
+-- Name: herald_widgets_status_follows(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_widgets_status_follows() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.status IN ('paused', 'cancelled') THEN
+        UPDATE campaigns SET status = NEW.status
+        WHERE widgets_of = NEW.id AND status IN ('scheduled', 'running', 'paused') AND status <> NEW.status;
+    ELSIF OLD.status = 'paused' AND NEW.status IN ('scheduled', 'running', 'completed') THEN
+        UPDATE campaigns SET status = 'scheduled' WHERE widgets_of = NEW.id AND status = 'paused';
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_withdraw_approval(bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1850,6 +1894,8 @@ CREATE TABLE public.campaigns (
     live_activity jsonb,
     sale_id bigint,
     sale_step integer,
+    widgets_push boolean DEFAULT false NOT NULL,
+    widgets_of bigint,
     CONSTRAINT "a sale's step names its sale and its number (1 or more)" CHECK ((((sale_id IS NULL) = (sale_step IS NULL)) AND ((sale_step IS NULL) OR (sale_step >= 1)))),
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
@@ -1882,6 +1928,7 @@ CREATE TABLE public.campaigns (
     CONSTRAINT "campaign status must be draft, scheduled, running, paused, …" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))),
     CONSTRAINT "interruption_level: passive/active/time-sensitive/critical" CHECK (((interruption_level IS NULL) OR (interruption_level = ANY (ARRAY['passive'::text, 'active'::text, 'time-sensitive'::text, 'critical'::text])))),
     CONSTRAINT "only a one-off campaign may reach a recipients list" CHECK (((audience = 'segment'::text) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry)))),
+    CONSTRAINT "only a one-off campaign sends a widget push" CHECK (((NOT widgets_push) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (widgets_of IS NULL) AND (sale_id IS NULL)))),
     CONSTRAINT "only a one-off flash sale with an end runs as a Live Activity" CHECK (((live_activity IS NULL) OR ((kind = 'flash_sale'::text) AND (repeat_unit IS NULL) AND (NOT on_segment_entry) AND (expires_at IS NOT NULL))))
 );
 
@@ -1920,6 +1967,18 @@ COMMENT ON COLUMN public.campaigns.live_activity IS 'the sale as a Live Activity
 --
 
 COMMENT ON COLUMN public.campaigns.sale_id IS 'the Live Activity sale this row is a step of (an update or the end)';
+
+--
+-- Name: COLUMN campaigns.widgets_push; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.widgets_push IS 'when it starts, the audience''s widgets reload (a widgets push to each device with a widget token)';
+
+--
+-- Name: COLUMN campaigns.widgets_of; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.widgets_of IS 'the campaign whose widget push this row is';
 
 --
 -- Name: replies; Type: TABLE; Schema: public; Owner: -
@@ -3717,6 +3776,17 @@ CREATE SEQUENCE public.users_id_seq
 ALTER SEQUENCE public.users_id_seq OWNED BY public.users.id;
 
 --
+-- Name: widget_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.widget_tokens (
+    device_id bigint NOT NULL,
+    token text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT "widget token must be hex, 64 to 200 characters" CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
+);
+
+--
 -- Name: deliveries_default; Type: TABLE ATTACH; Schema: public; Owner: -
 --
 
@@ -4082,6 +4152,13 @@ ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
 
 --
+-- Name: widget_tokens widget_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.widget_tokens
+    ADD CONSTRAINT widget_tokens_pkey PRIMARY KEY (device_id);
+
+--
 -- Name: campaign_approvals_campaign; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -4116,6 +4193,12 @@ CREATE UNIQUE INDEX campaigns_sale_step_once ON public.campaigns USING btree (sa
 --
 
 CREATE INDEX campaigns_series ON public.campaigns USING btree (id) WHERE (((repeat_unit IS NOT NULL) OR on_segment_entry) AND (status = ANY (ARRAY['scheduled'::text, 'running'::text])));
+
+--
+-- Name: campaigns_widgets_once; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX campaigns_widgets_once ON public.campaigns USING btree (widgets_of) WHERE (widgets_of IS NOT NULL);
 
 --
 -- Name: conversions_user_event; Type: INDEX; Schema: public; Owner: -
@@ -4529,6 +4612,12 @@ CREATE TRIGGER campaigns_snapshot_caps_done AFTER UPDATE OF status ON public.cam
 CREATE TRIGGER campaigns_status_audit AFTER INSERT OR UPDATE OF status ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_status_audit();
 
 --
+-- Name: campaigns campaigns_widgets_status_follows; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_widgets_status_follows AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.widgets_push AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION public.herald_widgets_status_follows();
+
+--
 -- Name: categories categories_approval_guard; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -4709,6 +4798,13 @@ ALTER TABLE ONLY public.campaigns
     ADD CONSTRAINT campaigns_series_id_fkey FOREIGN KEY (series_id) REFERENCES public.campaigns(id);
 
 --
+-- Name: campaigns campaigns_widgets_of_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.campaigns
+    ADD CONSTRAINT campaigns_widgets_of_fkey FOREIGN KEY (widgets_of) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
 -- Name: category_actions category_actions_action_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4868,3 +4964,10 @@ ALTER TABLE ONLY public.sale_stock
 
 ALTER TABLE ONLY public.snapshot_caps
     ADD CONSTRAINT snapshot_caps_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
+
+--
+-- Name: widget_tokens widget_tokens_device_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.widget_tokens
+    ADD CONSTRAINT widget_tokens_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE CASCADE;

@@ -107,6 +107,12 @@ extension AppEndpoints {
             let (status, body) = try await registerPushToStart(request, token: token, type: context.parameters.get("type") ?? "")
             return Self.json(body, status: status)
         }
+        router.put("/v1/devices/:token/widgets") { request, context -> Response in
+            let token = context.parameters.get("token") ?? ""
+            if let rates { try rates.check(rates.perDevice, key: "device:\(token.lowercased())", what: "for this device") }
+            let (status, body) = try await registerWidgetToken(request, token: token)
+            return Self.json(body, status: status)
+        }
         router.put("/v1/devices/:token/activities/:campaign") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
             if let rates { try rates.check(rates.perDevice, key: "device:\(token.lowercased())", what: "for this device") }
@@ -153,6 +159,21 @@ extension AppEndpoints {
             try await liveActivities.registerPushToStart(device: token, user: claims.sub.value, app: app, pushToStart: pushToStart)
         }
         return try Self.stored(outcome)
+    }
+
+    /// `PUT /v1/devices/{token}/widgets`: the token `WidgetPushHandler` gave (iOS 26).
+    func registerWidgetToken(_ request: Request, token rawToken: String) async throws -> (HTTPResponse.Status, [UInt8]) {
+        let (app, claims) = try await authenticate(request)
+        let token = try DeviceRegistrationRules.token(rawToken)
+        let bytes = try await IntakeServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
+        let widgetToken = try ActivityRegistrationRules.pushToStart(bytes.readableBytesView)
+        let outcome = try await stored("widget token registration", notStored: "the registration") {
+            try await widgets.register(device: token, user: claims.sub.value, app: app, widgetToken: widgetToken)
+        }
+        switch outcome {
+        case .stored(let created): return try Self.stored(.stored(created: created))
+        case .unknownDevice: throw IntakeError.unknownDevice
+        }
     }
 
     func registerActivity(_ request: Request, token rawToken: String, campaign rawCampaign: String) async throws -> (HTTPResponse.Status, [UInt8]) {

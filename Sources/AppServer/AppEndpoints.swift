@@ -13,6 +13,7 @@ public struct AppEndpoints: Sendable {
     public let config: ConfigStore
     public let conversions: ConversionStore
     public let liveActivities: LiveActivityStore
+    public let widgets: WidgetStore
     /// Each app's registration keys; an app without any: registration answers 503.
     public let keys: AppKeys
     public let logger: Logger
@@ -22,6 +23,7 @@ public struct AppEndpoints: Sendable {
         self.config = ConfigStore(client: client, logger: logger)
         self.conversions = ConversionStore(client: client, logger: logger)
         self.liveActivities = LiveActivityStore(client: client, logger: logger)
+        self.widgets = WidgetStore(client: client, logger: logger)
         self.keys = keys
         self.logger = logger
     }

@@ -130,6 +130,10 @@ public struct Campaign: Sendable, Hashable {
     /// A step of a Live Activity sale (an update or the end): the sale and the step's number.
     public var saleID: Int64?
     public var saleStep: Int?
+    /// When it starts, its audience's widgets reload (a `widgets` push to each device with a widget token).
+    public var widgetsPush = false
+    /// The campaign whose widget push this row is (its devices with a widget token get one `widgets` push).
+    public var widgetsOf: Int64?
 
     public init(
         id: Int64, name: String, kind: CampaignKind, status: CampaignStatus = .scheduled,

@@ -111,6 +111,12 @@ public struct CampaignRun: Sendable {
                 }
                 let due = try await db("find due campaigns", { try await campaigns.dueCampaigns() })
                 summaries = try await runCampaigns(DueOrder.sorted(due), state: &state, logger: logger)
+                // The widget pushes of the campaigns that started, once their audiences are written.
+                if !state.widgetPushes.isEmpty, state.interruption == nil {
+                    let pushes = state.widgetPushes
+                    state.widgetPushes = []
+                    summaries += try await runCampaigns(pushes, state: &state, logger: logger)
+                }
             }
         } catch let outage as DatabaseUnavailable {
             logger.error("run stopped: database unavailable", metadata: ["error": "\(outage)"])
@@ -267,7 +273,21 @@ public struct CampaignRun: Sendable {
                 if !dryRun, let plan = prepared.activity {
                     try await broadcast(step: id, plan: plan, state: state, logger: logger)
                 }
+            } else if let campaign = due.campaign.widgetsOf {
+                // A widget push: the campaign's devices with a widget token, once its audience is written.
+                let widgets = stores.widgets
+                guard let written = try await db("snapshot the widget push", { try await widgets.snapshot(id, of: campaign, start: !dryRun) }) else {
+                    logger.info("widget push waits for its campaign's audience")
+                    return summary
+                }
+                snap = written
             } else {
+                if due.campaign.widgetsPush, !dryRun {
+                    let widgets = stores.widgets
+                    if let made = try await db("make the widget push", { try await widgets.makeWidgetPush(campaign: id) }) {
+                        state.widgetPushes.append(made)
+                    }
+                }
                 if let plan = prepared.activity {
                     try await startSale(id, plan: plan, prepared: &prepared, dryRun: dryRun)
                     if !dryRun, plan.payload.sale.channel {

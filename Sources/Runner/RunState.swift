@@ -14,6 +14,8 @@ struct RunState {
     var budget: RunBudget?
     /// Their outcome writes, one statement at a time.
     var writer: OutcomeWriter
+    /// Widget pushes the run's campaigns made as they started: sent once those campaigns are.
+    var widgetPushes: [Int64] = []
 
     /// The state a campaign sending beside others starts from: the run's
     /// leases, breakers and budget, figures of its own.
@@ -25,6 +27,7 @@ struct RunState {
     mutating func merge(_ campaign: RunState) {
         figures.add(campaign.figures)
         if interruption == nil { interruption = campaign.interruption }
+        widgetPushes += campaign.widgetPushes
     }
 }
 

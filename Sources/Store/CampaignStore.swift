@@ -158,7 +158,7 @@ public struct CampaignStore: Sendable {
                    CASE WHEN p.on_segment_entry THEN p.id WHEN c.on_segment_entry THEN c.id END,
                    extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8,
                    c.code_pool, coalesce(p.best_hour, c.best_hour),
-                   c.live_activity::text, c.sale_id, c.sale_step
+                   c.live_activity::text, c.sale_id, c.sale_step, c.widgets_push, c.widgets_of
             FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
             LEFT JOIN campaigns p ON p.id = c.series_id
             WHERE c.id = \(id)
@@ -207,6 +207,8 @@ public struct CampaignStore: Sendable {
             }
             paced.saleID = try r[32].decode(Int64?.self)
             paced.saleStep = try r[33].decode(Int32?.self).map(Int.init)
+            paced.widgetsPush = try r[34].decode(Bool.self)
+            paced.widgetsOf = try r[35].decode(Int64?.self)
             if let rate = try r[23].decode(Int32?.self) {
                 paced.pace = .perMinute(Int(rate))
             } else if let seconds = try r[24].decode(Double?.self) {

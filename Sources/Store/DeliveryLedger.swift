@@ -20,9 +20,20 @@ public enum ClaimToken: Sendable, Hashable {
     /// The update token of its activity of `sale` (a sale's update or end); a device whose
     /// activity ended, or registered none, is skipped.
     case activity(sale: Int64)
+    /// The device's widget token (a widget push); a device that registered none is skipped.
+    case widget
 
     /// The claim's join, its token column and the skip it adds.
     var sql: (join: String, column: String, missing: String?) {
+        sqlParts
+    }
+
+    /// Why a row the claim finds without its token is skipped.
+    var missingReason: String {
+        self == .widget ? "no widget token" : "activity ended or gave no update token"
+    }
+
+    private var sqlParts: (join: String, column: String, missing: String?) {
         switch self {
         case .device: ("", "NULL::text", nil)
         case .pushToStart:
@@ -31,6 +42,8 @@ public enum ClaimToken: Sendable, Hashable {
         case .activity(let sale):
             ("LEFT JOIN live_activities la ON la.campaign_id = \(sale) AND la.device_id = picked.device_id AND la.ended_at IS NULL",
              "la.update_token", "la.update_token IS NULL")
+        case .widget:
+            ("LEFT JOIN widget_tokens wt ON wt.device_id = picked.device_id", "wt.token", "wt.token IS NULL")
         }
     }
 }
@@ -193,7 +206,7 @@ public struct DeliveryLedger: Sendable {
                                       WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
                                       -- The token was registered by another user since the snapshot.
                                       WHEN dv.user_id <> d.user_id THEN 'device moved to another user'
-                                      WHEN \(unescaped: ended) THEN 'activity ended or gave no update token'
+                                      WHEN \(unescaped: ended) THEN '\(unescaped: token.missingReason)'
                                       ELSE d.last_error END,
                     claimed_by = \(run),
                     lease_expires_at = now() + make_interval(secs => \(seconds)),

@@ -9,6 +9,7 @@ public struct RunStores: Sendable {
     public let ledger: DeliveryLedger
     public let series: SeriesStore
     public let liveActivities: LiveActivityStore
+    public let widgets: WidgetStore
 
     public init(client: Database, logger: Logger) {
         runs = RunStore(client: client, logger: logger)
@@ -17,6 +18,7 @@ public struct RunStores: Sendable {
         ledger = DeliveryLedger(client: client, logger: logger)
         series = SeriesStore(client: client, logger: logger)
         liveActivities = LiveActivityStore(client: client, logger: logger)
+        widgets = WidgetStore(client: client, logger: logger)
     }
 
     public var client: Database { ledger.client }

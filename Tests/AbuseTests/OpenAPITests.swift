@@ -216,6 +216,21 @@ struct OpenAPITests {
             ("DELETE", activities, activityRequest("DELETE", "/v1/devices/abc/activities/\(sale)", bearer: alice)),
             ("DELETE", activities, activityRequest("DELETE", act(21, sale), bearer: alice)),
         ]
+        // Widget tokens (contract 10): devices 23…26, the fourth request about 23 over its limit.
+        let widgets = "/v1/devices/{token}/widgets"
+        let widget = { (n: Int) in "/v1/devices/\(d(n))/widgets" }
+        for n in [23, 24, 25, 26] { exchanges.append(("PUT", devices, AppKeys.put(d(n), bearer: alice, body: AppKeys.registration("alice")))) }
+        exchanges += [
+            ("PUT", widgets, activityRequest("PUT", widget(23), bearer: alice, body: pushToStart)),
+            ("PUT", widgets, activityRequest("PUT", widget(23), bearer: alice, body: pushToStart)),
+            ("PUT", widgets, activityRequest("PUT", widget(24), bearer: alice, body: Array("{".utf8))),
+            ("PUT", widgets, activityRequest("PUT", widget(24), bearer: nil, body: pushToStart)),
+            ("PUT", widgets, activityRequest("PUT", widget(25), bearer: alice, body: Array(#"{"token": "xyz"}"#.utf8))),
+            ("PUT", widgets, activityRequest("PUT", widget(25), bearer: alice, body: Array(repeating: UInt8(ascii: " "), count: 2_000))),
+            ("PUT", widgets, activityRequest("PUT", widget(26), bearer: alice, body: pushToStart, contentType: "text/plain")),
+            ("PUT", widgets, activityRequest("PUT", widget(0x98), bearer: alice, body: pushToStart)),
+            ("PUT", widgets, activityRequest("PUT", widget(23), bearer: alice, body: pushToStart)),
+        ]
         // The fourth request about device 8 is over its limit, for PUT and DELETE.
         exchanges += Array(repeating: ("PUT", devices, AppKeys.put(d(8), bearer: alice, body: AppKeys.registration("alice"))), count: 4)
         exchanges.append(("DELETE", devices, AppKeys.delete(d(8), bearer: alice)))

@@ -92,6 +92,7 @@ struct CampaignClaims: ClaimSource {
 
     /// A sale's start also reads each device's push-to-start token; its steps their activity's token.
     var claimToken: ClaimToken {
+        if prepared.campaign.widgetsOf != nil { return .widget }
         guard let plan = prepared.activity else { return .device }
         return plan.step == 0 ? .pushToStart : .activity(sale: plan.payload.campaign.id)
     }
@@ -121,6 +122,7 @@ struct CampaignClaims: ClaimSource {
     /// token and sealed fields) and headers, as a run and a test send build it.
     static func notification(prepared: PreparedCampaign, target: DeliveryTarget, apps: AppRoutes,
                              personalizer: any DeliveryPersonalizer) -> Result<APNsNotification, CampaignProblem> {
+        if prepared.campaign.widgetsOf != nil { return widgetNotification(target: target, apps: apps) }
         if let plan = prepared.activity, let step = activityNotification(plan, target: target, apps: apps) { return step }
         let parts: PayloadBuilder.Parts
         do {
@@ -171,6 +173,21 @@ struct CampaignClaims: ClaimSource {
             apnsID: target.apnsID, topic: PushTopic.liveActivity(apps.topic(app: target.app)), payload: payload,
             credential: apps.credential(app: target.app, environment: target.environment)))
     }
+
+    /// A campaign's widget push for one device (DESIGN, contract 10, "Widget pushes"): its widget
+    /// token, `apns-push-type: widgets`, priority 5, `{"aps":{"content-changed":true}}`.
+    static func widgetNotification(target: DeliveryTarget, apps: AppRoutes) -> Result<APNsNotification, CampaignProblem> {
+        guard let token = target.activityToken else { return .failure(CampaignProblem("no widget token")) }
+        guard !apps.certificateApps.contains(target.app) else {
+            return .failure(CampaignProblem("app \(target.app) sends with a client certificate, and Apple takes none for widget pushes"))
+        }
+        return .success(APNsNotification(
+            deviceToken: token, environment: target.environment, pushType: "widgets", priority: 5, expiration: nil,
+            apnsID: target.apnsID, topic: PushTopic.widgets(apps.topic(app: target.app)), payload: Self.widgetPayload,
+            credential: apps.credential(app: target.app, environment: target.environment)))
+    }
+
+    static let widgetPayload = Array(#"{"aps":{"content-changed":true}}"#.utf8)
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {
         try await writer.record(outcomes, campaign: prepared.campaign.id)
