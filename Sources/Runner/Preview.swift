@@ -52,6 +52,23 @@ public struct CampaignPreview: Sendable {
     /// audience rendered as a run would (nil: it has none).
     public var personal: PersonalPreview?
 
+    /// For a Live Activity sale: its steps as a run would send them (DESIGN, contract 10).
+    public struct ActivityStepPreview: Sendable {
+        public var step: Int
+        public var event: String
+        public var at: Date
+        public var priority: Int
+        public var expiresAt: Date
+        /// What the lock screen shows then (`price €39, stockLeft from sale_stock`).
+        public var state: String
+        public var alerts: Bool
+    }
+
+    /// For a Live Activity sale: its steps; empty for any other campaign.
+    public var activitySteps: [ActivityStepPreview] = []
+    /// For a Live Activity sale: the start's payload as a device with a push-to-start token gets it.
+    public var activityStart: [UInt8] = []
+
     public var canGoOut: Bool { problems.isEmpty }
 
     /// The fields of `herald` that exist per delivery only.
@@ -128,6 +145,10 @@ public struct CampaignPreview: Sendable {
             }
         }
 
+        if let plan = prepared?.activity {
+            try await previewSale(plan, apps: names, routes: routes, stores: stores, into: &preview)
+        }
+
         // The audience, with the run's statement in a transaction rolled back
         // (and, for templates, each of its devices rendered inside it).
         do {
@@ -144,6 +165,39 @@ public struct CampaignPreview: Sendable {
             if !preview.problems.contains(problem.message) { preview.problems.append(problem.message) }
         }
         return preview
+    }
+
+    /// A sale's steps, its start's payload, and what its apps and devices allow (as a run's
+    /// `startSale` decides it).
+    static func previewSale(_ plan: ActivityPlan, apps names: [String], routes: AppRoutes, stores: RunStores,
+                            into preview: inout CampaignPreview) async throws {
+        let sale = plan.payload
+        preview.activitySteps = sale.steps.map { step in
+            var parts = LiveActivitySale.Field.allCases.compactMap { field -> String? in
+                guard let value = step.state[field] else { return nil }
+                if case .string(let text) = value { return "\(field.rawValue) \(text)" }
+                if case .int(let n) = value { return "\(field.rawValue) \(n)" }
+                return nil
+            }
+            if sale.sale.stockFromTable, step.event != .end { parts.append("stockLeft from sale_stock") }
+            return ActivityStepPreview(step: step.number, event: step.event.rawValue, at: step.at, priority: sale.priority(step),
+                                       expiresAt: sale.expiration(step), state: parts.joined(separator: ", "), alerts: step.alert != nil)
+        }
+        let start = sale.start(at: max(Date(), sale.steps[0].at))
+        preview.activityStart = sale.payload(start, address: sale.sale.channel ? .startOnChannel("(the channel's id)") : .startByToken,
+                                             locale: sale.campaign.defaultLocale)
+        let certificates = names.filter(routes.certificateApps.contains)
+        if !names.isEmpty, certificates.count == names.count {
+            preview.problems.append("every app of the sale sends with a client certificate, and Apple takes none for Live Activities: give one a token credential (a .p8 key: herald apps add-credential), or remove live_activity")
+        } else if !certificates.isEmpty {
+            preview.notes.append("apps \(certificates.joined(separator: ", ")) send with a client certificate: their devices get the sale's alert")
+        }
+        let tokens = try await stores.liveActivities.channelsNeeded(apps: names)
+        let registered = try await stores.liveActivities.pushToStartDevices(apps: names)
+        preview.notes.append("\(registered) devices of its apps registered a push-to-start token: those in the audience get the start, the others its alert")
+        if sale.sale.channel {
+            preview.notes.append("its updates and its end go once to a broadcast channel per app and environment, made when it starts (\(tokens.count) now: \(tokens.map { "\($0.app) \($0.environment.rawValue)" }.joined(separator: ", ")))")
+        }
     }
 
     /// "every day at UTC; next 2026-12-02T09:00:00Z, …; 3 occurrences so far".
@@ -233,6 +287,14 @@ public struct CampaignPreview: Sendable {
         if !locales.isEmpty {
             lines.append("  (per device: herald.d is the delivery id, herald.r its reply token, herald.sealed the sensitive fields sealed to that device's key, apns-id its own; the values above are samples)")
         }
+        if !activitySteps.isEmpty {
+            lines.append("")
+            lines.append("Live Activity: \(activitySteps.count) steps (the start by push-to-start, each update, the end)")
+            for s in activitySteps {
+                lines.append("  step \(s.step) \(s.event) at \(Self.iso(s.at)), priority \(s.priority)\(s.alerts ? " (alerts)" : ""), apns-expiration \(Self.iso(s.expiresAt)): \(s.state)")
+            }
+            lines.append("  start payload (push-to-start): \(String(decoding: activityStart, as: UTF8.self))")
+        }
         lines.append("")
         if let a = audience {
             let passed = a.skipped - a.skippedNoKey - a.skippedCapped
@@ -285,6 +347,14 @@ public struct CampaignPreview: Sendable {
         w.value(.array(problems.map { .string($0) }))
         w.raw(",\"notes\":")
         w.value(.array(notes.map { .string($0) }))
+        if !activitySteps.isEmpty {
+            w.raw(",\"live_activity_steps\":")
+            w.value(.array(activitySteps.map { s in
+                .object(["step": .int(Int64(s.step)), "event": .string(s.event), "at": .string(Self.iso(s.at)),
+                         "priority": .int(Int64(s.priority)), "expires_at": .string(Self.iso(s.expiresAt)),
+                         "state": .string(s.state), "alerts": .bool(s.alerts)])
+            }))
+        }
         w.raw(",\"variants\":[")
         for (i, v) in variants.enumerated() {
             if i > 0 { w.raw(",") }

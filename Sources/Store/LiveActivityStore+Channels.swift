@@ -54,6 +54,17 @@ extension LiveActivityStore {
         return keys.sorted()
     }
 
+    /// Devices of `apps` (nil: any app), not invalidated, with a push-to-start token.
+    public func pushToStartDevices(apps: [String]?) async throws -> Int {
+        for try await n in try await client.query("""
+            SELECT count(*) FROM push_to_start_tokens p JOIN devices dv ON dv.id = p.device_id
+            WHERE dv.invalidated_at IS NULL AND (\(apps)::text[] IS NULL OR dv.app = ANY(\(apps)::text[]))
+            """, logger: logger).decode(Int64.self) {
+            return Int(n)
+        }
+        return 0
+    }
+
     /// Records a channel made for the sale. False: another run recorded one for that app and
     /// environment first (the caller deletes its own, and uses the one recorded).
     public func recordChannel(sale: Int64, key: ChannelKey, channel: String) async throws -> Bool {

@@ -92,6 +92,31 @@ struct LiveActivityChannelRunTests {
         }
     }
 
+    @Test func thePreviewShowsTheSalesStepsItsStartAndWhatItsAppsAllow() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 30))
+            try await client.exec(Self.setup)
+            let sale = try #require(try await client.scalar("SELECT id FROM campaigns WHERE live_activity IS NOT NULL", as: Int64.self))
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            let preview = try await CampaignPreview.make(stores: stores, campaign: sale, topic: "com.example.herald")
+            #expect(preview.canGoOut, "\(preview.problems)")
+            #expect(preview.activitySteps.map(\.event) == ["start", "update", "end"])
+            #expect(preview.activitySteps.map(\.priority) == [10, 5, 10])
+            #expect(preview.activitySteps[1].state == "headline 40% off coats, price €39, wasPrice €79, stockLeft from sale_stock")
+            let start = String(decoding: preview.activityStart, as: UTF8.self)
+            #expect(start.contains(#""event":"start""#) && start.contains(#""input-push-channel":"(the channel's id)""#))
+            #expect(preview.notes.contains("20 devices of its apps registered a push-to-start token: those in the audience get the start, the others its alert"))
+            #expect(preview.notes.contains { $0.hasPrefix("its updates and its end go once to a broadcast channel per app and environment") })
+            #expect(preview.text.contains("step 1 update at "))
+            // Every app on a certificate: a run would refuse the sale, and the preview says so first.
+            var routes = AppRoutes.single(topic: "com.example.herald")
+            routes.certificateApps = ["default"]
+            let refused = try await CampaignPreview.make(stores: stores, campaign: sale, apps: routes)
+            #expect(refused.problems.contains { $0.hasPrefix("every app of the sale sends with a client certificate") })
+        }
+    }
+
     @Test func aChannelAPNsWillNotMakeFailsTheSaleWithItsReasonBeforeAnythingIsSent() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)
