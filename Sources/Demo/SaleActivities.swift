@@ -55,9 +55,10 @@ public actor SaleActivities {
     static func pushToStartToken(_ device: SampleDevice) -> String { "f" + device.token.dropFirst() }
     static func updateToken(_ device: SampleDevice) -> String { "a" + device.token.dropFirst() }
 
-    /// The shop's devices on iOS 17.2 or later (three in four) register their push-to-start token.
+    /// The shop's devices (its app supports push-to-start, iOS 17.2) register their push-to-start
+    /// token; the companion's, on a certificate, are not in the sale.
     public func registerPushToStart() async throws {
-        let devices = apps.devices.values.filter { $0.app == AppRecord.defaultName && !$0.logsOut && $0.n % 4 != 0 }
+        let devices = apps.devices.values.filter { $0.app == AppRecord.defaultName && !$0.logsOut }
             .sorted { $0.n < $1.n }
         for device in devices {
             let token = Self.pushToStartToken(device)
