@@ -331,10 +331,9 @@ public struct CampaignRun: Sendable {
     private func startSale(_ id: Int64, plan: ActivityPlan, prepared: inout PreparedCampaign, dryRun: Bool) async throws {
         // Devices of an app on a certificate get the alert; a sale none of whose apps could
         // start an activity is refused before anything is sent.
-        let apps = options.apps.routes.keys
-        if !apps.isEmpty, apps.allSatisfy(options.apps.certificateApps.contains), let app = apps.sorted().first {
-            throw CampaignProblem("app \(app) sends with a client certificate, and Apple takes none for Live Activities: give it a token credential (a .p8 key: herald apps add-credential), or remove live_activity")
-        }
+        let campaigns = stores.campaigns
+        let apps = try await db("read the campaign's apps") { try await campaigns.apps(id) } ?? options.apps.routes.keys.sorted()
+        if let refusal = options.apps.liveActivityRefusal(apps: apps) { throw CampaignProblem(refusal) }
         let activities = stores.liveActivities
         let sale = plan.payload
         if !dryRun {

@@ -187,16 +187,16 @@ public struct CampaignPreview: Sendable {
         preview.activityStart = sale.payload(start, address: sale.sale.channel ? .startOnChannel("(the channel's id)") : .startByToken,
                                              locale: sale.campaign.defaultLocale)
         let certificates = names.filter(routes.certificateApps.contains)
-        if !names.isEmpty, certificates.count == names.count {
-            preview.problems.append("every app of the sale sends with a client certificate, and Apple takes none for Live Activities: give one a token credential (a .p8 key: herald apps add-credential), or remove live_activity")
+        if let refusal = routes.liveActivityRefusal(apps: names) {
+            preview.problems.append(refusal)
         } else if !certificates.isEmpty {
             preview.notes.append("apps \(certificates.joined(separator: ", ")) send with a client certificate: their devices get the sale's alert")
         }
-        let tokens = try await stores.liveActivities.channelsNeeded(apps: names)
+        let channels = try await stores.liveActivities.channelsNeeded(apps: names)
         let registered = try await stores.liveActivities.pushToStartDevices(apps: names)
         preview.notes.append("\(registered) devices of its apps registered a push-to-start token: those in the audience get the start, the others its alert")
         if sale.sale.channel {
-            preview.notes.append("its updates and its end go once to a broadcast channel per app and environment, made when it starts (\(tokens.count) now: \(tokens.map { "\($0.app) \($0.environment.rawValue)" }.joined(separator: ", ")))")
+            preview.notes.append("its updates and its end go once to a broadcast channel per app and environment, made when it starts (\(channels.count) now: \(channels.map { "\($0.app) \($0.environment.rawValue)" }.joined(separator: ", ")))")
         }
     }
 

@@ -113,7 +113,7 @@ struct LiveActivityChannelRunTests {
             var routes = AppRoutes.single(topic: "com.example.herald")
             routes.certificateApps = ["default"]
             let refused = try await CampaignPreview.make(stores: stores, campaign: sale, apps: routes)
-            #expect(refused.problems.contains { $0.hasPrefix("every app of the sale sends with a client certificate") })
+            #expect(refused.problems.contains { $0.hasPrefix("app default sends with a client certificate, and Apple takes none for Live Activities") })
         }
     }
 

@@ -39,6 +39,14 @@ public struct AppRoutes: Sendable {
         }
     }
 
+    /// Why a Live Activity sale to `apps` cannot go out (nil: one of them sends with a token):
+    /// Apple takes no certificate for Live Activities. The run refuses the sale for it, and
+    /// `herald preview` names it (DESIGN, contract 10).
+    public func liveActivityRefusal(apps: [String]) -> String? {
+        guard !apps.isEmpty, apps.allSatisfy(certificateApps.contains), let app = apps.sorted().first else { return nil }
+        return "app \(app) sends with a client certificate, and Apple takes none for Live Activities: give it a token credential (a .p8 key: herald apps add-credential), or remove live_activity"
+    }
+
     /// One app, `default`, on the client's default credential.
     public static func single(topic: String) -> AppRoutes {
         AppRoutes(routes: [AppRecord.defaultName: Route(topic: topic, credentials: [:], fallback: nil)], defaultTopic: topic)
