@@ -61,6 +61,33 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_apns_id(bigint, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_apns_id(id bigint, prefix text) RETURNS uuid
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (((prefix || '8001'::text) || to_hex((id | ('-9223372036854775807'::bigint - 1)))))::uuid;
+
+--
+-- Name: apns_id_prefix; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.apns_id_prefix (
+    id boolean DEFAULT true NOT NULL,
+    prefix text NOT NULL,
+    CONSTRAINT "apns-id prefix must be 12 hex digits" CHECK ((prefix ~ '^[0-9a-f]{12}$'::text)),
+    CONSTRAINT "apns_id_prefix has one row" CHECK (id)
+);
+
+--
+-- Name: herald_apns_id(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_apns_id(id bigint) RETURNS uuid
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    RETURN public.herald_apns_id(id, (SELECT p.prefix FROM public.apns_id_prefix p));
+
+--
 -- Name: herald_approval_open(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3877,6 +3904,13 @@ ALTER TABLE ONLY public.actions
 
 ALTER TABLE ONLY public.activity_channels
     ADD CONSTRAINT activity_channels_pkey PRIMARY KEY (campaign_id, app, environment);
+
+--
+-- Name: apns_id_prefix apns_id_prefix_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.apns_id_prefix
+    ADD CONSTRAINT apns_id_prefix_pkey PRIMARY KEY (id);
 
 --
 -- Name: app_credentials app_credentials_pkey; Type: CONSTRAINT; Schema: public; Owner: -

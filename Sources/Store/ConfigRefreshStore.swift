@@ -168,7 +168,7 @@ public struct ConfigRefreshStore: Sendable {
                                       ELSE d.last_error END,
                     claimed_by = \(run),
                     lease_expires_at = now() + make_interval(secs => \(seconds)),
-                    apns_id = coalesce(d.apns_id, gen_random_uuid()),
+                    apns_id = coalesce(d.apns_id, herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p))),
                     updated_at = now()
                 FROM picked, devices dv
                 WHERE d.campaign_id IS NULL AND d.id = picked.id AND dv.id = d.device_id

@@ -136,7 +136,8 @@ public struct DeliveryLedger: Sendable {
     /// Queued deliveries after `afterID`, read only (the dry run).
     public func peekQueued(campaign: Int64, afterID: Int64, limit: Int) async throws -> [ClaimedDelivery] {
         let rows = try await client.query("""
-            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, d.apns_id, d.variant, dv.app
+            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id,
+                   coalesce(d.apns_id, herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p))), d.variant, dv.app
             FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
             WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
             ORDER BY d.id LIMIT \(limit)
@@ -210,7 +211,7 @@ public struct DeliveryLedger: Sendable {
                                       ELSE d.last_error END,
                     claimed_by = \(run),
                     lease_expires_at = now() + make_interval(secs => \(seconds)),
-                    apns_id = coalesce(d.apns_id, gen_random_uuid()),
+                    apns_id = coalesce(d.apns_id, herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p))),
                     updated_at = now()
                 FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
                 \(unescaped: reads.joins)
