@@ -17,7 +17,7 @@ public struct ReplyBatching: Sendable, Hashable {
     /// lone reply is stored at once and a busy server stores many per commit.
     /// One by default: a batch costs round trips and a commit whatever its
     /// size, so under load one batch of everything that waits beats two of
-    /// half (measured in BENCHMARKS.md).
+    /// half (measured).
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.

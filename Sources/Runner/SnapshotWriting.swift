@@ -9,8 +9,7 @@ import NIOConcurrencyHelpers
 /// take: the audience is written shortly before it is sent, not minutes
 /// ahead. Written far ahead, a large campaign's ledger pages left the
 /// database's buffers and a checkpoint came between a page's insert and its
-/// claim, which then wrote the whole page to the WAL again (BENCHMARKS.md,
-/// "The audience written shortly before it is sent").
+/// claim, which then wrote the whole page to the WAL again.
 final class SnapshotWriting: Sendable {
     private struct State {
         var writing = true

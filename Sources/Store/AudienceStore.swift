@@ -184,7 +184,7 @@ public struct AudienceStore: Sendable {
     static let sliceGrowth: Int64 = 3
 
     /// No slice spans more device ids than this, so no transaction grows
-    /// with the audience (BENCHMARKS.md has the ten-million figures). A
+    /// with the audience. A
     /// slice looks up its own devices' users by id (`snapshotQuery`), so it
     /// does not read more of the users table as the audience grows.
     static let maxSlice: Int64 = 1_000_000
@@ -218,8 +218,8 @@ public struct AudienceStore: Sendable {
     /// Keeps the campaign's frequency-capped users for the slices of its
     /// snapshot (Sql/0030), unless kept already (by an earlier slice, or
     /// one before a crash): the first slice finds them, the next ones read
-    /// them back. Each slice aggregated the window's whole ledger again
-    /// (1.2 s a slice for a million recent sends, BENCHMARKS.md).
+    /// them back, instead of each slice aggregating the window's whole
+    /// ledger again.
     static func storeCaps(campaign: Int64, on conn: PostgresConnection, logger: Logger) async throws {
         try await conn.query("""
             INSERT INTO snapshot_caps (campaign_id, users)

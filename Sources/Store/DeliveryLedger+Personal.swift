@@ -151,7 +151,7 @@ extension DeliveryLedger {
     /// Whether a claim can read these variables itself (`claimNext`'s
     /// `personal`): every one but `code`, which is drawn after the claim,
     /// and keys the template grammar allows (letters, digits, `_`, `-`).
-    /// Read by the claim, which has the device and user at hand: a second statement cost three index lookups a row (BENCHMARKS.md).
+    /// Read by the claim, which has the device and user at hand: a second statement cost three index lookups a row.
     public static func claimReads(_ variables: [Template.Variable]) -> Bool {
         !variables.isEmpty && variables.allSatisfy { v in
             v.root != .code && v.path.allSatisfy { key in

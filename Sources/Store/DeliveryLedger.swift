@@ -182,8 +182,8 @@ public struct DeliveryLedger: Sendable {
                 ORDER BY d.id LIMIT \(limit)
             ), picked AS (
                 -- The window's claimable rows, found again by where the
-                -- window read them (a TID scan: no index descent a row, 9%
-                -- of a claim's time, BENCHMARKS.md), as an array (a join with
+                -- window read them (a TID scan: no index descent a row), as
+                -- an array (a join with
                 -- the window was planned as millions of rows). A row another
                 -- transaction changed meanwhile is not found there, or is
                 -- checked again as it is now: it is left for a later claim,
@@ -229,8 +229,7 @@ public struct DeliveryLedger: Sendable {
             ORDER BY c.id
             """, logger: logger)
         var window = ClaimWindow(deliveries: [], end: after, full: false)
-        // Column by column (`RowCells`): a claim's rows are the run's most
-        // decoded (BENCHMARKS.md, "A claimed row decoded column by column").
+        // Column by column (`RowCells`): a claim's rows are the run's most decoded.
         for try await row in rows {
             var cells = RowCells(row)
             let last = try cells.next(Int64?.self), n = try cells.next(Int64.self), runLive = try cells.next(Bool.self)

@@ -4,8 +4,7 @@ import PostgresNIO
 /// type in this module. PostgresNIO's `decode` of a whole row as a tuple
 /// goes through a parameter pack that is not specialized: for the rows a
 /// run reads by the hundred thousand (claims) that generic path cost more
-/// than the decoding itself (BENCHMARKS.md, "A claimed row decoded column
-/// by column").
+/// than the decoding itself (measured).
 struct RowCells {
     private var cells: PostgresRow.Iterator
 

@@ -7,7 +7,7 @@ import TestSupport
 /// How an audience slice reads the users of its devices. Planned as a join,
 /// a slice of a large audience hashed its devices and read the users table
 /// whole, and every slice did it again: ten million users, 13 slices, 130
-/// million user rows (BENCHMARKS.md, sixteenth sitting). A slice reads each
+/// million user rows. A slice reads each
 /// of its devices' users by id instead.
 @Suite("Audience slice plan")
 struct AudienceSlicePlanTests {

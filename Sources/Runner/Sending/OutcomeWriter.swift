@@ -9,13 +9,13 @@ import Store
 /// unrecorded until the statement that holds it commits, so the run's
 /// repeat bound is unchanged. What changes is the number of statements:
 /// three campaigns at once wrote three times as many as one campaign, each
-/// a third of the rows, and the statement's fixed cost (planning, commit)
-/// was a tenth of the database's time a notification (BENCHMARKS.md).
+/// a third of the rows, and each statement pays a fixed cost (planning,
+/// commit).
 ///
 /// A write that would hold the batches of fewer campaigns than are sending
 /// waits up to `linger` for the others' (as PostgreSQL's `commit_delay`
 /// waits for other commits): without it a third of the writes held two
-/// campaigns' and the rest one (BENCHMARKS.md). A session hands a batch over
+/// campaigns' and the rest one. A session hands a batch over
 /// when it holds its share of the write size and goes on sending meanwhile,
 /// so a wait of a few milliseconds costs it nothing.
 actor OutcomeWriter {

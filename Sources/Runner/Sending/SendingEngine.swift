@@ -20,8 +20,7 @@ extension PushTransport {
 
 extension APNsClient: PushTransport {
     /// The client's event loop: a session run there hands each request to
-    /// its connection and takes each answer back without a thread switch
-    /// (BENCHMARKS.md, "Where a session runs").
+    /// its connection and takes each answer back without a thread switch.
     public var preferredExecutor: (any TaskExecutor)? { taskExecutor }
 }
 
@@ -232,8 +231,7 @@ struct SendingEngine: Sendable {
                     // fields) in the send's own task, as many at once as the
                     // send window holds, while this loop goes on deciding; a
                     // costly one (sealed) on the cooperative pool's threads,
-                    // every core, then back to the loop to send (measured in
-                    // BENCHMARKS.md, "Sealing on every core").
+                    // every core, then back to the loop to send.
                     let engine = self
                     let offLoop = source.buildsOffLoop
                     group.addTask {

@@ -325,7 +325,7 @@ struct SendingSession<Item: ClaimedItem> {
                 continue
             }
             // The next batch is claimed while this one is sent: a claim of
-            // 1,000 rows takes about as long as sending them (BENCHMARKS.md).
+            // 1,000 rows takes about as long as sending them.
             if case .none = ahead {
                 ahead = .asked
                 return .claim(after: cursor)
