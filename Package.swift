@@ -95,7 +95,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "APNs", "Lifecycle",
+                "APNs", "Lifecycle", "HeraldCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 server("Logging", "swift-log"),
                 server("NIOCore", "swift-nio"),

@@ -1,6 +1,7 @@
 import APNs
 import Crypto
 import Foundation
+import HeraldCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -269,19 +270,6 @@ public final class APNsSimulator: Service, Sendable {
     func revokeCertificate(serialNumber: String) async {
         let serial = serialNumber.lowercased()
         await onLoop({ _ = $0.auth.revokedCertificates.insert(serial) }, stopped: { _ in () })
-    }
-}
-
-/// Small, fast, seedable generator for fault injection.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -51,8 +51,6 @@ enum PushTypeRules {
         (aps["content-changed"] as? Bool) == true ? nil : "needs \"content-changed\": true"
     }
 
-    static let broadcastPayloadLimit = 5120
-
     /// A channel id as APNs makes them: base64 (of 16 random bytes here).
     static func isChannelID(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 64 && Data(base64Encoded: text) != nil

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Broadcast pushes and the channel management API (DESIGN, contract 10): the checks APNs makes
 /// of each, after the connection's own authorization.
@@ -25,7 +26,7 @@ extension SimulatorConnectionHandler {
             if channel.storagePolicy == 0, seconds != 0 { return .reject(400, "BadExpirationDate") }
         }
         if body.isEmpty { return .reject(400, "PayloadEmpty") }
-        if body.count > PushTypeRules.broadcastPayloadLimit { return .reject(413, "PayloadTooLarge") }
+        if body.count > PayloadBuilder.broadcastMaxBytes { return .reject(413, "PayloadTooLarge") }
         guard let aps = HeaderRules.aps(body) else { return .reject(400, "BadRequestPayload") }
         if let problem = PushTypeRules.liveActivityProblem(aps, broadcast: true) { return .badPayload(problem) }
         if state.channels.failingBroadcasts > 0 {

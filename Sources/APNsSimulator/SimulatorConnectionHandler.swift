@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldCore
 import NIOCore
 import NIOSSL
 import NIOHPACK
@@ -485,7 +486,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
 
         // Payload.
         if body.isEmpty { return .reject(400, "PayloadEmpty") }
-        if body.count > 4096 { return .reject(413, "PayloadTooLarge") }
+        if body.count > PayloadBuilder.maxBytes { return .reject(413, "PayloadTooLarge") }
         // APNs documents no reason for a payload that is not a notification object; this one is ours.
         guard let aps = HeaderRules.aps(body) else { return .reject(400, "BadPayload") }
         switch request.pushType {

@@ -186,16 +186,7 @@ let tokens = (0..<1024).map { index in
     (0..<32).map { byte in String(format: "%02x", UInt8((index &* 31 &+ byte &* 7) & 0xff)) }.joined()
 }
 
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SplitMix64 {
     mutating func nextUUID() -> UUID {
         let a = next()
         let b = next()

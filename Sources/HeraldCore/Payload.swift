@@ -41,6 +41,8 @@ public struct PushHeaders: Sendable, Hashable {
 public struct PayloadBuilder: Sendable {
     /// APNs refuses larger bodies (PayloadTooLarge).
     public static let maxBytes = 4096
+    /// …and larger broadcasts to a channel.
+    public static let broadcastMaxBytes = 5120
 
     public let campaign: Campaign
     /// The campaign's sensitive fields as the JSON object that is sealed to

@@ -71,8 +71,8 @@ extension CampaignRun {
             let claimed = try await db("claim the step's broadcasts") { try await activities.claimChannelPushes(step: step, run: state.runID) }
             for push in claimed {
                 let outcome: ChannelPushOutcome
-                if payload.count > Self.broadcastMaxBytes {
-                    outcome = .failed("payload of \(payload.count) bytes: a broadcast takes at most \(Self.broadcastMaxBytes)")
+                if payload.count > PayloadBuilder.broadcastMaxBytes {
+                    outcome = .failed("payload of \(payload.count) bytes: a broadcast takes at most \(PayloadBuilder.broadcastMaxBytes)")
                 } else {
                     let requestID = UUID()
                     do {
@@ -109,9 +109,6 @@ extension CampaignRun {
             }
         }
     }
-
-    /// APNs' limit on a broadcast's payload.
-    static var broadcastMaxBytes: Int { 5120 }
 
     /// Deletes the channels of sales whose dismissal date has passed (or that were cancelled).
     /// A channel APNs no longer knows counts as deleted; a transient answer leaves it for the

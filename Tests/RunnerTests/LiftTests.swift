@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import PostgresNIO
 import Runner
 import Store
@@ -13,19 +14,6 @@ import TestSupport
 /// and a 5% test should.
 @Suite("Holdouts and lift", .serialized)
 struct LiftTests {
-    /// SplitMix64: the draws are the same on every machine.
-    struct Draws {
-        var state: UInt64
-        mutating func next() -> Double {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            return Double(z >> 11) / Double(1 << 53)
-        }
-    }
-
     /// Users of the campaign: id and whether they were treated.
     func arms(_ client: Database, campaign: Int64) async throws -> [(user: Int64, treated: Bool)] {
         var out: [(Int64, Bool)] = []
@@ -41,8 +29,8 @@ struct LiftTests {
     /// after assignment) with `base`, plus `planted` when treated.
     func draw(_ client: Database, _ users: [(user: Int64, treated: Bool)], base: Double, planted: Double,
               seed: UInt64) async throws {
-        var draws = Draws(state: seed)
-        let converting = users.filter { draws.next() < base + ($0.treated ? planted : 0) }.map(\.user)
+        var draws = SplitMix64(seed: seed)  // the same draws on every machine
+        let converting = users.filter { draws.nextUnit() < base + ($0.treated ? planted : 0) }.map(\.user)
         try await client.exec("TRUNCATE conversions")
         try await client.query("""
             INSERT INTO conversions (user_id, event, occurred_at, amount, currency, idempotency_key)

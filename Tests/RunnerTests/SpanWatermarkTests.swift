@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 @testable import Runner
 import Store
 import Testing
@@ -96,18 +97,6 @@ struct SpanWatermarkTests {
         #expect(span.isDone)
     }
 
-    /// A deterministic generator (SplitMix64), so a failing seed replays.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The ledger as the settlements committed it: rows written with their
     /// own status, and each span's watermark.
     struct Ledger {
@@ -130,7 +119,7 @@ struct SpanWatermarkTests {
     @Test("simulated runs: U never passes the bound, a kill at any step repeats exactly U rows, no row is implied sent without a 200, and the ledger ends as APNs answered",
           arguments: 1...40)
     func simulated(seed: UInt64) throws {
-        var rng = Generator(state: seed)
+        var rng = SplitMix64(seed: seed)  // a failing seed replays
         let concurrency = 8, recordEvery = 6, bound = concurrency + recordEvery
         // Three spans of one campaign's rows, ids with gaps (other campaigns' rows between).
         var spans: [SpanWatermark] = []
