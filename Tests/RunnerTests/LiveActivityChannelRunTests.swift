@@ -17,10 +17,7 @@ struct LiveActivityChannelRunTests {
 
     @Test func theSaleStartsOnItsChannelAndEachStepIsBroadcastOnce() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 30))
-            try await client.exec(Self.setup)
-            let sale = try #require(try await client.scalar("SELECT id FROM campaigns WHERE live_activity IS NOT NULL", as: Int64.self))
+            let sale = try await LiveActivityRunTests.sale(client, setup: Self.setup)
             let store = LiveActivityStore(client: client, logger: TestDatabase.logger)
             try await withSimulator { sim in
                 // The start: the channel first, then each push-to-start subscribing to it.
@@ -94,10 +91,7 @@ struct LiveActivityChannelRunTests {
 
     @Test func thePreviewShowsTheSalesStepsItsStartAndWhatItsAppsAllow() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 30))
-            try await client.exec(Self.setup)
-            let sale = try #require(try await client.scalar("SELECT id FROM campaigns WHERE live_activity IS NOT NULL", as: Int64.self))
+            let sale = try await LiveActivityRunTests.sale(client, setup: Self.setup)
             let stores = RunStores(client: client, logger: TestDatabase.logger)
             let preview = try await CampaignPreview.make(stores: stores, campaign: sale, topic: "com.example.herald")
             #expect(preview.canGoOut, "\(preview.problems)")

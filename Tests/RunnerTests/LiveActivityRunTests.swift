@@ -32,6 +32,14 @@ struct LiveActivityRunTests {
         INSERT INTO sale_stock (campaign_id, stock_left) SELECT id, 120 FROM campaigns;
         """
 
+    /// The catalogue, 30 devices and the sale of `setup`; the sale's id.
+    static func sale(_ client: Database, setup: String = setup) async throws -> Int64 {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: 30))
+        try await client.exec(setup)
+        return try #require(try await client.scalar("SELECT id FROM campaigns WHERE live_activity IS NOT NULL", as: Int64.self))
+    }
+
     /// Makes step `step` of `sale` due now, as its time coming would; the step before it is
     /// superseded then, as the step's own time would make it.
     static func due(_ client: Database, sale: Int64, step: Int) async throws {
@@ -51,10 +59,7 @@ struct LiveActivityRunTests {
 
     @Test func theSaleStartsUpdatesAndEndsEachActivityOnceInOrder() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 30))
-            try await client.exec(Self.setup)
-            let sale = try #require(try await client.scalar("SELECT id FROM campaigns WHERE live_activity IS NOT NULL", as: Int64.self))
+            let sale = try await Self.sale(client)
             let store = LiveActivityStore(client: client, logger: TestDatabase.logger)
             try await withSimulator { sim in
                 // The start: push-to-start where the device has a token, the alert where it has none.

@@ -148,19 +148,16 @@ struct SpanWatermark {
             }
         }
         // Every answer that is not 200 goes now, passed or not: it is durable
-        // sooner, and never behind the watermark that passes it.
+        // sooner, and never behind the watermark that passes it. So do the
+        // answers of stragglers marked by earlier settlements.
         var exceptionRows: [Int] = []
         var answeredStragglerRows: [Int] = []
-        for i in committedThrough..<sent {
+        for i in 0..<sent {
             switch fates[i] {
             case .answered(_, listed: false): exceptionRows.append(i)
             case .straggler(_, marked: true, answer: .some, listed: false): answeredStragglerRows.append(i)
             default: break
             }
-        }
-        // Stragglers of earlier settlements, below the watermark, answered since.
-        for i in 0..<committedThrough {
-            if case .straggler(_, marked: true, answer: .some, listed: false) = fates[i] { answeredStragglerRows.append(i) }
         }
         let s = Settlement(
             settled: through == 0 ? after : rows[through - 1],
