@@ -33,3 +33,6 @@ pg_reaped() { for _ in $(seq 1 100); do [ "$(pg_children)" -le "$1" ] && break; 
 pg_log_size() { stat -c %s "$HERALD_PG_DIR/server.log" 2>/dev/null || echo 0; }
 # Autovacuum's runs logged since byte OFFSET of the server's log.
 autovacuums_since() { tail -c +$(($1 + 1)) "$HERALD_PG_DIR/server.log" 2>/dev/null | grep -c 'automatic \(vacuum\|analyze\) of table' || true; }
+# The WAL written so far on $DATABASE_URL's server: records, full-page
+# images, bytes (pg_stat_wal), and where it was written to (an LSN).
+pg_wal() { psql -qAtX -F ' ' "$DATABASE_URL" -c "SELECT wal_records, wal_fpi, wal_bytes, pg_current_wal_lsn() FROM pg_stat_wal"; }
