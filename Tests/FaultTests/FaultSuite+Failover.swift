@@ -73,7 +73,7 @@ extension FaultSuite {
                 }
                 let repliesAgain = clock.now - killed
                 let code = try await worker.wait(limit: .seconds(240))
-                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
+                #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.crashReport())")
                 if code != 0 { try await Self.runToCompletion(env: env, dir: dir, runs: &runs) }
                 try await senders.value
                 try await server.stop()

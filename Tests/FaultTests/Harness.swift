@@ -103,6 +103,15 @@ final class Child {
     func tail(_ lines: Int = 15) -> String {
         text().split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
+
+    /// What a process that trapped said of it: its last log lines before the
+    /// crash report, the trap's message and the crashed thread's frames
+    /// (the tail alone is the report's registers); the tail when it did not crash.
+    func crashReport() -> String {
+        let lines = text().split(separator: "\n", omittingEmptySubsequences: false)
+        guard let at = lines.firstIndex(where: { $0.contains("Program crashed") || $0.contains("Fatal error") }) else { return tail() }
+        return lines[max(0, at - 5)..<min(lines.count, at + 40)].joined(separator: "\n")
+    }
 }
 
 /// The APNs simulator as its own process (`herald apns-sim`), stoppable and
