@@ -98,6 +98,16 @@ public final class RateLimiter: Sendable {
             return .allowed
         }
     }
+
+    /// Gives back the allowance one `acquire(key)` took: for a request the
+    /// server could not serve, so that the client's retry is not counted.
+    public func refund(_ key: String) {
+        let now = self.now
+        state.withLockedValue { table in
+            guard let next = table[key] else { return }
+            table[key] = next - interval > now ? next - interval : nil
+        }
+    }
 }
 
 /// The limiters of one server, by what they count.

@@ -47,8 +47,19 @@ public enum IntakeServer {
 
         router.post("/v1/replies") { request, _ -> Response in
             let bytes = try await jsonBody(request, upTo: ReplyRules.maxBodyBytes)
-            let outcome = try await intake.submit(bytes.readableBytesView) { delivery throws(IntakeError) in
-                try rates.check(rates.perDelivery, key: "delivery:\(delivery)", what: "for this delivery")
+            var admitted: String?
+            let outcome: Result<ReplyIntake.Stored, ReplyError>
+            do {
+                outcome = try await intake.submit(bytes.readableBytesView) { delivery throws(IntakeError) in
+                    let key = "delivery:\(delivery)"
+                    try rates.check(rates.perDelivery, key: key, what: "for this delivery")
+                    admitted = key
+                }
+            } catch {
+                // Not stored for the server's own reason (its database out of reach, its queue
+                // full: 503): the app's retry is not a replay, so it keeps its allowance.
+                if let admitted { rates.perDelivery.refund(admitted) }
+                throw error
             }
             switch outcome {
             case .success(.stored):
