@@ -168,6 +168,60 @@ CREATE FUNCTION public.herald_are_public_keys(keys text[]) RETURNS boolean
 $$;
 
 --
+-- Name: deliveries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.deliveries (
+    id bigint NOT NULL,
+    campaign_id bigint,
+    device_id bigint NOT NULL,
+    user_id bigint NOT NULL,
+    status text DEFAULT 'queued'::text NOT NULL,
+    not_before timestamp with time zone DEFAULT now() NOT NULL,
+    apns_id uuid,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_error text,
+    claimed_by bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    sent_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    lease_expires_at timestamp with time zone,
+    kind text DEFAULT 'campaign'::text NOT NULL,
+    config_etag text,
+    prompted_by bigint,
+    variant text,
+    refresh_open boolean,
+    CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
+    CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
+    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text, 'batch'::text])))
+)
+PARTITION BY LIST (campaign_id);
+
+--
+-- Name: delivery_spans; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.delivery_spans (
+    campaign_id bigint NOT NULL,
+    after bigint NOT NULL,
+    through bigint NOT NULL,
+    settled bigint NOT NULL,
+    run_id bigint,
+    marks bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    marked_at timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
+    CONSTRAINT "a span's marks and their times pair up" CHECK ((cardinality(marks) = cardinality(marked_at))),
+    CONSTRAINT "a span's watermark lies within it" CHECK (((after < through) AND ((settled >= after) AND (settled <= through))))
+);
+
+--
+-- Name: herald_batch_done(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_batch_done(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN ((NOT (EXISTS (SELECT 1 FROM public.delivery_spans s WHERE ((s.campaign_id = herald_batch_done.p_campaign) AND (s.settled < s.through) AND (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_done.p_campaign) AND (d.status = 'batch'::text) AND (d.id > s.settled) AND (d.id <= s.through)))))))) AND (NOT (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_done.p_campaign) AND (d.status = 'batch'::text) AND (d.id > COALESCE((SELECT max(s.through) AS max FROM public.delivery_spans s WHERE (s.campaign_id = herald_batch_done.p_campaign)), (0)::bigint)))))));
+
+--
 -- Name: herald_best_hours(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -281,6 +335,19 @@ CREATE FUNCTION public.herald_campaign_cancelled() RETURNS trigger
 BEGIN
     UPDATE deliveries SET status = 'cancelled', last_error = 'campaign cancelled', updated_at = now()
     WHERE campaign_id = NEW.id AND status = 'queued';
+    RETURN NULL;
+END $$;
+
+--
+-- Name: herald_campaign_cancelled_batch(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_campaign_cancelled_batch() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign cancelled');
     RETURN NULL;
 END $$;
 
@@ -650,6 +717,59 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_claim_span(bigint, bigint, integer, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_claim_span(p_campaign bigint, p_run bigint, p_n integer, p_lease double precision) RETURNS TABLE(live boolean, after bigint, through bigint, taken_over boolean)
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_after bigint;
+    v_through bigint;
+BEGIN
+    PERFORM herald_lock_spans(p_campaign);
+    UPDATE runs r SET lease_expires_at = greatest(r.lease_expires_at, now() + make_interval(secs => p_lease)),
+        claimed_campaigns = CASE WHEN p_campaign = ANY (r.claimed_campaigns) THEN r.claimed_campaigns
+                                 ELSE r.claimed_campaigns || p_campaign END
+    WHERE r.id = p_run AND r.status = 'running'
+      AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = p_campaign AND c.status IN ('scheduled', 'running')
+                  AND herald_approved(c.id));
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT false, NULL::bigint, NULL::bigint, false;
+        RETURN;
+    END IF;
+    -- Take over: the span keeps its rows up to its watermark; its remainder is this run's.
+    UPDATE delivery_spans s SET run_id = p_run
+    WHERE s.campaign_id = p_campaign AND s.through = (
+        SELECT x.through FROM delivery_spans x
+        WHERE x.campaign_id = p_campaign AND x.settled < x.through
+          AND (x.run_id IS NULL OR (x.run_id <> p_run AND NOT herald_run_holds(x.run_id)))
+        ORDER BY x.through LIMIT 1)
+    RETURNING s.settled, s.through INTO v_after, v_through;
+    IF FOUND THEN
+        RETURN QUERY SELECT true, v_after, v_through, true;
+        RETURN;
+    END IF;
+    -- Advance: the next p_n batch rows. The snapshot writes a campaign's
+    -- slices one after another, so every batch row committed later has a
+    -- higher id than these.
+    SELECT coalesce(max(x.through), 0) INTO v_after FROM delivery_spans x WHERE x.campaign_id = p_campaign;
+    SELECT max(w.id) INTO v_through FROM (
+        SELECT d.id FROM deliveries d
+        WHERE d.campaign_id = p_campaign AND d.kind = 'campaign' AND d.status = 'batch' AND d.id > v_after
+        ORDER BY d.id LIMIT p_n) w;
+    IF v_through IS NULL THEN
+        RETURN QUERY SELECT true, NULL::bigint, NULL::bigint, false;
+        RETURN;
+    END IF;
+    INSERT INTO delivery_spans (campaign_id, after, through, settled, run_id)
+    VALUES (p_campaign, v_after, v_through, v_after, p_run);
+    RETURN QUERY SELECT true, v_after, v_through, false;
+END $$;
+
+--
 -- Name: herald_clear_approval(bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -681,6 +801,37 @@ CREATE FUNCTION public.herald_close_approval(p_campaign bigint) RETURNS void
     AS $$
     DELETE FROM approval_grants WHERE xact = pg_current_xact_id() AND campaign_id = p_campaign
 $$;
+
+--
+-- Name: herald_close_batch(bigint, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_close_batch(p_campaign bigint, p_status text, p_reason text) RETURNS bigint
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    v_last bigint;
+    n bigint;
+BEGIN
+    IF p_status NOT IN ('cancelled', 'expired') THEN
+        RAISE EXCEPTION 'herald_close_batch writes cancelled or expired, not %', p_status;
+    END IF;
+    PERFORM herald_lock_spans(p_campaign);
+    SELECT coalesce(max(s.through), 0) INTO v_last FROM delivery_spans s WHERE s.campaign_id = p_campaign;
+    WITH free AS (
+        SELECT s.settled AS after, s.through FROM delivery_spans s
+        WHERE s.campaign_id = p_campaign AND s.settled < s.through AND NOT herald_run_holds(s.run_id)
+        UNION ALL SELECT v_last, 9223372036854775807
+    ), w AS (
+        UPDATE deliveries d SET status = p_status, last_error = p_reason, updated_at = now()
+        FROM free f
+        WHERE d.campaign_id = p_campaign AND d.status = 'batch' AND d.id > f.after AND d.id <= f.through
+        RETURNING 1
+    )
+    SELECT count(*) INTO n FROM w;
+    RETURN n;
+END $$;
 
 --
 -- Name: herald_commit_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text, integer, integer[], integer[]); Type: PROCEDURE; Schema: public; Owner: -
@@ -799,6 +950,14 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_delivery_status(text, bigint, bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_delivery_status(p_status text, p_id bigint, p_settled bigint, p_held boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE WHEN (p_status IS DISTINCT FROM 'batch'::text) THEN p_status WHEN (p_id <= p_settled) THEN 'sent'::text WHEN p_held THEN 'in_flight'::text ELSE 'queued'::text END;
+
+--
 -- Name: herald_device_deleted(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -893,6 +1052,14 @@ BEGIN
         ANALYZE deliveries;
     END IF;
 END $$;
+
+--
+-- Name: herald_lock_spans(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_lock_spans(p_campaign bigint) RETURNS void
+    LANGUAGE sql
+    RETURN pg_advisory_xact_lock(1213352005, ((p_campaign % (2147483647)::bigint))::integer);
 
 --
 -- Name: herald_next_local(text, timestamp with time zone, integer, integer); Type: FUNCTION; Schema: public; Owner: -
@@ -1182,6 +1349,30 @@ CREATE FUNCTION public.herald_release_run(p_run bigint) RETURNS boolean
     AS $$ SELECT pg_advisory_unlock(1213352004, herald_run_lock_key(p_run)) $$;
 
 --
+-- Name: herald_release_spans(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_release_spans(p_run bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    c record;
+    n bigint := 0;
+BEGIN
+    FOR c IN SELECT DISTINCT s.campaign_id, k.status, k.expires_at FROM delivery_spans s
+             JOIN campaigns k ON k.id = s.campaign_id WHERE s.run_id = p_run ORDER BY s.campaign_id LOOP
+        PERFORM herald_lock_spans(c.campaign_id);
+        UPDATE delivery_spans s SET run_id = NULL WHERE s.run_id = p_run AND s.campaign_id = c.campaign_id;
+        IF c.status = 'cancelled' THEN
+            n := n + herald_close_batch(c.campaign_id, 'cancelled', 'campaign cancelled');
+        ELSIF c.status = 'completed' AND c.expires_at <= now() THEN
+            n := n + herald_close_batch(c.campaign_id, 'expired', 'campaign expired before delivery');
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+
+--
 -- Name: herald_reopen_entries(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1340,6 +1531,45 @@ CREATE FUNCTION public.herald_run_gone(p_run bigint, p_grace interval DEFAULT '0
 $$;
 
 --
+-- Name: runs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.runs (
+    id bigint NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    dry_run boolean DEFAULT false NOT NULL,
+    status text DEFAULT 'running'::text NOT NULL,
+    error text,
+    campaigns integer DEFAULT 0 NOT NULL,
+    targeted bigint DEFAULT 0 NOT NULL,
+    sent bigint DEFAULT 0 NOT NULL,
+    invalid bigint DEFAULT 0 NOT NULL,
+    failed bigint DEFAULT 0 NOT NULL,
+    retried bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL,
+    expired bigint DEFAULT 0 NOT NULL,
+    heartbeat_at timestamp with time zone,
+    requeued bigint DEFAULT 0 NOT NULL,
+    lease_expires_at timestamp with time zone,
+    claimed_campaigns bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    claimed_refreshes boolean DEFAULT false NOT NULL,
+    session_server timestamp with time zone,
+    session_at timestamp with time zone,
+    CONSTRAINT "run status must be running, succeeded, stopped or failed" CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'stopped'::text, 'failed'::text])))
+);
+
+--
+-- Name: herald_run_holds(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_run_holds(p_run bigint) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN ((p_run IS NOT NULL) AND (EXISTS (SELECT 1 FROM public.runs r WHERE ((r.id = herald_run_holds.p_run) AND (r.status = 'running'::text) AND (r.lease_expires_at >= now())))));
+
+--
 -- Name: herald_run_lock_key(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1461,6 +1691,64 @@ BEGIN
     WHERE n.value IS DISTINCT FROM o.value;
     RETURN NEW;
 END $$;
+
+--
+-- Name: herald_settle(bigint, bigint[], bigint[], bigint[], bigint[], bigint[], bigint[], text[], text[], integer[], double precision[], double precision[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_settle(p_run bigint, s_campaign bigint[], s_through bigint[], s_settled bigint[], e_campaign bigint[], e_id bigint[], e_device bigint[], e_status text[], e_error text[], e_attempts integer[], e_delay double precision[], e_invalid_since double precision[]) RETURNS TABLE(campaign_id bigint, through bigint, held boolean, exceptions integer)
+    LANGUAGE sql
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+    WITH held AS MATERIALIZED (
+        -- The spans the run still holds, locked in one order (a takeover
+        -- waits for this commit, and one that committed first is seen).
+        SELECT s.campaign_id, s.after, s.through FROM delivery_spans s
+        WHERE s.campaign_id = ANY (s_campaign)
+          AND (s.campaign_id, s.through) IN (SELECT * FROM unnest(s_campaign, s_through))
+          AND s.run_id = p_run
+        ORDER BY s.campaign_id, s.through
+        FOR UPDATE OF s
+    ), marked AS (
+        UPDATE delivery_spans s SET settled = x.settled, marks = s.marks || x.settled, marked_at = s.marked_at || now()
+        FROM unnest(s_campaign, s_through, s_settled) AS x(campaign, through, settled)
+        JOIN held h ON h.campaign_id = x.campaign AND h.through = x.through
+        WHERE s.campaign_id = x.campaign AND s.through = x.through AND x.settled > s.settled AND x.settled <= s.through
+    ), e AS (
+        SELECT * FROM unnest(e_campaign, e_id, e_device, e_status, e_error, e_attempts, e_delay, e_invalid_since)
+            AS e(campaign, id, device, status, error, attempts, delay, invalid_since)
+    ), w AS (
+        UPDATE deliveries d SET
+            status = CASE WHEN e.status NOT IN ('queued', 'retry') THEN e.status
+                          WHEN c.status = 'cancelled' THEN 'cancelled'
+                          ELSE 'queued' END,
+            last_error = CASE WHEN e.status IN ('queued', 'retry') AND c.status = 'cancelled' THEN 'campaign cancelled'
+                              ELSE nullif(e.error, '') END,
+            attempts = d.attempts + e.attempts,
+            not_before = CASE WHEN e.status IN ('queued', 'retry')
+                              THEN greatest(d.not_before, now() + make_interval(secs => e.delay))
+                              ELSE d.not_before END,
+            apns_id = herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p)),
+            claimed_by = CASE WHEN e.status = 'in_flight' THEN p_run END,
+            lease_expires_at = CASE WHEN e.status = 'in_flight'
+                                    THEN (SELECT r.lease_expires_at FROM runs r WHERE r.id = p_run) END,
+            updated_at = now()
+        FROM e JOIN held h ON h.campaign_id = e.campaign AND e.id > h.after AND e.id <= h.through
+        JOIN campaigns c ON c.id = e.campaign
+        WHERE d.campaign_id = ANY (e_campaign) AND d.campaign_id = e.campaign AND d.id = e.id AND d.status = 'batch'
+        RETURNING d.campaign_id, d.id
+    ), invalidated AS (
+        UPDATE devices dv SET invalidated_at = to_timestamp(e.invalid_since), invalid_reason = nullif(e.error, '')
+        FROM e JOIN w ON w.campaign_id = e.campaign AND w.id = e.id
+        WHERE e.status = 'invalid' AND dv.id = e.device AND dv.invalidated_at IS NULL
+          AND (dv.registered_at IS NULL OR dv.registered_at <= to_timestamp(e.invalid_since))
+    )
+    SELECT x.campaign, x.through, h.through IS NOT NULL,
+           (SELECT count(*) FROM w WHERE h.through IS NOT NULL AND w.campaign_id = h.campaign_id
+                                     AND w.id > h.after AND w.id <= h.through)::integer
+    FROM unnest(s_campaign, s_through) AS x(campaign, through)
+    LEFT JOIN held h ON h.campaign_id = x.campaign AND h.through = x.through
+$$;
 
 --
 -- Name: herald_snapshot_caps_done(); Type: FUNCTION; Schema: public; Owner: -
@@ -2072,36 +2360,6 @@ CREATE TABLE public.apps (
 --
 
 COMMENT ON TABLE public.apps IS 'the apps Herald pushes to: topic, credentials (app_credentials), registration keys';
-
---
--- Name: deliveries; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.deliveries (
-    id bigint NOT NULL,
-    campaign_id bigint,
-    device_id bigint NOT NULL,
-    user_id bigint NOT NULL,
-    status text DEFAULT 'queued'::text NOT NULL,
-    not_before timestamp with time zone DEFAULT now() NOT NULL,
-    apns_id uuid,
-    attempts integer DEFAULT 0 NOT NULL,
-    last_error text,
-    claimed_by bigint,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    sent_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    lease_expires_at timestamp with time zone,
-    kind text DEFAULT 'campaign'::text NOT NULL,
-    config_etag text,
-    prompted_by bigint,
-    variant text,
-    refresh_open boolean,
-    CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
-    CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
-    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
-)
-PARTITION BY LIST (campaign_id);
 
 --
 -- Name: devices; Type: TABLE; Schema: public; Owner: -
@@ -3004,37 +3262,6 @@ CREATE VIEW analyst.replies_over_time AS
   GROUP BY r.campaign_id, (date_trunc('minute'::text, (r.occurred_at AT TIME ZONE 'UTC'::text))), r.action;
 
 --
--- Name: runs; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.runs (
-    id bigint NOT NULL,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    host text NOT NULL,
-    pid integer NOT NULL,
-    dry_run boolean DEFAULT false NOT NULL,
-    status text DEFAULT 'running'::text NOT NULL,
-    error text,
-    campaigns integer DEFAULT 0 NOT NULL,
-    targeted bigint DEFAULT 0 NOT NULL,
-    sent bigint DEFAULT 0 NOT NULL,
-    invalid bigint DEFAULT 0 NOT NULL,
-    failed bigint DEFAULT 0 NOT NULL,
-    retried bigint DEFAULT 0 NOT NULL,
-    skipped bigint DEFAULT 0 NOT NULL,
-    expired bigint DEFAULT 0 NOT NULL,
-    heartbeat_at timestamp with time zone,
-    requeued bigint DEFAULT 0 NOT NULL,
-    lease_expires_at timestamp with time zone,
-    claimed_campaigns bigint[] DEFAULT '{}'::bigint[] NOT NULL,
-    claimed_refreshes boolean DEFAULT false NOT NULL,
-    session_server timestamp with time zone,
-    session_at timestamp with time zone,
-    CONSTRAINT "run status must be running, succeeded, stopped or failed" CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'stopped'::text, 'failed'::text])))
-);
-
---
 -- Name: runs; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3559,7 +3786,7 @@ CREATE TABLE public.deliveries_default (
     refresh_open boolean,
     CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
     CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
-    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
+    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text, 'batch'::text])))
 )
 WITH (fillfactor='40');
 
@@ -3589,7 +3816,7 @@ CREATE TABLE public.deliveries_refresh (
     refresh_open boolean,
     CONSTRAINT "campaign and test deliveries name a campaign, refreshes an ETag" CHECK ((((kind = ANY (ARRAY['campaign'::text, 'test'::text])) AND (campaign_id IS NOT NULL) AND (config_etag IS NULL)) OR ((kind = 'config_refresh'::text) AND (campaign_id IS NULL) AND (config_etag IS NOT NULL)))),
     CONSTRAINT "delivery kind must be campaign, config_refresh or test" CHECK ((kind = ANY (ARRAY['campaign'::text, 'config_refresh'::text, 'test'::text]))),
-    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text])))
+    CONSTRAINT "delivery status must be a known delivery status" CHECK ((status = ANY (ARRAY['queued'::text, 'in_flight'::text, 'sent'::text, 'invalid'::text, 'failed'::text, 'expired'::text, 'skipped'::text, 'cancelled'::text, 'held_out'::text, 'batch'::text])))
 )
 WITH (fillfactor='40');
 
@@ -3601,6 +3828,61 @@ CREATE TABLE public.delivery_id_ranges (
     campaign_id bigint NOT NULL,
     ids int8range NOT NULL
 );
+
+--
+-- Name: delivery_status; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.delivery_status AS
+ SELECT d.id,
+    d.campaign_id,
+    d.device_id,
+    d.user_id,
+    public.herald_delivery_status(d.status, d.id, s.settled, s.held) AS status,
+    d.not_before,
+        CASE
+            WHEN ((d.status = 'batch'::text) AND (d.id <= s.settled)) THEN public.herald_apns_id(d.id)
+            ELSE d.apns_id
+        END AS apns_id,
+        CASE
+            WHEN ((d.status = 'batch'::text) AND (d.id <= s.settled)) THEN 1
+            ELSE d.attempts
+        END AS attempts,
+    d.last_error,
+        CASE
+            WHEN (d.status = 'batch'::text) THEN
+            CASE
+                WHEN (s.held AND (d.id > s.settled)) THEN s.run_id
+                ELSE NULL::bigint
+            END
+            ELSE d.claimed_by
+        END AS claimed_by,
+    d.created_at,
+        CASE
+            WHEN ((d.status = 'batch'::text) AND (d.id <= s.settled)) THEN ( SELECT s.marked_at[i.i] AS marked_at
+               FROM generate_subscripts(s.marks, 1) i(i)
+              WHERE (s.marks[i.i] >= d.id)
+              ORDER BY i.i
+             LIMIT 1)
+            ELSE d.sent_at
+        END AS sent_at,
+    d.updated_at,
+    d.lease_expires_at,
+    d.kind,
+    d.config_etag,
+    d.prompted_by,
+    d.variant,
+    d.refresh_open
+   FROM (public.deliveries d
+     LEFT JOIN LATERAL ( SELECT sp.settled,
+            sp.run_id,
+            sp.marks,
+            sp.marked_at,
+            public.herald_run_holds(sp.run_id) AS held
+           FROM public.delivery_spans sp
+          WHERE ((d.status = 'batch'::text) AND (sp.campaign_id = d.campaign_id) AND (sp.through >= d.id) AND (sp.after < d.id))
+          ORDER BY sp.through
+         LIMIT 1) s ON (true));
 
 --
 -- Name: devices_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -4046,6 +4328,13 @@ ALTER TABLE ONLY public.conversions
     ADD CONSTRAINT conversions_pkey PRIMARY KEY (id);
 
 --
+-- Name: delivery_spans delivery_spans_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.delivery_spans
+    ADD CONSTRAINT delivery_spans_pkey PRIMARY KEY (campaign_id, through);
+
+--
 -- Name: devices devices_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -4349,6 +4638,12 @@ CREATE INDEX delivery_id_ranges_campaign ON public.delivery_id_ranges USING btre
 CREATE INDEX delivery_id_ranges_ids ON public.delivery_id_ranges USING gist (ids);
 
 --
+-- Name: delivery_spans_run; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX delivery_spans_run ON public.delivery_spans USING btree (run_id) WHERE (run_id IS NOT NULL);
+
+--
 -- Name: devices_app; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -4602,6 +4897,12 @@ CREATE TRIGGER campaigns_archive BEFORE UPDATE OF status ON public.campaigns FOR
 --
 
 CREATE TRIGGER campaigns_cancelled AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_cancelled();
+
+--
+-- Name: campaigns campaigns_cancelled_batch; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_cancelled_batch();
 
 --
 -- Name: campaigns campaigns_category_apps; Type: TRIGGER; Schema: public; Owner: -
@@ -4879,6 +5180,13 @@ ALTER TABLE ONLY public.conversions
 
 ALTER TABLE public.deliveries
     ADD CONSTRAINT deliveries_prompted_by_fkey FOREIGN KEY (prompted_by) REFERENCES public.campaigns(id) ON DELETE SET NULL;
+
+--
+-- Name: delivery_spans delivery_spans_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.delivery_spans
+    ADD CONSTRAINT delivery_spans_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
 
 --
 -- Name: devices devices_app_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -98,8 +98,11 @@ public struct CampaignStore: Sendable {
             ), channels AS (
                 UPDATE channel_pushes SET status = 'expired', last_error = 'campaign expired before delivery', updated_at = now()
                 WHERE campaign_id IN (SELECT id FROM ended) AND status = 'queued'
+            ), batch AS (
+                -- Batch rows no live run holds (Sql/0044); a held span's remainder is its run's to close.
+                SELECT herald_close_batch(id, 'expired', 'campaign expired before delivery') AS n FROM ended
             )
-            SELECT count(*)::bigint FROM exp
+            SELECT (SELECT count(*) FROM exp) + (SELECT coalesce(sum(n), 0) FROM batch)::bigint
             """, logger: logger)
         for try await n in rows.decode(Int64.self) { return Int(n) }
         return 0
@@ -295,6 +298,7 @@ public struct CampaignStore: Sendable {
                               WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
               AND NOT EXISTS (SELECT 1 FROM channel_pushes
                               WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
+              AND herald_batch_done(\(campaign))
             RETURNING id
             """, logger: logger)
         for try await _ in rows.decode(Int64.self) { return true }

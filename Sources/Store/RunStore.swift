@@ -52,8 +52,9 @@ public struct RunStore: Sendable {
 
     /// Writes the run's figures and gives back whatever it still holds in
     /// flight (nothing, normally): queued again, or cancelled when its
-    /// campaign was cancelled. A run another run declared gone (its leases
-    /// expired) keeps that verdict. Returns how many deliveries were given back.
+    /// campaign was cancelled; its spans open at their watermarks. A run
+    /// another run declared gone (its leases expired) keeps that verdict.
+    /// Returns how many deliveries were given back.
     @discardableResult
     public func finishRun(_ id: Int64, figures f: RunFigures, end: RunEnd, error: String?) async throws -> Int {
         let held = try await claimedPartitions(of: [id])
@@ -63,6 +64,8 @@ public struct RunStore: Sendable {
                 WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
                   AND d.claimed_by = \(id) AND d.status = 'in_flight'
                 RETURNING d.id
+            ), spans AS (
+                SELECT herald_release_spans(\(id)) AS n
             ), run AS (
                 UPDATE runs SET finished_at = now(), status = \(end.rawValue), error = \(error),
                     campaigns = \(f.campaigns), targeted = \(f.targeted), sent = \(f.sent), invalid = \(f.invalid),
@@ -71,9 +74,9 @@ public struct RunStore: Sendable {
                 WHERE id = \(id) AND status = 'running'
                 RETURNING id
             )
-            SELECT (SELECT count(*) FROM back)::bigint, (SELECT count(*) FROM run)::bigint
+            SELECT (SELECT count(*) FROM back)::bigint, (SELECT count(*) FROM run)::bigint, (SELECT n FROM spans)
             """, logger: logger)
-        for try await (back, _) in rows.decode((Int64, Int64).self) { return Int(back) }
+        for try await (back, _, _) in rows.decode((Int64, Int64, Int64).self) { return Int(back) }
         return 0
     }
 
@@ -169,10 +172,13 @@ public struct RunStore: Sendable {
                   AND d.claimed_by IN (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[]))
                   AND d.status = 'in_flight'
                 RETURNING d.id
+            ), spans AS (
+                -- Their spans open at their watermarks (Sql/0044).
+                SELECT herald_release_spans(r) FROM (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[])) AS gone(r)
             )
-            SELECT count(*)::bigint FROM requeued
+            SELECT (SELECT count(*) FROM requeued)::bigint, (SELECT count(*) FROM spans)::bigint
             """, logger: logger)
-        for try await n in rows.decode(Int64.self) { return Int(n) }
+        for try await (n, _) in rows.decode((Int64, Int64).self) { return Int(n) }
         return 0
     }
 }
