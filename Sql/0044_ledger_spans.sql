@@ -59,30 +59,49 @@ CREATE FUNCTION herald_delivery_status(p_status text, p_id bigint, p_settled big
                 ELSE 'queued' END;
 
 -- The ledger as today's readers know it: a batch row reads as its span says
--- (sent with its mark's time, the derived apns-id and one attempt; in
--- flight; queued), every other row as it is.
+-- (sent at its mark's time, with the derived apns-id and one attempt; in
+-- flight under its run; queued), every other row as it is. Four branches,
+-- each read by ranges of a campaign's ids (so a reader's campaign or time
+-- window reaches the spans and their marks before any ledger row):
+--   1. rows that are not batch rows;
+--   2. batch rows a mark passed: each mark (m_i, at_i) of a span covers the
+--      ids (m_{i-1}, m_i], sent at at_i (m_0 is the span's lower bound);
+--   3. batch rows above a span's watermark;
+--   4. batch rows past every span of their campaign.
+-- Each branch states its status with herald_delivery_status; the test
+-- LedgerSpansTests.theViewFollowsTheRule compares it with the rule row by row.
 CREATE VIEW delivery_status AS
-SELECT d.id, d.campaign_id, d.device_id, d.user_id,
-       herald_delivery_status(d.status, d.id, s.settled, s.held) AS status,
-       d.not_before,
-       CASE WHEN d.status = 'batch' AND d.id <= s.settled THEN herald_apns_id(d.id) ELSE d.apns_id END AS apns_id,
-       CASE WHEN d.status = 'batch' AND d.id <= s.settled THEN 1 ELSE d.attempts END AS attempts,
-       d.last_error,
-       CASE WHEN d.status = 'batch' THEN CASE WHEN s.held AND d.id > s.settled THEN s.run_id END
-            ELSE d.claimed_by END AS claimed_by,
-       d.created_at,
-       CASE WHEN d.status = 'batch' AND d.id <= s.settled
-            THEN (SELECT s.marked_at[i] FROM generate_subscripts(s.marks, 1) i WHERE s.marks[i] >= d.id
-                  ORDER BY i LIMIT 1)
-            ELSE d.sent_at END AS sent_at,
-       d.updated_at, d.lease_expires_at, d.kind, d.config_etag, d.prompted_by, d.variant, d.refresh_open
-FROM deliveries d
-LEFT JOIN LATERAL (
-    SELECT sp.settled, sp.run_id, sp.marks, sp.marked_at, herald_run_holds(sp.run_id) AS held
-    FROM delivery_spans sp
-    WHERE d.status = 'batch' AND sp.campaign_id = d.campaign_id AND sp.through >= d.id AND sp.after < d.id
-    ORDER BY sp.through LIMIT 1
-) s ON true;
+SELECT d.id, d.campaign_id, d.device_id, d.user_id, d.status, d.not_before, d.apns_id, d.attempts, d.last_error,
+       d.claimed_by, d.created_at, d.sent_at, d.updated_at, d.lease_expires_at, d.kind, d.config_etag, d.prompted_by,
+       d.variant, d.refresh_open
+FROM deliveries d WHERE d.status <> 'batch'
+UNION ALL
+SELECT d.id, sp.campaign_id, d.device_id, d.user_id, herald_delivery_status(d.status, d.id, sp.settled, NULL),
+       d.not_before, herald_apns_id(d.id), 1, d.last_error, NULL, d.created_at, m.marked_at, d.updated_at,
+       NULL, d.kind, d.config_etag, d.prompted_by, d.variant, d.refresh_open
+FROM delivery_spans sp
+CROSS JOIN LATERAL (
+    SELECT x.mark, x.marked_at, coalesce(lag(x.mark) OVER (ORDER BY x.i), sp.after) AS low
+    FROM unnest(sp.marks, sp.marked_at) WITH ORDINALITY AS x(mark, marked_at, i)
+) m
+JOIN deliveries d ON d.campaign_id = sp.campaign_id AND d.id > m.low AND d.id <= m.mark AND d.status = 'batch'
+UNION ALL
+SELECT d.id, sp.campaign_id, d.device_id, d.user_id, herald_delivery_status(d.status, d.id, sp.settled, h.held),
+       d.not_before, d.apns_id, d.attempts, d.last_error, CASE WHEN h.held THEN sp.run_id END, d.created_at, d.sent_at,
+       d.updated_at, CASE WHEN h.held THEN r.lease_expires_at END, d.kind, d.config_etag, d.prompted_by, d.variant,
+       d.refresh_open
+FROM delivery_spans sp
+LEFT JOIN runs r ON r.id = sp.run_id
+CROSS JOIN LATERAL (SELECT herald_run_holds(sp.run_id) AS held) h
+JOIN deliveries d ON d.campaign_id = sp.campaign_id AND d.id > sp.settled AND d.id <= sp.through AND d.status = 'batch'
+WHERE sp.settled < sp.through
+UNION ALL
+SELECT d.id, e.campaign_id, d.device_id, d.user_id, herald_delivery_status(d.status, d.id, NULL, false),
+       d.not_before, d.apns_id, d.attempts, d.last_error, NULL, d.created_at, d.sent_at, d.updated_at, NULL, d.kind,
+       d.config_etag, d.prompted_by, d.variant, d.refresh_open
+FROM (SELECT c.id AS campaign_id, (SELECT coalesce(max(x.through), 0) FROM delivery_spans x WHERE x.campaign_id = c.id) AS last
+      FROM campaigns c) e
+JOIN deliveries d ON d.campaign_id = e.campaign_id AND d.id > e.last AND d.status = 'batch';
 GRANT SELECT ON delivery_spans, delivery_status TO herald_job;
 
 -- One claim or close of a campaign's spans at a time (a transaction-scoped

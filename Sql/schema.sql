@@ -2362,6 +2362,116 @@ CREATE TABLE public.apps (
 COMMENT ON TABLE public.apps IS 'the apps Herald pushes to: topic, credentials (app_credentials), registration keys';
 
 --
+-- Name: delivery_status; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.delivery_status AS
+ SELECT d.id,
+    d.campaign_id,
+    d.device_id,
+    d.user_id,
+    d.status,
+    d.not_before,
+    d.apns_id,
+    d.attempts,
+    d.last_error,
+    d.claimed_by,
+    d.created_at,
+    d.sent_at,
+    d.updated_at,
+    d.lease_expires_at,
+    d.kind,
+    d.config_etag,
+    d.prompted_by,
+    d.variant,
+    d.refresh_open
+   FROM public.deliveries d
+  WHERE (d.status <> 'batch'::text)
+UNION ALL
+ SELECT d.id,
+    sp.campaign_id,
+    d.device_id,
+    d.user_id,
+    public.herald_delivery_status(d.status, d.id, sp.settled, NULL::boolean) AS status,
+    d.not_before,
+    public.herald_apns_id(d.id) AS apns_id,
+    1 AS attempts,
+    d.last_error,
+    NULL::bigint AS claimed_by,
+    d.created_at,
+    m.marked_at AS sent_at,
+    d.updated_at,
+    NULL::timestamp with time zone AS lease_expires_at,
+    d.kind,
+    d.config_etag,
+    d.prompted_by,
+    d.variant,
+    d.refresh_open
+   FROM ((public.delivery_spans sp
+     CROSS JOIN LATERAL ( SELECT x.mark,
+            x.marked_at,
+            COALESCE(lag(x.mark) OVER (ORDER BY x.i), sp.after) AS low
+           FROM UNNEST(sp.marks, sp.marked_at) WITH ORDINALITY x(mark, marked_at, i)) m)
+     JOIN public.deliveries d ON (((d.campaign_id = sp.campaign_id) AND (d.id > m.low) AND (d.id <= m.mark) AND (d.status = 'batch'::text))))
+UNION ALL
+ SELECT d.id,
+    sp.campaign_id,
+    d.device_id,
+    d.user_id,
+    public.herald_delivery_status(d.status, d.id, sp.settled, h.held) AS status,
+    d.not_before,
+    d.apns_id,
+    d.attempts,
+    d.last_error,
+        CASE
+            WHEN h.held THEN sp.run_id
+            ELSE NULL::bigint
+        END AS claimed_by,
+    d.created_at,
+    d.sent_at,
+    d.updated_at,
+        CASE
+            WHEN h.held THEN r.lease_expires_at
+            ELSE NULL::timestamp with time zone
+        END AS lease_expires_at,
+    d.kind,
+    d.config_etag,
+    d.prompted_by,
+    d.variant,
+    d.refresh_open
+   FROM (((public.delivery_spans sp
+     LEFT JOIN public.runs r ON ((r.id = sp.run_id)))
+     CROSS JOIN LATERAL ( SELECT public.herald_run_holds(sp.run_id) AS held) h)
+     JOIN public.deliveries d ON (((d.campaign_id = sp.campaign_id) AND (d.id > sp.settled) AND (d.id <= sp.through) AND (d.status = 'batch'::text))))
+  WHERE (sp.settled < sp.through)
+UNION ALL
+ SELECT d.id,
+    e.campaign_id,
+    d.device_id,
+    d.user_id,
+    public.herald_delivery_status(d.status, d.id, NULL::bigint, false) AS status,
+    d.not_before,
+    d.apns_id,
+    d.attempts,
+    d.last_error,
+    NULL::bigint AS claimed_by,
+    d.created_at,
+    d.sent_at,
+    d.updated_at,
+    NULL::timestamp with time zone AS lease_expires_at,
+    d.kind,
+    d.config_etag,
+    d.prompted_by,
+    d.variant,
+    d.refresh_open
+   FROM (( SELECT c.id AS campaign_id,
+            ( SELECT COALESCE(max(x.through), (0)::bigint) AS "coalesce"
+                   FROM public.delivery_spans x
+                  WHERE (x.campaign_id = c.id)) AS last
+           FROM public.campaigns c) e
+     JOIN public.deliveries d ON (((d.campaign_id = e.campaign_id) AND (d.id > e.last) AND (d.status = 'batch'::text))));
+
+--
 -- Name: devices; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2433,7 +2543,7 @@ CREATE VIEW analyst.apps AS
          SELECT COALESCE(dv.app, 'default'::text) AS app,
             d.status,
             count(*) AS n
-           FROM (public.deliveries d
+           FROM (public.delivery_status d
              LEFT JOIN public.devices dv ON ((dv.id = d.device_id)))
           WHERE (d.kind = 'campaign'::text)
           GROUP BY COALESCE(dv.app, 'default'::text), d.status
@@ -2531,7 +2641,7 @@ CREATE VIEW analyst.campaign_funnel AS
          SELECT deliveries.campaign_id,
             deliveries.status,
             count(*) AS n
-           FROM public.deliveries
+           FROM public.delivery_status deliveries
           WHERE (deliveries.kind = 'campaign'::text)
           GROUP BY deliveries.campaign_id, deliveries.status
         UNION ALL
@@ -2742,7 +2852,7 @@ CREATE VIEW analyst.delivery_confirmation AS
            FROM (public.receipts r
              JOIN ( SELECT deliveries.campaign_id,
                     deliveries.id
-                   FROM public.deliveries
+                   FROM public.delivery_status deliveries
                   WHERE (deliveries.kind = 'campaign'::text)
                 UNION ALL
                  SELECT pruned_answered_deliveries.campaign_id,
@@ -2771,7 +2881,7 @@ CREATE VIEW analyst.delivery_confirmation AS
              JOIN ( SELECT deliveries.campaign_id,
                     deliveries.id,
                     deliveries.sent_at
-                   FROM public.deliveries
+                   FROM public.delivery_status deliveries
                   WHERE (deliveries.kind = 'campaign'::text)
                 UNION ALL
                  SELECT pruned_answered_deliveries.campaign_id,
@@ -3057,7 +3167,7 @@ CREATE VIEW analyst.live_activity_steps AS
          SELECT d.campaign_id,
             d.status,
             count(*) AS n
-           FROM public.deliveries d
+           FROM public.delivery_status d
           WHERE (d.kind = 'campaign'::text)
           GROUP BY d.campaign_id, d.status
         UNION ALL
@@ -3211,7 +3321,7 @@ CREATE VIEW analyst.pace AS
             count(*) AS n,
             min(d.sent_at) AS first_sent,
             max(d.sent_at) AS last_sent
-           FROM public.deliveries d
+           FROM public.delivery_status d
           WHERE ((d.kind = 'campaign'::text) AND (d.status = 'sent'::text) AND (d.campaign_id IN ( SELECT campaigns.id
                    FROM public.campaigns
                   WHERE ((campaigns.rate_per_minute IS NOT NULL) OR (campaigns.finish_within IS NOT NULL)))))
@@ -3447,7 +3557,7 @@ CREATE VIEW analyst.variant_comparison AS
                     deliveries.variant,
                     deliveries.status,
                     count(*) AS n
-                   FROM public.deliveries
+                   FROM public.delivery_status deliveries
                   WHERE ((deliveries.kind = 'campaign'::text) AND (deliveries.variant IS NOT NULL))
                   GROUP BY deliveries.campaign_id, deliveries.variant, deliveries.status
                 UNION ALL
@@ -3470,7 +3580,7 @@ CREATE VIEW analyst.variant_comparison AS
              JOIN ( SELECT deliveries.id,
                     deliveries.campaign_id,
                     deliveries.variant
-                   FROM public.deliveries
+                   FROM public.delivery_status deliveries
                   WHERE ((deliveries.kind = 'campaign'::text) AND (deliveries.variant IS NOT NULL))
                 UNION ALL
                  SELECT pruned_answered_deliveries.id,
@@ -3828,61 +3938,6 @@ CREATE TABLE public.delivery_id_ranges (
     campaign_id bigint NOT NULL,
     ids int8range NOT NULL
 );
-
---
--- Name: delivery_status; Type: VIEW; Schema: public; Owner: -
---
-
-CREATE VIEW public.delivery_status AS
- SELECT d.id,
-    d.campaign_id,
-    d.device_id,
-    d.user_id,
-    public.herald_delivery_status(d.status, d.id, s.settled, s.held) AS status,
-    d.not_before,
-        CASE
-            WHEN ((d.status = 'batch'::text) AND (d.id <= s.settled)) THEN public.herald_apns_id(d.id)
-            ELSE d.apns_id
-        END AS apns_id,
-        CASE
-            WHEN ((d.status = 'batch'::text) AND (d.id <= s.settled)) THEN 1
-            ELSE d.attempts
-        END AS attempts,
-    d.last_error,
-        CASE
-            WHEN (d.status = 'batch'::text) THEN
-            CASE
-                WHEN (s.held AND (d.id > s.settled)) THEN s.run_id
-                ELSE NULL::bigint
-            END
-            ELSE d.claimed_by
-        END AS claimed_by,
-    d.created_at,
-        CASE
-            WHEN ((d.status = 'batch'::text) AND (d.id <= s.settled)) THEN ( SELECT s.marked_at[i.i] AS marked_at
-               FROM generate_subscripts(s.marks, 1) i(i)
-              WHERE (s.marks[i.i] >= d.id)
-              ORDER BY i.i
-             LIMIT 1)
-            ELSE d.sent_at
-        END AS sent_at,
-    d.updated_at,
-    d.lease_expires_at,
-    d.kind,
-    d.config_etag,
-    d.prompted_by,
-    d.variant,
-    d.refresh_open
-   FROM (public.deliveries d
-     LEFT JOIN LATERAL ( SELECT sp.settled,
-            sp.run_id,
-            sp.marks,
-            sp.marked_at,
-            public.herald_run_holds(sp.run_id) AS held
-           FROM public.delivery_spans sp
-          WHERE ((d.status = 'batch'::text) AND (sp.campaign_id = d.campaign_id) AND (sp.through >= d.id) AND (sp.after < d.id))
-          ORDER BY sp.through
-         LIMIT 1) s ON (true));
 
 --
 -- Name: devices_id_seq; Type: SEQUENCE; Schema: public; Owner: -

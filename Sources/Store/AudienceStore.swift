@@ -205,7 +205,7 @@ public struct AudienceStore: Sendable {
     /// set a run's slices share (`storeCaps`).
     static func cappedUsers(when enabled: String) -> String {
         """
-        SELECT d.user_id FROM deliveries d, settings st
+        SELECT d.user_id FROM delivery_status d, settings st
         WHERE \(enabled) AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
           -- The campaigns that may have sent within the window (not
           -- those that ended before it): the ledger partitions to read.

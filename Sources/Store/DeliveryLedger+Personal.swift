@@ -52,7 +52,7 @@ extension DeliveryLedger {
                 columns.append("r.data #>> $\(binds.count)::text[]")
                 recipients = true
             case (.code, _):
-                columns.append("CASE WHEN d.kind = 'test' THEN '\(Self.undrawnCode)' ELSE coalesce(pc.code, CASE WHEN d.status = 'queued' THEN '\(Self.undrawnCode)' END) END")
+                columns.append("CASE WHEN d.kind = 'test' THEN '\(Self.undrawnCode)' ELSE coalesce(pc.code, CASE WHEN d.status IN ('queued', 'batch') THEN '\(Self.undrawnCode)' END) END")
                 codes = true
             }
         }

@@ -138,7 +138,7 @@ public struct DeliveryLedger: Sendable {
         let rows = try await client.query("""
             SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id,
                    coalesce(d.apns_id, herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p))), d.variant, dv.app
-            FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
+            FROM delivery_status d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
             WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
             ORDER BY d.id LIMIT \(limit)
             """, logger: logger)
@@ -367,7 +367,7 @@ public struct DeliveryLedger: Sendable {
     public func queuedByApp(campaign: Int64) async throws -> [String: Int] {
         var out: [String: Int] = [:]
         for try await (app, n) in try await client.query("""
-            SELECT dv.app, count(*)::bigint FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+            SELECT dv.app, count(*)::bigint FROM delivery_status d JOIN devices dv ON dv.id = d.device_id
             WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.status = 'queued'
             GROUP BY dv.app
             """, logger: logger).decode((String, Int64).self) {

@@ -81,7 +81,7 @@ public struct LiveActivityStore: Sendable {
         let previous = Int32(number - 1)
         for try await busy in try await client.query("""
             SELECT EXISTS (
-                SELECT 1 FROM deliveries d JOIN runs r ON r.id = d.claimed_by
+                SELECT 1 FROM delivery_status d JOIN runs r ON r.id = d.claimed_by
                 WHERE d.campaign_id = CASE WHEN \(previous) = 0 THEN \(sale)
                                            ELSE (SELECT id FROM campaigns WHERE sale_id = \(sale) AND sale_step = \(previous)) END
                   AND d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at >= now())

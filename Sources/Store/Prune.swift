@@ -82,7 +82,7 @@ public struct PruneStore: Sendable {
                     SELECT count(*) AS n,
                            count(*) FILTER (WHERE d.status IN ('queued', 'in_flight')) AS pending,
                            max(d.updated_at) AS last_write
-                    FROM deliveries d WHERE d.campaign_id = c.id) x
+                    FROM delivery_status d WHERE d.campaign_id = c.id) x
             )
             SELECT l.id, l.name, l.status,
                    coalesce(greatest(l.completed_at, l.last_write), l.created_at) AS last_activity,
@@ -136,7 +136,7 @@ public struct PruneStore: Sendable {
             var state = (pruned: false, pending: false, inDefault: false)
             for try await row in try await conn.query("""
                 SELECT EXISTS (SELECT 1 FROM pruned_campaigns WHERE campaign_id = \(id)),
-                       EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(id) AND status IN ('queued', 'in_flight')),
+                       EXISTS (SELECT 1 FROM delivery_status WHERE campaign_id = \(id) AND status IN ('queued', 'in_flight')),
                        EXISTS (SELECT 1 FROM deliveries_default WHERE campaign_id = \(id))
                 """, logger: logger).decode((Bool, Bool, Bool).self) {
                 state = row
@@ -177,7 +177,7 @@ public struct PruneStore: Sendable {
             try await conn.query("""
                 INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries, app, variant)
                 SELECT \(id), d.status, d.last_error, count(*), coalesce(dv.app, 'default'), d.variant
-                FROM deliveries d LEFT JOIN devices dv ON dv.id = d.device_id
+                FROM delivery_status d LEFT JOIN devices dv ON dv.id = d.device_id
                 WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
                 GROUP BY d.status, d.last_error, coalesce(dv.app, 'default'), d.variant
                 """, logger: logger)
@@ -186,7 +186,7 @@ public struct PruneStore: Sendable {
             // delivery_confirmation) ...
             try await conn.query("""
                 INSERT INTO pruned_answered_deliveries (id, campaign_id, variant, sent_at)
-                SELECT d.id, d.campaign_id, d.variant, d.sent_at FROM deliveries d
+                SELECT d.id, d.campaign_id, d.variant, d.sent_at FROM delivery_status d
                 WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
                   AND (EXISTS (SELECT 1 FROM receipts r WHERE r.campaign_id = d.campaign_id AND r.delivery_id = d.id)
                        OR EXISTS (SELECT 1 FROM replies r WHERE r.campaign_id = d.campaign_id AND r.delivery_id = d.id))
@@ -195,7 +195,7 @@ public struct PruneStore: Sendable {
             try await conn.query("""
                 INSERT INTO pruned_sent_minutes (campaign_id, minute, sent, first_sent, last_sent)
                 SELECT \(id), date_trunc('minute', d.sent_at), count(*), min(d.sent_at), max(d.sent_at)
-                FROM deliveries d
+                FROM delivery_status d
                 WHERE d.campaign_id = \(id) AND d.kind = 'campaign' AND d.status = 'sent'
                 GROUP BY date_trunc('minute', d.sent_at)
                 """, logger: logger)
@@ -222,6 +222,7 @@ public struct PruneStore: Sendable {
                 INSERT INTO pruned_test_deliveries (\(unescaped: columns)) SELECT \(unescaped: columns) FROM deliveries
                 WHERE campaign_id = \(id) AND kind = 'test'
                 """, logger: logger)
+            try await conn.query("DELETE FROM delivery_spans WHERE campaign_id = \(id)", logger: logger)
             try await conn.query(PostgresQuery(unsafeSQL: "ALTER TABLE deliveries DETACH PARTITION \(name)"), logger: logger)
             try await conn.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
             return .pruned(PruneOutcome(candidate: candidate, deliveries: dropped, exportedTo: exported))
@@ -260,7 +261,7 @@ public struct PruneStore: Sendable {
             var buffer = Data()
             buffer.reserveCapacity(1 << 20)
             let rows = try await conn.query(
-                "SELECT to_jsonb(d)::text FROM deliveries d WHERE d.campaign_id = \(campaign) ORDER BY d.id", logger: logger)
+                "SELECT to_jsonb(d)::text FROM delivery_status d WHERE d.campaign_id = \(campaign) ORDER BY d.id", logger: logger)
             for try await line in rows.decode(String.self) {
                 buffer.append(contentsOf: line.utf8)
                 buffer.append(0x0A)

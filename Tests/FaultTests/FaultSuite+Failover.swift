@@ -72,6 +72,11 @@ extension FaultSuite {
                     await ledger.answered > atPromotion
                 }
                 let repliesAgain = clock.now - killed
+                if repliesAgain > .seconds(15) {
+                    // A failover of a few seconds kept the intake from the database for a minute in some runs: what it logged.
+                    print("fault suite [failover]: replies were stored again only \(Self.seconds(repliesAgain)) s after the kill; "
+                          + "the logs:\n\(dir.children.map { "[\($0.name)]\n\($0.tail(80))" }.joined(separator: "\n--\n"))")
+                }
                 let code = try await worker.wait(limit: .seconds(240))
                 #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.crashReport())")
                 if code != 0 { try await Self.runToCompletion(env: env, dir: dir, runs: &runs) }

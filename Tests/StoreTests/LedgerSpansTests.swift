@@ -249,6 +249,51 @@ struct LedgerSpansTests {
         }
     }
 
+    @Test("delivery_status gives every row once, with the status herald_delivery_status gives it and its mark's time")
+    func theViewFollowsTheRule() async throws {
+        try await TestDatabase.with { client, _ in
+            let (campaign, ids) = try await Self.setUp(client, devices: 30)
+            try await client.exec("UPDATE deliveries SET status = 'held_out' WHERE id IN (\(ids[3]), \(ids[27]))")
+            let a = try await Self.run(client), b = try await Self.run(client), c = try await Self.run(client)
+            let first = try #require(try await Self.claim(client, campaign: campaign, run: a, n: 10).through)
+            let second = try #require(try await Self.claim(client, campaign: campaign, run: b, n: 10).through)
+            let third = try #require(try await Self.claim(client, campaign: campaign, run: c, n: 4).through)
+            try await Self.settle(client, run: a, campaign: campaign, spans: [(first, ids[2])],
+                                  exceptions: [Exception(id: ids[1], status: "failed", error: "400 BadDeviceToken")])
+            try await client.exec("SELECT pg_sleep(0.01)")
+            try await Self.settle(client, run: a, campaign: campaign, spans: [(first, ids[6])])
+            try await Self.settle(client, run: b, campaign: campaign, spans: [(second, ids[13])],
+                                  exceptions: [Exception(id: ids[15], status: "in_flight")])
+            try await client.exec("UPDATE runs SET lease_expires_at = now() - interval '1 second' WHERE id = \(b)")
+            _ = third
+            let wrong = try await client.scalar("""
+                SELECT count(*) FROM deliveries d
+                LEFT JOIN LATERAL (
+                    SELECT sp.settled, herald_run_holds(sp.run_id) AS held,
+                           (SELECT sp.marked_at[i] FROM generate_subscripts(sp.marks, 1) i WHERE sp.marks[i] >= d.id
+                            ORDER BY i LIMIT 1) AS marked
+                    FROM delivery_spans sp WHERE sp.campaign_id = d.campaign_id AND d.id > sp.after AND d.id <= sp.through
+                ) s ON true
+                FULL JOIN delivery_status v ON v.id = d.id
+                WHERE (d.campaign_id = \(campaign) OR v.campaign_id = \(campaign))
+                  AND (v.id IS NULL OR d.id IS NULL
+                       OR v.status IS DISTINCT FROM herald_delivery_status(d.status, d.id, s.settled, s.held)
+                       OR v.sent_at IS DISTINCT FROM CASE WHEN d.status = 'batch' AND d.id <= s.settled THEN s.marked
+                                                          ELSE d.sent_at END)
+                """, as: Int64.self)
+            #expect(wrong == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE campaign_id = \(campaign)", as: Int64.self) == 30)
+            let status = try await Self.effective(client, campaign: campaign)
+            #expect(status[ids[0]] == "sent" && status[ids[1]] == "failed" && status[ids[3]] == "held_out")
+            #expect(status[ids[7]] == "in_flight" && status[ids[12]] == "sent" && status[ids[14]] == "queued")
+            #expect(status[ids[15]] == "in_flight" && status[ids[21]] == "in_flight" && status[ids[29]] == "queued")
+            // Two marks: the rows each passed carry its time.
+            #expect(try await client.scalar("""
+                SELECT count(DISTINCT sent_at) FROM delivery_status WHERE campaign_id = \(campaign) AND id <= \(ids[6]) AND status = 'sent'
+                """, as: Int64.self) == 2)
+        }
+    }
+
     @Test("a member of herald_job claims, settles and releases spans, and reads delivery_status")
     func theJobRoleDoesItAll() async throws {
         try await TestDatabase.with { admin, config in
