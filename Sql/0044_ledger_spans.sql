@@ -18,7 +18,9 @@
 --   * herald_release_spans: a run's spans open at their watermarks;
 --   * herald_close_batch: writes `cancelled` or `expired` to a campaign's
 --     batch rows no live run holds (past every span, or in the remainder of
---     a span whose run is gone); the cancel trigger and expiry call it.
+--     a span whose run is gone); the cancel and archive triggers, expiry and
+--     a release call it;
+--   * herald_batch_done: no batch row is left to send (a campaign's completion).
 -- applied-if: SELECT to_regclass('public.delivery_spans') IS NOT NULL
 
 ALTER TABLE deliveries DROP CONSTRAINT "delivery status must be a known delivery status";
@@ -299,6 +301,17 @@ CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON campaigns
     EXECUTE FUNCTION herald_campaign_cancelled_batch();
 -- Whoever may cancel a campaign closes its rows as herald_campaign_cancelled does.
 ALTER FUNCTION herald_campaign_cancelled_batch() SECURITY DEFINER SET search_path = public, pg_temp;
+
+-- An archive closes them as it cancels queued rows (herald_campaign_approval_guard).
+CREATE FUNCTION herald_campaign_archived_batch() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign archived');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON campaigns
+    FOR EACH ROW WHEN (NEW.status = 'archived' AND OLD.status IS DISTINCT FROM 'archived')
+    EXECUTE FUNCTION herald_campaign_archived_batch();
 
 -- Whether every batch row of the campaign is settled or written: no span
 -- has a batch row above its watermark, and none lies past every span. With

@@ -325,6 +325,19 @@ BEGIN
 END $$;
 
 --
+-- Name: herald_campaign_archived_batch(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_campaign_archived_batch() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign archived');
+    RETURN NULL;
+END $$;
+
+--
 -- Name: herald_campaign_cancelled(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4946,6 +4959,12 @@ CREATE TRIGGER campaigns_apps_exist BEFORE INSERT OR UPDATE OF apps ON public.ca
 --
 
 CREATE TRIGGER campaigns_archive BEFORE UPDATE OF status ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_archive();
+
+--
+-- Name: campaigns campaigns_archived_batch; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'archived'::text) AND (old.status IS DISTINCT FROM 'archived'::text))) EXECUTE FUNCTION public.herald_campaign_archived_batch();
 
 --
 -- Name: campaigns campaigns_cancelled; Type: TRIGGER; Schema: public; Owner: -
