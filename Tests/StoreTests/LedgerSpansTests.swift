@@ -249,6 +249,22 @@ struct LedgerSpansTests {
         }
     }
 
+    @Test("an archive closes the batch rows no live run holds, as it cancels queued rows")
+    func archiveClosesWhatNoRunHolds() async throws {
+        try await TestDatabase.with { client, _ in
+            let (campaign, ids) = try await Self.setUp(client)
+            let a = try await Self.run(client)
+            let through = try #require(try await Self.claim(client, campaign: campaign, run: a, n: 4).through)
+            try await Self.settle(client, run: a, campaign: campaign, spans: [(through, ids[1])])
+            try await client.exec("UPDATE runs SET status = 'failed' WHERE id = \(a)")
+            try await client.exec("UPDATE campaigns SET status = 'archived' WHERE id = \(campaign)")
+            let status = try await Self.effective(client, campaign: campaign)
+            #expect(status[ids[0]] == "sent" && status[ids[1]] == "sent")
+            #expect(ids[2...].allSatisfy { status[$0] == "cancelled" })
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE last_error = 'campaign archived'", as: Int64.self) == 8)
+        }
+    }
+
     @Test("delivery_status gives every row once, with the status herald_delivery_status gives it and its mark's time")
     func theViewFollowsTheRule() async throws {
         try await TestDatabase.with { client, _ in
