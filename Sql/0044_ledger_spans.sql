@@ -8,7 +8,8 @@
 --   * delivery_spans: one row per range of a campaign's ids, after < id <=
 --     through, its committed watermark `settled`, the run holding it
 --     (run_id, under runs.lease_expires_at) and its marks (each settlement's
---     watermark and commit time: the sent_at of the rows it passed);
+--     watermark, commit time and run: the sent_at and claimed_by of the rows
+--     it passed);
 --   * herald_delivery_status: the effective status, the one rule; the view
 --     delivery_status reads deliveries through it with today's columns;
 --   * herald_claim_span: takes over the lowest span not held by a live run
@@ -36,9 +37,11 @@ CREATE TABLE delivery_spans (
     run_id      bigint,
     marks       bigint[]      NOT NULL DEFAULT '{}',
     marked_at   timestamptz[] NOT NULL DEFAULT '{}',
+    marked_by   bigint[]      NOT NULL DEFAULT '{}',
     PRIMARY KEY (campaign_id, through),
     CONSTRAINT "a span's watermark lies within it" CHECK (after < through AND settled BETWEEN after AND through),
-    CONSTRAINT "a span's marks and their times pair up" CHECK (cardinality(marks) = cardinality(marked_at))
+    CONSTRAINT "a span's marks, their times and runs pair up"
+        CHECK (cardinality(marks) = cardinality(marked_at) AND cardinality(marks) = cardinality(marked_by))
 );
 CREATE INDEX delivery_spans_run ON delivery_spans (run_id) WHERE run_id IS NOT NULL;
 GRANT SELECT, INSERT, UPDATE ON delivery_spans TO herald_job;
@@ -66,8 +69,9 @@ CREATE FUNCTION herald_delivery_status(p_status text, p_id bigint, p_settled big
 -- each read by ranges of a campaign's ids (so a reader's campaign or time
 -- window reaches the spans and their marks before any ledger row):
 --   1. rows that are not batch rows;
---   2. batch rows a mark passed: each mark (m_i, at_i) of a span covers the
---      ids (m_{i-1}, m_i], sent at at_i (m_0 is the span's lower bound);
+--   2. batch rows a mark passed: each mark (m_i, at_i, by_i) of a span covers
+--      the ids (m_{i-1}, m_i], sent at at_i by run by_i (m_0 is the span's
+--      lower bound);
 --   3. batch rows above a span's watermark;
 --   4. batch rows past every span of their campaign.
 -- Each branch states its status with herald_delivery_status; the test
@@ -79,12 +83,12 @@ SELECT d.id, d.campaign_id, d.device_id, d.user_id, d.status, d.not_before, d.ap
 FROM deliveries d WHERE d.status <> 'batch'
 UNION ALL
 SELECT d.id, sp.campaign_id, d.device_id, d.user_id, herald_delivery_status(d.status, d.id, sp.settled, NULL),
-       d.not_before, herald_apns_id(d.id), 1, d.last_error, NULL, d.created_at, m.marked_at, d.updated_at,
+       d.not_before, herald_apns_id(d.id), 1, d.last_error, m.marked_by, d.created_at, m.marked_at, d.updated_at,
        NULL, d.kind, d.config_etag, d.prompted_by, d.variant, d.refresh_open
 FROM delivery_spans sp
 CROSS JOIN LATERAL (
-    SELECT x.mark, x.marked_at, coalesce(lag(x.mark) OVER (ORDER BY x.i), sp.after) AS low
-    FROM unnest(sp.marks, sp.marked_at) WITH ORDINALITY AS x(mark, marked_at, i)
+    SELECT x.mark, x.marked_at, x.marked_by, coalesce(lag(x.mark) OVER (ORDER BY x.i), sp.after) AS low
+    FROM unnest(sp.marks, sp.marked_at, sp.marked_by) WITH ORDINALITY AS x(mark, marked_at, marked_by, i)
 ) m
 JOIN deliveries d ON d.campaign_id = sp.campaign_id AND d.id > m.low AND d.id <= m.mark AND d.status = 'batch'
 UNION ALL
@@ -197,7 +201,8 @@ LANGUAGE sql SET plan_cache_mode = force_custom_plan AS $$
         ORDER BY s.campaign_id, s.through
         FOR UPDATE OF s
     ), marked AS (
-        UPDATE delivery_spans s SET settled = x.settled, marks = s.marks || x.settled, marked_at = s.marked_at || now()
+        UPDATE delivery_spans s SET settled = x.settled, marks = s.marks || x.settled, marked_at = s.marked_at || now(),
+            marked_by = s.marked_by || p_run
         FROM unnest(s_campaign, s_through, s_settled) AS x(campaign, through, settled)
         JOIN held h ON h.campaign_id = x.campaign AND h.through = x.through
         WHERE s.campaign_id = x.campaign AND s.through = x.through AND x.settled > s.settled AND x.settled <= s.through
@@ -324,6 +329,22 @@ CREATE FUNCTION herald_batch_done(p_campaign bigint) RETURNS boolean
           AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = p_campaign AND d.status = 'batch'
                                                    AND d.id > s.settled AND d.id <= s.through))
     AND NOT EXISTS (
+        SELECT 1 FROM deliveries d
+        WHERE d.campaign_id = p_campaign AND d.status = 'batch'
+          AND d.id > coalesce((SELECT max(s.through) FROM delivery_spans s WHERE s.campaign_id = p_campaign), 0));
+
+-- Whether a claim of the campaign's spans would find rows now: batch rows
+-- past every span, or above the watermark of a span no live run holds (a
+-- run asks before it ends a campaign's sending: rows of a slice committed
+-- after its last claim are sent by it, not left to the next run).
+CREATE FUNCTION herald_spans_due(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN EXISTS (
+        SELECT 1 FROM delivery_spans s
+        WHERE s.campaign_id = p_campaign AND s.settled < s.through AND NOT herald_run_holds(s.run_id)
+          AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = p_campaign AND d.status = 'batch'
+                                                   AND d.id > s.settled AND d.id <= s.through))
+    OR EXISTS (
         SELECT 1 FROM deliveries d
         WHERE d.campaign_id = p_campaign AND d.status = 'batch'
           AND d.id > coalesce((SELECT max(s.through) FROM delivery_spans s WHERE s.campaign_id = p_campaign), 0));

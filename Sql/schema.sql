@@ -209,7 +209,8 @@ CREATE TABLE public.delivery_spans (
     run_id bigint,
     marks bigint[] DEFAULT '{}'::bigint[] NOT NULL,
     marked_at timestamp with time zone[] DEFAULT '{}'::timestamp with time zone[] NOT NULL,
-    CONSTRAINT "a span's marks and their times pair up" CHECK ((cardinality(marks) = cardinality(marked_at))),
+    marked_by bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    CONSTRAINT "a span's marks, their times and runs pair up" CHECK (((cardinality(marks) = cardinality(marked_at)) AND (cardinality(marks) = cardinality(marked_by)))),
     CONSTRAINT "a span's watermark lies within it" CHECK (((after < through) AND ((settled >= after) AND (settled <= through))))
 );
 
@@ -1723,7 +1724,8 @@ CREATE FUNCTION public.herald_settle(p_run bigint, s_campaign bigint[], s_throug
         ORDER BY s.campaign_id, s.through
         FOR UPDATE OF s
     ), marked AS (
-        UPDATE delivery_spans s SET settled = x.settled, marks = s.marks || x.settled, marked_at = s.marked_at || now()
+        UPDATE delivery_spans s SET settled = x.settled, marks = s.marks || x.settled, marked_at = s.marked_at || now(),
+            marked_by = s.marked_by || p_run
         FROM unnest(s_campaign, s_through, s_settled) AS x(campaign, through, settled)
         JOIN held h ON h.campaign_id = x.campaign AND h.through = x.through
         WHERE s.campaign_id = x.campaign AND s.through = x.through AND x.settled > s.settled AND x.settled <= s.through
@@ -1775,6 +1777,14 @@ BEGIN
     DELETE FROM snapshot_caps WHERE campaign_id = NEW.id;
     RETURN NULL;
 END $$;
+
+--
+-- Name: herald_spans_due(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_spans_due(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN ((EXISTS (SELECT 1 FROM public.delivery_spans s WHERE ((s.campaign_id = herald_spans_due.p_campaign) AND (s.settled < s.through) AND (NOT public.herald_run_holds(s.run_id)) AND (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_spans_due.p_campaign) AND (d.status = 'batch'::text) AND (d.id > s.settled) AND (d.id <= s.through))))))) OR (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_spans_due.p_campaign) AND (d.status = 'batch'::text) AND (d.id > COALESCE((SELECT max(s.through) AS max FROM public.delivery_spans s WHERE (s.campaign_id = herald_spans_due.p_campaign)), (0)::bigint))))));
 
 --
 -- Name: herald_store_checked_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text); Type: FUNCTION; Schema: public; Owner: -
@@ -2410,7 +2420,7 @@ UNION ALL
     public.herald_apns_id(d.id) AS apns_id,
     1 AS attempts,
     d.last_error,
-    NULL::bigint AS claimed_by,
+    m.marked_by AS claimed_by,
     d.created_at,
     m.marked_at AS sent_at,
     d.updated_at,
@@ -2423,8 +2433,9 @@ UNION ALL
    FROM ((public.delivery_spans sp
      CROSS JOIN LATERAL ( SELECT x.mark,
             x.marked_at,
+            x.marked_by,
             COALESCE(lag(x.mark) OVER (ORDER BY x.i), sp.after) AS low
-           FROM UNNEST(sp.marks, sp.marked_at) WITH ORDINALITY x(mark, marked_at, i)) m)
+           FROM UNNEST(sp.marks, sp.marked_at, sp.marked_by) WITH ORDINALITY x(mark, marked_at, marked_by, i)) m)
      JOIN public.deliveries d ON (((d.campaign_id = sp.campaign_id) AND (d.id > m.low) AND (d.id <= m.mark) AND (d.status = 'batch'::text))))
 UNION ALL
  SELECT d.id,

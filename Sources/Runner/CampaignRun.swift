@@ -298,7 +298,7 @@ public struct CampaignRun: Sendable {
                     }
                 }
                 snap = try await db("snapshot the audience") {
-                    try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice)
+                    try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice, spans: options.spans)
                 }
             }
             summary.snapshot = snap
@@ -397,7 +397,7 @@ public struct CampaignRun: Sendable {
                         continue
                     }
                     let slice = try await db("snapshot the audience") {
-                        try await audience.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice)
+                        try await audience.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice, spans: options.spans)
                     }
                     rest.add(slice)
                     writing.wrote(slice.inserted)

@@ -93,7 +93,11 @@ public struct AudienceStore: Sendable {
     /// each slice three times as large as all before it). Without `start`
     /// (a dry run) the whole audience is written in one statement, and the
     /// campaign stays as it was.
-    public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice) async throws -> SnapshotResult {
+    /// `spans`: rows due at once are written as batch rows, sent by ranges, when the campaign
+    /// allows it (`Campaign.sendsBySpans`; a run passes `RunOptions.spans`); false: every row
+    /// goes row by row.
+    public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice,
+                         spans: Bool = false) async throws -> SnapshotResult {
         let c = due.campaign
         let logger = self.logger
         // Its partition first, in a transaction of its own (only for a
@@ -147,7 +151,8 @@ public struct AudienceStore: Sendable {
             // (A snapshot of one slice finds them in its own statement.)
             let storedCaps = start && c.frequencyCapped && !(low == 0 && last)
             if storedCaps { try await Self.storeCaps(campaign: c.id, on: conn, logger: logger) }
-            let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written, storedCaps: storedCaps)
+            let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written, storedCaps: storedCaps,
+                                               spans: spans && c.sendsBySpans)
             var done = try await Self.insertAudience(query, on: conn, logger: logger)
             done.complete = last
             if start {
@@ -318,7 +323,7 @@ public struct AudienceStore: Sendable {
     /// `storedCaps` reads the frequency-capped users from `snapshot_caps`
     /// (a run's slices, `storeCaps`); else the statement finds them itself.
     static func snapshotQuery(_ due: DueCampaign, devices: ClosedRange<Int64> = 0...Int64.max,
-                              skippingWritten: Bool = true, storedCaps: Bool = false) throws -> PostgresQuery {
+                              skippingWritten: Bool = true, storedCaps: Bool = false, spans: Bool = false) throws -> PostgresQuery {
         let c = due.campaign
         var binds = PostgresBindings(capacity: 16)
         binds.append(c.id)
@@ -340,8 +345,10 @@ public struct AudienceStore: Sendable {
         binds.append(c.bestHour || c.variants.contains { $0.bestHour == true })
         binds.append(c.variants.map { $0.bestHour ?? c.bestHour })
         binds.append(c.bestHour)
+        // Rows due at once are batch rows (Sql/0044), sent by ranges.
+        binds.append(spans)
         // The segment's condition is compiled for this statement: its binds
-        // follow the fourteen above, and it names devices `dv` and users `u`.
+        // follow the fifteen above, and it names devices `dv` and users `u`.
         let segment: CompiledSegment
         do {
             segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
@@ -379,9 +386,9 @@ public struct AudienceStore: Sendable {
                             WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
                             WHEN cp.user_id IS NOT NULL THEN 'skipped'
                             WHEN lm.missed AND lc.local_missed = 'skip' THEN 'skipped'
+                            WHEN $15 AND nb.due <= now() THEN 'batch'
                             ELSE 'queued' END,
-                       CASE WHEN $4 THEN herald_quiet_until(u.time_zone, bh.due, st.quiet_hours_start, st.quiet_hours_end)
-                            ELSE bh.due END,
+                       nb.due,
                        CASE WHEN ho.why IS NOT NULL THEN ho.why
                             WHEN $2 AND dv.public_key IS NULL THEN '\(Self.noKey)'
                             WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached'
@@ -423,6 +430,11 @@ public struct AudienceStore: Sendable {
                                 THEN herald_next_local(u.time_zone, lm.due, best.hour, (dv.id % 60)::int)
                                 ELSE lm.due END AS due
                 ) bh
+                -- When it may go: its quiet hours (Sql/0001) pushed past.
+                CROSS JOIN LATERAL (
+                    SELECT CASE WHEN $4 THEN herald_quiet_until(u.time_zone, bh.due, st.quiet_hours_start, st.quiet_hours_end)
+                                ELSE bh.due END AS due
+                ) nb
                 -- On the device's user_id (the same user): the planner knows its
                 -- statistics, not those of the looked-up users' ids; on u.id it
                 -- planned a slice of 600,000 devices as one row, and ran the
@@ -443,7 +455,7 @@ public struct AudienceStore: Sendable {
                 RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped,
                           last_error = '\(Self.noKey)' AS no_key, variant
             ), by_variant AS (
-                SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status = 'queued') AS queued
+                SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status IN ('queued', 'batch')) AS queued
                 FROM ins WHERE variant IS NOT NULL GROUP BY variant
             ), ids AS (
                 -- For the reply intake's lookup by delivery id (Sql/0010).
@@ -451,7 +463,7 @@ public struct AudienceStore: Sendable {
                 SELECT $1, int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
             )
             SELECT count(*)::bigint,
-                   count(*) FILTER (WHERE status = 'queued')::bigint,
+                   count(*) FILTER (WHERE status IN ('queued', 'batch'))::bigint,
                    count(*) FILTER (WHERE status = 'skipped')::bigint,
                    count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
                    count(*) FILTER (WHERE status = 'skipped' AND no_key)::bigint,

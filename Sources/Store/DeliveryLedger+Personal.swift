@@ -9,12 +9,14 @@ extension DeliveryLedger {
     /// the builder's own, and come back nil.
     /// A code not drawn yet reads as `undrawnCode` (a dry run, a preview);
     /// a test send's delivery always reads it, and never draws one.
+    /// `drawn`: the run drew these deliveries' codes just before (a code
+    /// missing then is none left, never the placeholder).
     public func personalValues(campaign: Int64, deliveries ids: [Int64],
-                               variables: [Template.Variable]) async throws -> [Int64: PersonalValues] {
+                               variables: [Template.Variable], drawn: Bool = false) async throws -> [Int64: PersonalValues] {
         guard !ids.isEmpty else { return [:] }
         var out: [Int64: PersonalValues] = [:]
         out.reserveCapacity(ids.count)
-        let query = Self.personalQuery(campaign: campaign, variables: variables, deliveries: ids)
+        let query = Self.personalQuery(campaign: campaign, variables: variables, deliveries: ids, drawn: drawn)
         for try await row in try await client.query(query, logger: logger) {
             var cells = RowCells(row)
             let (id, values) = try Self.personalRow(&cells, variables: variables)
@@ -26,7 +28,8 @@ extension DeliveryLedger {
     /// The statement that reads the values: of `ids`, or (nil) of every
     /// queued delivery of the campaign, with each one's locale, variant and
     /// user (a preview, inside its rolled-back snapshot).
-    static func personalQuery(campaign: Int64, variables: [Template.Variable], deliveries ids: [Int64]?) -> PostgresQuery {
+    static func personalQuery(campaign: Int64, variables: [Template.Variable], deliveries ids: [Int64]?,
+                              drawn: Bool = false) -> PostgresQuery {
         var binds = PostgresBindings(capacity: 2 + variables.count)
         binds.append(ids ?? [])
         binds.append(campaign)
@@ -52,7 +55,7 @@ extension DeliveryLedger {
                 columns.append("r.data #>> $\(binds.count)::text[]")
                 recipients = true
             case (.code, _):
-                columns.append("CASE WHEN d.kind = 'test' THEN '\(Self.undrawnCode)' ELSE coalesce(pc.code, CASE WHEN d.status IN ('queued', 'batch') THEN '\(Self.undrawnCode)' END) END")
+                columns.append("CASE WHEN d.kind = 'test' THEN '\(Self.undrawnCode)' ELSE coalesce(pc.code, CASE WHEN \(!drawn) AND d.status IN ('queued', 'batch') THEN '\(Self.undrawnCode)' END) END")
                 codes = true
             }
         }

@@ -9,6 +9,16 @@ public struct ClaimedDelivery: Sendable, Hashable {
     public var deviceID: Int64
     /// Attempts recorded before this claim (the retry backoff grows with them).
     public var attempts: Int = 0
+    /// A batch row's span (Sql/0044); nil: claimed row by row.
+    public var span: SpanClaim?
+    /// Why a batch row is skipped rather than sent (its device or user changed since the snapshot).
+    public var skip: String?
+
+    public init(target: DeliveryTarget, deviceID: Int64, attempts: Int = 0) {
+        self.target = target
+        self.deviceID = deviceID
+        self.attempts = attempts
+    }
 }
 
 /// Which token a claimed delivery goes to besides its device's own (DESIGN, contract 10).

@@ -206,7 +206,7 @@ struct RolesTests {
                     #expect(await refused(client, statements) == statements)
                 }
             }
-            #expect(try await admin.scalar("SELECT count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id WHERE c.name = 'Shelved'", as: Int64.self) == 0)
+            #expect(try await admin.scalar("SELECT count(*) FROM delivery_status d JOIN campaigns c ON c.id = d.campaign_id WHERE c.name = 'Shelved'", as: Int64.self) == 0)
             #expect(try await admin.scalar("SELECT status FROM campaigns WHERE name = 'Shelved'", as: String.self) == "archived")
         }
     }
@@ -279,7 +279,7 @@ struct ArchiveTests {
             // Archiving cancels what is queued, and is final.
             try await db.exec("UPDATE deliveries SET status = 'queued' WHERE id = 3")
             try await db.exec("UPDATE campaigns SET status = 'archived' WHERE name = 'Poster'")
-            #expect(try await db.scalar("SELECT status || ' ' || last_error FROM deliveries WHERE id = 3", as: String.self) == "cancelled campaign archived")
+            #expect(try await db.scalar("SELECT status || ' ' || last_error FROM delivery_status WHERE id = 3", as: String.self) == "cancelled campaign archived")
             do {
                 try await db.exec("UPDATE campaigns SET status = 'scheduled' WHERE name = 'Poster'")
                 Issue.record("an archived campaign was rescheduled")

@@ -119,7 +119,7 @@ struct SecretsInOutputTests {
                         output += text
                     }
                     let sent = try await client.scalar("""
-                        SELECT count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id JOIN devices v ON v.id = d.device_id
+                        SELECT count(*) FROM delivery_status d JOIN campaigns c ON c.id = d.campaign_id JOIN devices v ON v.id = d.device_id
                         WHERE c.name = 'At \(level)' AND d.status = 'sent' AND v.app IN ('p12app', 'pemapp')
                         """, as: Int64.self) ?? 0
                     #expect(sent == 40, "at \(level): \(sent) sent of 40")

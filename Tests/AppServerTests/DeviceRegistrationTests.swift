@@ -143,13 +143,13 @@ struct DeviceRegistrationTests {
                 SELECT u.external_id FROM devices dv JOIN users u ON u.id = dv.user_id WHERE dv.token = '\(t)'
                 """, as: String.self) == "bob")
             // The delivery queued for alice never reaches bob: the run that claims it skips it.
-            #expect(try await h.db.scalar("SELECT status FROM deliveries", as: String.self) == "queued")
+            #expect(try await h.db.scalar("SELECT status FROM delivery_status", as: String.self) == "queued")
             let run = try #require(try await h.db.scalar("INSERT INTO runs (host, pid) VALUES ('test', 1) RETURNING id", as: Int64.self))
             let campaign = try #require(try await h.db.scalar("SELECT id FROM campaigns", as: Int64.self))
             let claimed = try await DeliveryLedger(client: h.db, logger: TestDatabase.logger)
                 .claim(campaign: campaign, run: run, limit: 10, lease: .seconds(60))
             #expect(claimed.isEmpty)
-            #expect(try await h.db.scalar("SELECT status || ': ' || last_error FROM deliveries", as: String.self)
+            #expect(try await h.db.scalar("SELECT status || ': ' || last_error FROM delivery_status", as: String.self)
                     == "skipped: device moved to another user")
             // Alice now cannot unregister it; bob can.
             let alice = try await h.issuer.token(user: "alice")
@@ -187,8 +187,8 @@ struct DeviceRegistrationTests {
                 FROM campaigns c, devices d
                 """)
             let deviceID = try #require(try await h.db.scalar("SELECT id FROM devices", as: Int64.self))
-            let campaign77 = try await h.db.scalar("SELECT campaign_id FROM deliveries WHERE id = 77", as: Int64.self)
-            let campaign78 = try await h.db.scalar("SELECT campaign_id FROM deliveries WHERE id = 78", as: Int64.self)
+            let campaign77 = try await h.db.scalar("SELECT campaign_id FROM delivery_status WHERE id = 77", as: Int64.self)
+            let campaign78 = try await h.db.scalar("SELECT campaign_id FROM delivery_status WHERE id = 78", as: Int64.self)
             try await ledger.record([DeliveryOutcome(deliveryID: 77, deviceID: deviceID, status: .invalid, error: "Unregistered",
                                                     invalidSince: Date(timeIntervalSinceNow: -3600))], run: run, campaign: campaign77)
             #expect(try await h.db.scalar("SELECT invalidated_at IS NULL FROM devices", as: Bool.self) == true)

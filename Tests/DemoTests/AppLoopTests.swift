@@ -151,7 +151,7 @@ struct AppLoopTests {
                 let locale = push.deviceToken == b ? "en" : "fr"
                 #expect(HeraldConfigRefresh(json: Data(push.payload))?.etag == (try await Self.fetchConfig(http, locale: locale)).etag)
             }
-            #expect(try await db.scalar("SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self) == 2)
+            #expect(try await db.scalar("SELECT count(*) FROM delivery_status WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self) == 2)
 
             // Another run before the sale: nothing twice.
             _ = try await Self.run(db, sim)

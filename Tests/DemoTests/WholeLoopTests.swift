@@ -29,7 +29,7 @@ struct WholeLoopTests {
             #expect((3...9).contains(invalidAnswers), "\(invalidAnswers)")
             #expect(outcome.runs[1].campaigns.filter(\.completed).count == 3)
             #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status <> 'completed'", as: Int64.self) == 0)
-            let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
+            let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM delivery_status d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
             #expect(invalid == 3)
 
             // The devices that got the flash sale opened every sealed envelope
@@ -67,7 +67,7 @@ struct WholeLoopTests {
             #expect((typed ?? 0) > 50)
             let accepted = try String(contentsOfFile: outcome.acceptedLog, encoding: .utf8).split(separator: "\n").count
             let sent = try await client.scalar("SELECT sum(sent)::bigint FROM analyst.campaign_funnel", as: Int64.self)
-            let refreshes = try await client.scalar("SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self)
+            let refreshes = try await client.scalar("SELECT count(*) FROM delivery_status WHERE kind = 'config_refresh' AND status = 'sent'", as: Int64.self)
             #expect(Int64(accepted) == (sent ?? 0) + (refreshes ?? 0))
 
             // Two apps in one run and one intake: the shop's devices on its
@@ -89,7 +89,7 @@ struct WholeLoopTests {
             // give its lift, for the whole campaign and each variant.
             #expect(outcome.purchases > 0)
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries WHERE status = 'held_out' AND (sent_at IS NOT NULL OR attempts > 0)
+                SELECT count(*) FROM delivery_status WHERE status = 'held_out' AND (sent_at IS NOT NULL OR attempts > 0)
                 """, as: Int64.self) == 0)
             let lift = try await client.query("""
                 SELECT coalesce(variant, '-'), treated, held_out, verdict FROM analyst.lift ORDER BY variant NULLS FIRST

@@ -42,7 +42,7 @@ extension FaultSuite {
                 #expect(code == 0, "\(worker.tail())")
                 #expect(after <= batch + concurrency, "\(after) notifications went out after the withdrawal")
                 #expect(firstRun.count < devices)
-                let queued = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'queued'")
+                let queued = try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE campaign_id = \(campaign) AND status = 'queued'")
                 #expect(queued == devices - firstRun.count)
 
                 // Approved again, the next run sends the rest, each device once.

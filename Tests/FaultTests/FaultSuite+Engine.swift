@@ -39,7 +39,7 @@ extension FaultSuite {
                 var runs = 1
                 let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
                 try await waitUntil("a full window in flight", limit: .seconds(90)) {
-                    try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") >= concurrency
+                    try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'in_flight'") >= concurrency
                 }
                 try await Task.sleep(for: .milliseconds(500))
                 let clock = ContinuousClock()
@@ -50,8 +50,8 @@ extension FaultSuite {
                 #expect(code == 75, "herald run exited \(code)\n\(worker.tail())")
                 #expect(worker.text().contains("grace period over"))
                 #expect(took < .seconds(8), "the grace (1 s) plus recording: \(took)")
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'failed'") == 0)
+                #expect(try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'in_flight'") == 0)
+                #expect(try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'failed'") == 0)
                 try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
                 try await sim.stop()
 
@@ -100,9 +100,9 @@ extension FaultSuite {
                 let downCode = try await down.wait(limit: .seconds(120))
                 #expect(downCode == 75, "herald run exited \(downCode)\n\(down.tail())")
                 try await withPostgres(database, logger: TestDatabase.logger) { client in
-                    #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE kind = 'config_refresh'") == devices)
+                    #expect(try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE kind = 'config_refresh'") == devices)
                     let notQueued = try await Self.count(client, """
-                        SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status <> 'queued'
+                        SELECT count(*) FROM delivery_status WHERE kind = 'config_refresh' AND status <> 'queued'
                         """)
                     #expect(notQueued == 0, "none failed, none left in flight")
                 }
@@ -130,7 +130,7 @@ extension FaultSuite {
                 try await withPostgres(database, logger: TestDatabase.logger) { client in
                     var tokens: Set<String> = []
                     let rows = try await client.query("""
-                        SELECT dv.token FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+                        SELECT dv.token FROM delivery_status d JOIN devices dv ON dv.id = d.device_id
                         WHERE d.kind = 'config_refresh' AND d.status = 'sent'
                         """, logger: TestDatabase.logger)
                     for try await token in rows.decode(String.self) { tokens.insert(token) }
@@ -140,7 +140,7 @@ extension FaultSuite {
                     #expect(tokens.count == devices, "every refresh push is recorded sent")
                     #expect(delivered == tokens, "APNs accepted each one the ledger says was sent")
                     let unsent = try await Self.count(client, """
-                        SELECT count(*) FROM deliveries WHERE kind = 'config_refresh' AND status <> 'sent'
+                        SELECT count(*) FROM delivery_status WHERE kind = 'config_refresh' AND status <> 'sent'
                         """)
                     #expect(unsent == 0)
                     #expect(accepted.count - delivered.count <= Self.repeatBound(concurrency: 20))

@@ -77,17 +77,17 @@ extension FaultSuite {
                     sent AS (
                         SELECT k.kind, k.id AS campaign, k.holdout_pct, k.hash_id, dv.user_id
                         FROM log JOIN devices dv ON dv.token = log.token
-                        JOIN deliveries d ON d.id = log.delivery JOIN kinds k ON k.id = d.campaign_id
+                        JOIN delivery_status d ON d.id = log.delivery JOIN kinds k ON k.id = d.campaign_id
                     )
                     SELECT k.kind,
                            (SELECT count(*) FROM sent WHERE sent.kind = k.kind),
-                           (SELECT count(*) FROM deliveries d JOIN kinds k2 ON k2.id = d.campaign_id
+                           (SELECT count(*) FROM delivery_status d JOIN kinds k2 ON k2.id = d.campaign_id
                             WHERE k2.kind = k.kind AND d.status = 'held_out' AND d.last_error <> 'global control group'),
-                           (SELECT count(*) FROM deliveries d JOIN kinds k2 ON k2.id = d.campaign_id
+                           (SELECT count(*) FROM delivery_status d JOIN kinds k2 ON k2.id = d.campaign_id
                             WHERE k2.kind = k.kind AND d.status = 'held_out' AND d.last_error = 'global control group'),
                            (SELECT count(*) FROM sent WHERE sent.kind = k.kind
                               AND (herald_bucket10k('holdout:' || sent.hash_id || ':' || sent.user_id) < sent.holdout_pct * 100
-                                   OR EXISTS (SELECT 1 FROM deliveries h WHERE h.campaign_id = sent.campaign
+                                   OR EXISTS (SELECT 1 FROM delivery_status h WHERE h.campaign_id = sent.campaign
                                                 AND h.user_id = sent.user_id AND h.status = 'held_out'))),
                            (SELECT count(*) FROM sent WHERE sent.kind = k.kind AND sent.user_id IN (SELECT id FROM control))
                     FROM (SELECT DISTINCT kind FROM kinds) k ORDER BY k.kind
@@ -119,7 +119,7 @@ extension FaultSuite {
                     #expect(v.heldOut > 0, "\(kind): no one held out of it")
                 }
                 // Everyone else got it: the log holds one line per device the ledger says was sent.
-                let sentInLedger = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'")
+                let sentInLedger = try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'sent'")
                 #expect(accepted.count == sentInLedger)
             }
         }

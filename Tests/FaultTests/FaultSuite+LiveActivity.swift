@@ -52,7 +52,7 @@ extension FaultSuite {
             try await waitUntil("1,000 updates", limit: .seconds(90)) { s.sim.acceptedCount() >= started + 1_000 || !b.isRunning }
             try await s.sim.stop()
             try await Task.sleep(for: .seconds(10))
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'failed'") == 0, "an outage fails nothing")
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'failed'") == 0, "an outage fails nothing")
             try await s.sim.start()
             let code = try await b.wait(limit: .seconds(180))
             #expect(code == 0 || code == 75, "herald run exited \(code)\n\(b.tail())")
@@ -90,7 +90,7 @@ extension FaultSuite {
                 repeats += seen.count - Set(names).count
             }
             let sent = try await s.count("""
-                SELECT count(*) FROM deliveries d JOIN campaigns st ON st.id = d.campaign_id
+                SELECT count(*) FROM delivery_status d JOIN campaigns st ON st.id = d.campaign_id
                 WHERE st.sale_id = \(sale) AND d.status = 'sent'
                 """)
             print("fault suite [live activity]: \(events.count) activities, \(sent) step pushes in the ledger, \(repeats) repeats after \(killed ? 1 : 0) kill and a 10 s outage, \(outOfOrder) out of order, \(backwards) timestamps going back, \(missing) missing a step")
@@ -98,7 +98,7 @@ extension FaultSuite {
             #expect(missing == 0 && outOfOrder == 0 && backwards == 0)
             #expect(sent == 2 * devices)
             #expect(repeats <= Self.repeatBound(concurrency: concurrency) + concurrency, "one kill's bound, and what was in flight when APNs went away")
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status IN ('failed', 'queued', 'in_flight')") == 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status IN ('failed', 'queued', 'in_flight')") == 0)
         }
     }
 }

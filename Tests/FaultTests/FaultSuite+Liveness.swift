@@ -44,7 +44,7 @@ extension FaultSuite {
                 let repeats = accepted.count - tokens.count
                 let declaredGone = try await Self.count(client, "SELECT count(*) FROM runs WHERE status = 'failed'")
                 let sentBy = try await Self.count(client, """
-                    SELECT count(DISTINCT claimed_by) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent'
+                    SELECT count(DISTINCT claimed_by) FROM delivery_status WHERE campaign_id = \(campaign) AND status = 'sent'
                     """)
                 print("live runs (\(namespaces.rawValue)): \(devices) devices, \(accepted.count) accepted, \(repeats) repeats, "
                       + "\(declaredGone) runs declared gone, \(sentBy) runs sent, exit codes \(codes)")

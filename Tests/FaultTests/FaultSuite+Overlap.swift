@@ -45,7 +45,7 @@ extension FaultSuite {
                     // Every campaign sending: each has sent some and none is done.
                     try await waitUntil("the three campaigns send at once", limit: .seconds(60)) {
                         try await Self.count(client, """
-                            SELECT count(DISTINCT campaign_id) FROM deliveries WHERE status = 'sent'
+                            SELECT count(DISTINCT campaign_id) FROM delivery_status WHERE status = 'sent'
                             """) == 3 || !worker.isRunning
                     }
                     try await Task.sleep(for: .milliseconds(Int64.random(in: 300...900)))

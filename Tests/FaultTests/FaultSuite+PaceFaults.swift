@@ -39,10 +39,10 @@ extension FaultSuite {
                 try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
                 try await sim.stop()
 
-                let sent = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent'")
+                let sent = try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE campaign_id = \(campaign) AND status = 'sent'")
                 var attempts: [Int64: Int32] = [:]
                 for try await (id, n) in try await client.query(
-                    "SELECT id, attempts FROM deliveries WHERE campaign_id = \(campaign)", logger: TestDatabase.logger
+                    "SELECT id, attempts FROM delivery_status WHERE campaign_id = \(campaign)", logger: TestDatabase.logger
                 ).decode((Int64, Int32).self) { attempts[id] = n }
                 let lines = try Self.acceptedAt(sim.logPath)
                 let tokens = try sim.accepted().map(\.token)

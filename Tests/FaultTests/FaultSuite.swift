@@ -134,7 +134,7 @@ struct FaultSuite {
             let downAt = s.sim.acceptedCount()
             try await Task.sleep(for: .seconds(10))
             // While APNs is away nothing is failed.
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'failed'") == 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'failed'") == 0)
             try await s.sim.start()
             let code = try await worker.wait(limit: .seconds(180))
             #expect(code == 0 || code == 75, "herald run exited \(code)\n\(worker.tail())")
@@ -159,8 +159,8 @@ struct FaultSuite {
             let code = try await worker.wait(limit: .seconds(20))
             #expect(code == 75, "herald run exited \(code)\n\(worker.tail())")
             #expect(worker.text().contains("STOPPED by a signal"))
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'queued'") > 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'in_flight'") == 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'queued'") > 0)
             #expect(try await s.client.scalar("SELECT status FROM runs ORDER BY id LIMIT 1", as: String.self) == "stopped")
             try await s.runToCompletion()
             let f = try await s.figures()
@@ -179,8 +179,8 @@ struct FaultSuite {
             try await s.client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(s.campaign)")
             let code = try await worker.wait(limit: .seconds(60))
             #expect(code == 0, "herald run exited \(code)\n\(worker.tail())")
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'") == 0)
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'queued'") > 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'in_flight'") == 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'queued'") > 0)
             #expect(try await s.status() == "paused")
 
             // Resume: the one documented value.
@@ -208,7 +208,7 @@ struct FaultSuite {
                                     try await client.exec("UPDATE campaigns SET status = 'paused' WHERE id = \(campaign)")
                                 }) { s in
             try await s.runToCompletion()
-            #expect(try await s.count("SELECT count(*) FROM deliveries") == 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status") == 0)
             #expect(try await s.status() == "paused")
             try await s.client.exec("UPDATE campaigns SET status = 'running' WHERE id = \(s.campaign)")
             try await s.runToCompletion()
@@ -228,14 +228,14 @@ struct FaultSuite {
             #expect(try await worker.wait(limit: .seconds(60)) == 0, "\(worker.tail())")
             // No run is on it now: cancel.
             try await s.client.exec("UPDATE campaigns SET status = 'cancelled' WHERE id = \(s.campaign)")
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status IN ('queued', 'in_flight')") == 0)
-            let cancelled = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'cancelled'")
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status IN ('queued', 'in_flight')") == 0)
+            let cancelled = try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'cancelled'")
             #expect(cancelled > 0)
             #expect(try await s.count("""
                 SELECT queued + in_flight FROM analyst.campaign_funnel WHERE campaign_id = \(s.campaign)
                 """) == 0)
             // What the ledger says went out before the cancel (the simulator's log is flushed later).
-            let before = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'")
+            let before = try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'sent'")
             try await s.runToCompletion()
             let f = try await s.figures()
             #expect(f.delivered == before)
@@ -421,12 +421,12 @@ extension FaultSuite {
             frozen.signal(SIGSTOP)
             // Its leases are live: another run leaves its deliveries alone.
             try await s.runToCompletion()
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'in_flight'") > 0)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'in_flight'") > 0)
             #expect(try await s.status() == "running")
             // Once they expire, the next run takes them over and finishes.
             try await waitUntil("the frozen run's leases expire", limit: .seconds(60)) {
                 try await s.count("""
-                    SELECT count(*) FROM deliveries d JOIN runs r ON r.id = d.claimed_by
+                    SELECT count(*) FROM delivery_status d JOIN runs r ON r.id = d.claimed_by
                     WHERE d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at > now()
                     """) == 0
             }
@@ -434,7 +434,7 @@ extension FaultSuite {
             #expect(try await s.status() == "completed")
             try await s.sim.settledLog()
             let beforeWake = s.sim.acceptedCount()
-            let sentBeforeWake = try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'")
+            let sentBeforeWake = try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'sent'")
             frozen.signal(SIGCONT)
             let code = try await frozen.wait(limit: .seconds(60))
             #expect(code == 0 || code == 75, "the woken run exited \(code)\n\(frozen.tail())")
@@ -445,7 +445,7 @@ extension FaultSuite {
             // And it writes nothing over the new owner's outcomes.
             let afterWake = s.sim.acceptedCount() - beforeWake
             #expect(afterWake <= concurrency * 2, "the woken run sent \(afterWake)")
-            #expect(try await s.count("SELECT count(*) FROM deliveries WHERE status = 'sent'") == sentBeforeWake)
+            #expect(try await s.count("SELECT count(*) FROM delivery_status WHERE status = 'sent'") == sentBeforeWake)
             let f = try await s.figures()
             #expect(f.lost == 0)
             #expect(f.leftover == 0)
@@ -478,7 +478,7 @@ extension FaultSuite {
                 var runs = 1
                 let worker = try Child(name: "worker", arguments: ["run"], environment: env, directory: dir)
                 try await waitUntil("notifications in flight", limit: .seconds(60)) {
-                    try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'in_flight'") > 0
+                    try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'in_flight'") > 0
                 }
                 try await Task.sleep(for: .milliseconds(500))
                 worker.signal(SIGTERM)
@@ -497,7 +497,7 @@ extension FaultSuite {
                 try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
                 try await fast.stop()
                 #expect(try await Self.status(client, campaign) == "completed")
-                #expect(try await Self.count(client, "SELECT count(*) FROM deliveries WHERE status = 'sent'") == devices)
+                #expect(try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'sent'") == devices)
                 print("fault suite [second signal]: runs \(runs), exit \(code) at once")
             }
         }

@@ -32,7 +32,7 @@ extension FaultSuite {
         var out: Set<String> = []
         let list = Array(tokens)
         let rows = try await client.query("""
-            SELECT dv.token FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+            SELECT dv.token FROM delivery_status d JOIN devices dv ON dv.id = d.device_id
             WHERE d.campaign_id = \(campaign) AND d.status = 'in_flight' AND d.claimed_by = \(run)
               AND dv.token = ANY(\(list))
             """, logger: TestDatabase.logger)
@@ -53,7 +53,7 @@ extension FaultSuite {
         while clock.now < end {
             if let run = try await runID(client, pid: pid),
                try await client.scalar("""
-                   SELECT count(*) FROM deliveries
+                   SELECT count(*) FROM delivery_status
                    WHERE campaign_id = \(campaign) AND claimed_by = \(run) AND status <> 'in_flight'
                    """, as: Int64.self) ?? 0 > 0 {
                 return run

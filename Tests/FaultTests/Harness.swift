@@ -309,7 +309,7 @@ func compare(_ scenario: String, client: Database, accepted: [SimulatorProcess.A
     var f = Figures(scenario: scenario)
     var ledger: [String: (status: String, apnsID: String?)] = [:]
     let rows = try await client.query("""
-        SELECT dv.token, d.status, d.apns_id::text FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+        SELECT dv.token, d.status, d.apns_id::text FROM delivery_status d JOIN devices dv ON dv.id = d.device_id
         WHERE d.campaign_id = \(campaign)
         """, logger: TestDatabase.logger)
     for try await (token, status, id) in rows.decode((String, String, String?).self) {
@@ -388,7 +388,7 @@ func sentDeliveries(_ client: Database, devices: Int) async throws -> [Int64] {
         SELECT c.id, d.id, d.user_id, 'sent', now() FROM campaigns c CROSS JOIN devices d ORDER BY d.id
         """)
     var ids: [Int64] = []
-    for try await id in try await client.query("SELECT id FROM deliveries ORDER BY id", logger: TestDatabase.logger)
+    for try await id in try await client.query("SELECT id FROM delivery_status ORDER BY id", logger: TestDatabase.logger)
         .decode(Int64.self) { ids.append(id) }
     return ids
 }

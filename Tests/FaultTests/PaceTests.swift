@@ -36,7 +36,7 @@ extension FaultSuite {
                 try await Self.runToCompletion(env: env, dir: dir, runs: &runs)
                 try await sim.stop()
 
-                let sent = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent'")
+                let sent = try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE campaign_id = \(campaign) AND status = 'sent'")
                 #expect(sent == devices)
                 let times = try Self.acceptedAt(sim.logPath).map(\.at).sorted()
                 #expect(Set(try sim.accepted().map(\.token)).count == devices)

@@ -37,15 +37,15 @@ struct PruneCommandTests {
                 #expect(dry.contains("would prune campaign \(old) \"Old\""))
                 #expect(!dry.contains("Running"))
                 #expect(try await client.scalar("SELECT count(*) FROM pruned_campaigns", as: Int64.self) == 0)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = \(old)", as: Int64.self) == 6)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE campaign_id = \(old)", as: Int64.self) == 6)
 
                 let (status, out) = try await prune(["--older-than", "90d", "--export", scratch.directory.path])
                 #expect(status == 0, "\(out)")
                 #expect(out.contains("pruned campaign \(old) \"Old\""))
                 #expect(out.contains("6 deliveries dropped"))
                 #expect(FileManager.default.fileExists(atPath: scratch.directory.appendingPathComponent("deliveries_c\(old).jsonl").path))
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = \(old)", as: Int64.self) == 0)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 6)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE campaign_id = \(old)", as: Int64.self) == 0)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status", as: Int64.self) == 6)
                 #expect(try await client.scalar("SELECT count(*) FROM replies", as: Int64.self) == 12)
                 #expect(try await client.scalar(funnel, as: String.self) == before)
 

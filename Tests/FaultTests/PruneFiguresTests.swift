@@ -108,7 +108,7 @@ struct PruneFiguresTests {
                 let occurrence = try #require(try await client.scalar("""
                     SELECT o.id FROM campaigns o JOIN campaigns s ON s.id = o.series_id WHERE s.name = 'Hourly'
                     """, as: Int64.self))
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE kind = 'test'", as: Int64.self) == 1)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE kind = 'test'", as: Int64.self) == 1)
 
                 // A campaign of two apps, written as a run writes its ledger
                 // (some devices unregistered, some failed), and config
@@ -137,7 +137,7 @@ struct PruneFiguresTests {
                     """)
                 let twoApps = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Two apps'", as: Int64.self))
                 #expect(try await client.scalar("""
-                    SELECT count(DISTINCT dv.app) FROM deliveries d JOIN devices dv ON dv.id = d.device_id WHERE d.campaign_id = \(twoApps)
+                    SELECT count(DISTINCT dv.app) FROM delivery_status d JOIN devices dv ON dv.id = d.device_id WHERE d.campaign_id = \(twoApps)
                     """, as: Int64.self) == 2)
 
                 // What the devices and the shop said: receipts, replies
@@ -147,7 +147,7 @@ struct PruneFiguresTests {
                     SELECT d.id, d.campaign_id, d.device_id, d.sent_at + make_interval(secs => 1 + d.id % 7),
                            CASE WHEN dv.public_key IS NOT NULL THEN d.id % 5 <> 0 END,
                            CASE WHEN c.media_url IS NOT NULL THEN d.id % 4 <> 0 END
-                    FROM deliveries d JOIN devices dv ON dv.id = d.device_id JOIN campaigns c ON c.id = d.campaign_id
+                    FROM delivery_status d JOIN devices dv ON dv.id = d.device_id JOIN campaigns c ON c.id = d.campaign_id
                     WHERE d.kind = 'campaign' AND d.status = 'sent' AND d.id % 2 = 0;
                     INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at)
                     SELECT gen_random_uuid(), d.id, d.campaign_id, d.device_id, d.user_id,
@@ -156,7 +156,7 @@ struct PruneFiguresTests {
                                 ELSE 'com.apple.UNNotificationDefaultActionIdentifier' END,
                            CASE WHEN c.kind = 'feedback' THEN 'answer ' || d.id END,
                            least(now(), d.sent_at + interval '1 second')
-                    FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
+                    FROM delivery_status d JOIN campaigns c ON c.id = d.campaign_id
                     WHERE d.kind IN ('campaign', 'test') AND d.status = 'sent' AND (d.kind = 'test' OR d.id % 5 < 3);
                     INSERT INTO conversions (user_id, event, occurred_at, amount, currency, idempotency_key)
                     SELECT id, 'purchase', now(), 20.00, 'EUR', 'k' || id FROM users WHERE id % 3 = 0
@@ -195,7 +195,7 @@ struct PruneFiguresTests {
                 let ask = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'Ask'", as: Int64.self))
                 #expect(out.contains("pruned campaign \(ask) "), "\(out)")
                 #expect(try await client.scalar("""
-                    SELECT count(*) FROM deliveries WHERE campaign_id IN (\(ab), \(ask), \(occurrence), \(twoApps))
+                    SELECT count(*) FROM delivery_status WHERE campaign_id IN (\(ab), \(ask), \(occurrence), \(twoApps))
                     """, as: Int64.self) == 0)
 
                 let after = try await Self.snapshot(client, views: views)

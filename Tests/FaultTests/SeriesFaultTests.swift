@@ -43,7 +43,7 @@ extension FaultSuite {
                 let occurrences = try await Self.count(client, "SELECT count(*) FROM campaigns WHERE series_id = \(series)")
                 let occurrence = try #require(try await client.scalar(
                     "SELECT id FROM campaigns WHERE series_id = \(series)", as: Int64.self))
-                let sent = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(occurrence) AND status = 'sent'")
+                let sent = try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE campaign_id = \(occurrence) AND status = 'sent'")
                 let accepted = try sim.accepted().map(\.token)
                 let repeated = accepted.count - Set(accepted).count
                 print("fault suite [recurring]: 3 workers and a kill on one moment: occurrences \(occurrences), sent \(sent) of \(devices), accepted \(accepted.count), repeated \(repeated) (bound \(Self.repeatBound(concurrency: concurrency)))")

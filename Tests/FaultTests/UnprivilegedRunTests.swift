@@ -29,7 +29,7 @@ extension FaultSuite {
                 let code = try await worker.wait(limit: .seconds(120))
                 try await sim.stop()
                 #expect(code == 0, "herald run as uid \(user.uid) exited \(code)\n\(worker.tail())")
-                let sent = try await Self.count(client, "SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent'")
+                let sent = try await Self.count(client, "SELECT count(*) FROM delivery_status WHERE campaign_id = \(campaign) AND status = 'sent'")
                 #expect(sent == devices)
                 #expect(Set(try sim.accepted().map(\.token)).count == devices)
             }

@@ -11,16 +11,16 @@ struct ReportPageTests {
     /// 30 devices targeted by a feedback campaign: 24 sent, 3 invalid, 3
     /// still queued; replies from 12 devices over three hours, 8 of them typed.
     static let history = """
-        UPDATE deliveries SET status = 'sent', sent_at = now() WHERE id IN (SELECT id FROM deliveries ORDER BY id LIMIT 24);
+        UPDATE deliveries SET status = 'sent', sent_at = now() WHERE id IN (SELECT id FROM delivery_status ORDER BY id LIMIT 24);
         UPDATE deliveries SET status = 'invalid', last_error = 'Unregistered'
-            WHERE id IN (SELECT id FROM deliveries WHERE status = 'queued' ORDER BY id LIMIT 3);
+            WHERE id IN (SELECT id FROM delivery_status WHERE status = 'queued' ORDER BY id LIMIT 3);
         INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, text, occurred_at)
         SELECT gen_random_uuid(), d.id, d.campaign_id, d.device_id, d.user_id,
                CASE WHEN n <= 8 THEN 'comment' ELSE 'dont_care' END,
                CASE WHEN n = 1 THEN '<script>alert("x")</script> & more'
                     WHEN n <= 8 THEN 'answer number ' || n END,
                timestamptz '2026-11-20 10:15:00+00' + make_interval(hours => (n % 3)::int)
-        FROM (SELECT d.*, row_number() OVER (ORDER BY d.id) AS n FROM deliveries d WHERE d.status = 'sent') d
+        FROM (SELECT d.*, row_number() OVER (ORDER BY d.id) AS n FROM delivery_status d WHERE d.status = 'sent') d
         WHERE n <= 12;
         """
 

@@ -20,7 +20,7 @@ struct ApprovalRunTests {
                 let first = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(first.figures.sent == 0 && first.campaigns.isEmpty)
                 #expect(await sim.simulator.accepted.isEmpty)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = \(id)", as: Int64.self) == 0)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE campaign_id = \(id)", as: Int64.self) == 0)
                 let preview = try await CampaignPreview.make(stores: RunStores(client: client, logger: TestDatabase.logger),
                                                              campaign: id, topic: "com.example.herald")
                 #expect(!preview.canGoOut && preview.text.contains("approval: awaiting approval"), "\(preview.text)")

@@ -148,7 +148,7 @@ struct AppsRunTests {
         for try await (name, line) in try await client.query("""
             SELECT c.name, c.status || ' ' || count(*) FILTER (WHERE d.status = 'sent') || ' sent '
                    || count(*) FILTER (WHERE d.status = 'queued') || ' queued'
-            FROM campaigns c LEFT JOIN deliveries d ON d.campaign_id = c.id GROUP BY c.id
+            FROM campaigns c LEFT JOIN delivery_status d ON d.campaign_id = c.id GROUP BY c.id
             """, logger: TestDatabase.logger).decode((String, String).self) {
             out[name] = line
         }
@@ -223,7 +223,7 @@ struct AppsRunTests {
                 let apns = sim.clientConfiguration
                 let early = Task { try await job.send(client: client, apns: apns) }
                 try await waitFor("the first run sending") {
-                    (try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) ?? 0) >= 100
+                    (try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'sent'", as: Int64.self) ?? 0) >= 100
                 }
                 // The new credential beside the old: a run started now sends with it, the one under way keeps the old.
                 _ = try await Self.addCredential(kind, name: "second", sim: sim, client: client)

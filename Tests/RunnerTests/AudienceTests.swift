@@ -56,7 +56,7 @@ struct AudienceTests {
             #expect(summary.campaigns.first?.failure == nil)
             var got: [String] = []
             for try await ext in try await client.query("""
-                SELECT u.external_id FROM deliveries d JOIN users u ON u.id = d.user_id ORDER BY 1
+                SELECT u.external_id FROM delivery_status d JOIN users u ON u.id = d.user_id ORDER BY 1
                 """, logger: TestDatabase.logger).decode(String.self) {
                 got.append(ext)
             }
@@ -79,12 +79,12 @@ struct AudienceTests {
             let summary = try await dryRun(client)
             #expect(summary.campaigns.first?.snapshot?.deferred == 1)
             #expect(try await client.scalar("""
-                SELECT u.external_id FROM deliveries d JOIN users u ON u.id = d.user_id WHERE d.not_before > now()
+                SELECT u.external_id FROM delivery_status d JOIN users u ON u.id = d.user_id WHERE d.not_before > now()
                 """, as: String.self) == "night")
             // Deferred to the end of the quiet hours, about an hour from now.
-            let wait = try await client.scalar("SELECT extract(epoch FROM max(not_before) - now())::float8 FROM deliveries", as: Double.self)
+            let wait = try await client.scalar("SELECT extract(epoch FROM max(not_before) - now())::float8 FROM delivery_status", as: Double.self)
             #expect((3000.0...3700.0).contains(wait ?? 0))
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'queued'", as: Int64.self) == 2)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'queued'", as: Int64.self) == 2)
         }
     }
 
@@ -112,7 +112,7 @@ struct AudienceTests {
             #expect(new.snapshot?.skipped == 1)
             #expect(new.printed == 3)
             #expect(try await client.scalar("""
-                SELECT u.external_id || ': ' || d.last_error FROM deliveries d JOIN users u ON u.id = d.user_id
+                SELECT u.external_id || ': ' || d.last_error FROM delivery_status d JOIN users u ON u.id = d.user_id
                 JOIN campaigns c ON c.id = d.campaign_id WHERE c.name = 'New' AND d.status = 'skipped'
                 """, as: String.self) == "u1: frequency cap reached")
         }

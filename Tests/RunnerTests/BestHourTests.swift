@@ -38,7 +38,7 @@ struct BestHourTests {
                    extract(minute FROM d.not_before AT TIME ZONE u.time_zone)::int,
                    abs(extract(epoch FROM d.not_before - herald_quiet_until(u.time_zone, now(), st.quiet_hours_start, st.quiet_hours_end)))::float8,
                    d.device_id
-            FROM deliveries d JOIN users u ON u.id = d.user_id CROSS JOIN settings st
+            FROM delivery_status d JOIN users u ON u.id = d.user_id CROSS JOIN settings st
             WHERE d.campaign_id = \(campaign)
             """, logger: TestDatabase.logger).decode((String, Int32, Int32, Double, Int64).self) {
             out[user] = (Int(hour), Int(minute), off, device)
@@ -104,7 +104,7 @@ struct BestHourTests {
             let schedule = try await Self.schedule(client, campaign: id)
             var variantOf: [String: String] = [:]
             for try await (user, variant) in try await client.query(
-                "SELECT u.external_id, d.variant FROM deliveries d JOIN users u ON u.id = d.user_id WHERE d.campaign_id = \(id)",
+                "SELECT u.external_id, d.variant FROM delivery_status d JOIN users u ON u.id = d.user_id WHERE d.campaign_id = \(id)",
                 logger: TestDatabase.logger).decode((String, String).self) {
                 variantOf[user] = variant
             }

@@ -62,19 +62,19 @@ struct DryRunTests {
             let first = try await dryRun(client, sink: sink)
             #expect(first.campaigns.count == 1)
             #expect(first.figures.targeted == 10_000 - 100 - 50)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 9_850)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status", as: Int64.self) == 9_850)
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries d JOIN users u ON u.id = d.user_id JOIN devices dv ON dv.id = d.device_id
+                SELECT count(*) FROM delivery_status d JOIN users u ON u.id = d.user_id JOIN devices dv ON dv.id = d.device_id
                 WHERE u.opted_out_at IS NOT NULL OR dv.invalidated_at IS NOT NULL
                 """, as: Int64.self) == 0)
             #expect(await sink.payloads(campaign: 1).count == 9_850)
             // The dry run sends nothing and leaves the campaign scheduled.
             #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "scheduled")
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status <> 'queued'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status <> 'queued'", as: Int64.self) == 0)
 
             let second = try await dryRun(client)
             #expect(second.figures.targeted == 0)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 9_850)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status", as: Int64.self) == 9_850)
         }
     }
 
@@ -136,7 +136,7 @@ struct DryRunTests {
             #expect(skipped.allSatisfy { (($0["delivery"] as? Int) ?? 1) % 2 == 0 })
             #expect(Set(skipped.compactMap { $0["device"] as? String }).count == 5, "each names its device")
             #expect(summary.campaigns.first?.skipped == 5)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status <> 'queued'", as: Int64.self) == 0,
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status <> 'queued'", as: Int64.self) == 0,
                     "a dry run records nothing")
         }
     }
@@ -203,7 +203,7 @@ struct PersonalizedDryRunTests {
             // Devices without a key are skipped at the snapshot, with the reason.
             #expect(summary.campaigns.first?.snapshot?.skipped == 6)
             #expect(try await client.scalar(
-                "SELECT DISTINCT last_error FROM deliveries WHERE status = 'skipped'", as: String.self)
+                "SELECT DISTINCT last_error FROM delivery_status WHERE status = 'skipped'", as: String.self)
                 == "device has no registered key for the sealed fields")
             let lines = await sink.payloads(campaign: 1)
             #expect(lines.count == 3)

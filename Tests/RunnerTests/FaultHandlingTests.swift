@@ -25,10 +25,10 @@ struct FaultHandlingTests {
                 #expect(summary.figures.failed == 0)
                 #expect(summary.figures.sent == 0)
                 #expect(summary.interruption == nil)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'failed'", as: Int64.self) == 0)
                 // Back in the queue with their attempts, last error and a backoff.
                 #expect(try await client.scalar("""
-                    SELECT count(*) FROM deliveries
+                    SELECT count(*) FROM delivery_status
                     WHERE status = 'queued' AND attempts >= 1 AND last_error IS NOT NULL
                       AND not_before >= updated_at + interval '1 second' AND claimed_by IS NULL AND lease_expires_at IS NULL
                     """, as: Int64.self) == 60)
@@ -59,10 +59,10 @@ struct FaultHandlingTests {
                 #expect(why.contains("unreachable"))
                 #expect(summary.exitStatus == 75)
                 #expect(summary.figures.failed == 0)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'queued'", as: Int64.self) == 300)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status <> 'queued'", as: Int64.self) == 0)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'queued'", as: Int64.self) == 300)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status <> 'queued'", as: Int64.self) == 0)
                 // Only a few went out before the breaker opened; the rest were given back untouched.
-                let tried = try await client.scalar("SELECT count(*) FROM deliveries WHERE attempts > 0", as: Int64.self) ?? 0
+                let tried = try await client.scalar("SELECT count(*) FROM delivery_status WHERE attempts > 0", as: Int64.self) ?? 0
                 #expect(tried < 100)
                 #expect(try await client.scalar("SELECT status FROM runs", as: String.self) == "stopped")
             }
@@ -103,10 +103,10 @@ struct LeaseTests {
             #expect(Set(takeover.map(\.target.apnsID)) == Set(first.map(\.target.apnsID)))
             // Run 1, back, holds nothing after renewing, and cannot record over run 2.
             #expect(try await stores.runs.renewLeases(run: 1, lease: .seconds(60)))
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE claimed_by = 1 AND status = 'in_flight'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE claimed_by = 1 AND status = 'in_flight'", as: Int64.self) == 0)
             let late = first.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .failed, error: "late") }
             #expect(try await stores.ledger.record(late, run: 1, campaign: campaign) == 0)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'failed'", as: Int64.self) == 0)
             let mine = takeover.map { DeliveryOutcome(deliveryID: $0.target.deliveryID, deviceID: $0.deviceID, status: .sent) }
             #expect(try await stores.ledger.record(mine, run: 2, campaign: campaign) == 10)
         }
@@ -118,7 +118,7 @@ struct LeaseTests {
             _ = try await stores.ledger.claim(campaign: campaign, run: 1, limit: 5, lease: .seconds(60))
             let back = try await stores.runs.finishRun(1, figures: RunFigures(), end: .stopped, error: "stopped")
             #expect(back == 5)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'in_flight'", as: Int64.self) == 0)
             #expect(try await client.scalar("SELECT status || ' ' || requeued FROM runs WHERE id = 1", as: String.self) == "stopped 5")
         }
     }
@@ -149,13 +149,13 @@ struct LeaseTests {
                                             as: String.self) == "{\(first),\(second)} true")
             let back = try await stores.runs.finishRun(1, figures: RunFigures(), end: .stopped, error: nil)
             #expect(back == 4 + 6 + 3)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE claimed_by = 1", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE claimed_by = 1", as: Int64.self) == 0)
             // Run 2's claim is its own.
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self) == 2)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'in_flight'", as: Int64.self) == 2)
             // Run 2 dies: the next run recovers its rows from its campaign's partition.
             try await client.exec("INSERT INTO runs (id, host, pid) VALUES (3, 'c', 3)")
             #expect(try await stores.runs.recoverAbandoned(currentRun: 3, deadRuns: [2], lease: .seconds(60)) == 2)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'in_flight'", as: Int64.self) == 0)
         }
     }
 
@@ -173,7 +173,7 @@ struct LeaseTests {
             let recovered = try await stores.runs.recoverAbandoned(currentRun: 3, deadRuns: [], lease: .seconds(60))
             #expect(recovered == 5)
             #expect(try await client.scalar("SELECT string_agg(status, ',' ORDER BY id) FROM runs", as: String.self) == "failed,running,running")
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND claimed_by = 2", as: Int64.self) == 5)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'in_flight' AND claimed_by = 2", as: Int64.self) == 5)
         }
     }
 }

@@ -18,7 +18,7 @@ struct LiftTests {
     func arms(_ client: Database, campaign: Int64) async throws -> [(user: Int64, treated: Bool)] {
         var out: [(Int64, Bool)] = []
         for try await (user, treated) in try await client.query("""
-            SELECT user_id, bool_or(status <> 'held_out') FROM deliveries WHERE campaign_id = \(campaign) GROUP BY user_id ORDER BY user_id
+            SELECT user_id, bool_or(status <> 'held_out') FROM delivery_status WHERE campaign_id = \(campaign) GROUP BY user_id ORDER BY user_id
             """).decode((Int64, Bool).self) {
             out.append((user, treated))
         }
@@ -68,7 +68,7 @@ struct LiftTests {
                 let accepted = Set(await sim.simulator.accepted.map(\.deviceToken))
                 var treatedTokens = Set<String>()
                 for try await token in try await client.query("""
-                    SELECT dv.token FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+                    SELECT dv.token FROM delivery_status d JOIN devices dv ON dv.id = d.device_id
                     WHERE d.campaign_id = \(campaign) AND d.status <> 'held_out'
                     """).decode(String.self) { treatedTokens.insert(token) }
                 #expect(accepted == treatedTokens)
@@ -79,7 +79,7 @@ struct LiftTests {
             #expect(run.figures.sent == users - heldOut)
             #expect(abs(Double(heldOut) / Double(users) - 0.5) < 0.03, "\(heldOut) of \(users) held out")
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries WHERE status = 'held_out' AND last_error = 'held out to measure the campaign''s effect'
+                SELECT count(*) FROM delivery_status WHERE status = 'held_out' AND last_error = 'held out to measure the campaign''s effect'
                 """, as: Int64.self) == Int64(heldOut))
 
             // A planted lift of 3 points on a 10% base, twenty draws.
@@ -126,14 +126,14 @@ struct LiftTests {
             try await withSimulator { sim in _ = try await sendRun(client, apns: sim.clientConfiguration) }
             // The control group is the same users in both campaigns, and none of them got anything.
             let control = try await client.query("""
-                SELECT c.name, count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
+                SELECT c.name, count(*) FROM delivery_status d JOIN campaigns c ON c.id = d.campaign_id
                 WHERE d.last_error = 'global control group' GROUP BY c.name ORDER BY c.name
                 """).decode((String, Int64).self)
             var byCampaign: [String: Int64] = [:]
             for try await (name, n) in control { byCampaign[name] = n }
             #expect(byCampaign["First"] == byCampaign["Second"] && (160...240).contains(byCampaign["First"] ?? 0), "\(byCampaign)")
             #expect(try await client.scalar("""
-                SELECT count(*) FROM (SELECT user_id FROM deliveries WHERE last_error = 'global control group'
+                SELECT count(*) FROM (SELECT user_id FROM delivery_status WHERE last_error = 'global control group'
                                       GROUP BY user_id HAVING count(*) = 2) both_
                 """, as: Int64.self) == byCampaign["First"])
             // Second: about 10% + 20% of the rest held out; each variant against the same held out.
@@ -141,7 +141,7 @@ struct LiftTests {
             try await client.exec("""
                 INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
                 SELECT user_id, 'purchase', now() + interval '1 minute', 'k' || user_id
-                FROM deliveries WHERE campaign_id = \(second) AND user_id % 7 = 0
+                FROM delivery_status WHERE campaign_id = \(second) AND user_id % 7 = 0
                 """)
             let whole = try #require(try await lift(client, campaign: second))
             let a = try #require(try await lift(client, campaign: second, variant: "A"))
@@ -150,7 +150,7 @@ struct LiftTests {
             #expect(a.treated + b.treated == whole.treated)
             #expect((500...620).contains(whole.heldOut), "\(whole.heldOut) held out of 2000")
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries WHERE campaign_id = \(second) AND status = 'held_out' AND variant IS NOT NULL
+                SELECT count(*) FROM delivery_status WHERE campaign_id = \(second) AND status = 'held_out' AND variant IS NOT NULL
                 """, as: Int64.self) == 0)
         }
     }

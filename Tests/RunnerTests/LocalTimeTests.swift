@@ -48,7 +48,7 @@ struct LocalTimeTests {
             // The others wait for their own 09:00: UTC's in an hour, UTC−3's in four.
             let waits = try await client.query("""
                 SELECT u.time_zone, min(extract(epoch FROM d.not_before - now()))::float8, max(extract(epoch FROM d.not_before - now()))::float8
-                FROM deliveries d JOIN users u ON u.id = d.user_id
+                FROM delivery_status d JOIN users u ON u.id = d.user_id
                 WHERE d.campaign_id = \(id) AND d.status = 'queued' GROUP BY u.time_zone ORDER BY u.time_zone
                 """)
             var byZone: [String: (Double, Double)] = [:]
@@ -68,7 +68,7 @@ struct LocalTimeTests {
                 #expect(await sim.simulator.accepted.isEmpty)
             }
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries WHERE campaign_id = \(id) AND status = 'skipped'
+                SELECT count(*) FROM delivery_status WHERE campaign_id = \(id) AND status = 'skipped'
                   AND last_error = 'its local send time had passed when the campaign was written'
                 """, as: Int64.self) == 10)
             #expect(await client.refusal("UPDATE campaigns SET local_missed = 'later' WHERE id = \(id)")?

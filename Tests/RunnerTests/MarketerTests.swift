@@ -168,13 +168,13 @@ struct MarketerTests {
                 #expect((payload["herald"] as? [String: Any])?["sealed"] != nil)
                 // In the ledger as a test; the campaign's figures and status unchanged.
                 #expect(try await client.scalar(
-                    "SELECT kind || ':' || status FROM deliveries WHERE campaign_id = \(id)", as: String.self) == "test:sent")
+                    "SELECT kind || ':' || status FROM delivery_status WHERE campaign_id = \(id)", as: String.self) == "test:sent")
                 // The marketer opens it: the reply is stored, and left out of the analyst views.
                 try await client.exec("""
                     INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
                     SELECT gen_random_uuid(), id, campaign_id, device_id, user_id,
                            'com.apple.UNNotificationDefaultActionIdentifier', now()
-                    FROM deliveries WHERE kind = 'test'
+                    FROM delivery_status WHERE kind = 'test'
                     """)
                 #expect(try await client.scalar(funnel, as: String.self) == funnelBefore)
                 #expect(try await client.scalar("SELECT count(*) FROM analyst.action_breakdown", as: Int64.self) == 0)
@@ -199,7 +199,7 @@ struct MarketerTests {
                 #expect(toDevice.count == 3)
                 #expect(try await client.scalar(funnel, as: String.self) == "6/2/4/0/completed")
                 #expect(try await client.scalar(
-                    "SELECT count(*) FROM deliveries WHERE kind = 'campaign' AND status = 'sent' AND device_id = (SELECT id FROM devices WHERE token = '\(token)')",
+                    "SELECT count(*) FROM delivery_status WHERE kind = 'campaign' AND status = 'sent' AND device_id = (SELECT id FROM devices WHERE token = '\(token)')",
                     as: Int64.self) == 1)
             }
         }

@@ -132,7 +132,7 @@ struct OverlapRunTests {
     static func spans(_ client: Database) async throws -> [String: (first: Date, last: Date, sent: Int64)] {
         var out: [String: (first: Date, last: Date, sent: Int64)] = [:]
         for try await (name, first, last, sent) in try await client.query("""
-            SELECT c.name, min(d.sent_at), max(d.sent_at), count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id
+            SELECT c.name, min(d.sent_at), max(d.sent_at), count(*) FROM delivery_status d JOIN campaigns c ON c.id = d.campaign_id
             WHERE d.status = 'sent' GROUP BY c.name
             """, logger: TestDatabase.logger).decode((String, Date, Date, Int64).self) {
             out[name] = (first, last, sent)
@@ -214,15 +214,15 @@ struct OutcomeWriterTests {
             let statements = await writer.statements
             #expect(statements <= batches.count / 2, "\(statements) statements for \(batches.count) batches")
             for campaign in campaigns {
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent' AND claimed_by = 1",
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE campaign_id = \(campaign) AND status = 'sent' AND claimed_by = 1",
                                                 as: Int64.self) == 30)
             }
             // Run 1's outcome for a row run 2 holds is not written, and fails nothing.
-            let others = try await client.scalar("SELECT min(id) FROM deliveries WHERE claimed_by = 2 AND campaign_id = \(campaigns[1])", as: Int64.self)
+            let others = try await client.scalar("SELECT min(id) FROM delivery_status WHERE claimed_by = 2 AND campaign_id = \(campaigns[1])", as: Int64.self)
             try await writer.record([DeliveryOutcome(deliveryID: try #require(others), deviceID: 0, status: .failed, error: "late")],
                                     campaign: campaigns[1])
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'in_flight' AND claimed_by = 2", as: Int64.self) == 20)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'failed'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'in_flight' AND claimed_by = 2", as: Int64.self) == 20)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'failed'", as: Int64.self) == 0)
         }
     }
 }

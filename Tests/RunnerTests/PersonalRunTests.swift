@@ -69,7 +69,7 @@ struct PersonalRunTests {
                 // The two left out are in the ledger with their reasons.
                 var reasons: [String: String] = [:]
                 for try await (user, reason) in try await client.query("""
-                    SELECT u.external_id, d.last_error FROM deliveries d JOIN users u ON u.id = d.user_id
+                    SELECT u.external_id, d.last_error FROM delivery_status d JOIN users u ON u.id = d.user_id
                     WHERE d.status = 'skipped' ORDER BY 1
                     """, logger: TestDatabase.logger).decode((String, String).self) {
                     reasons[user] = reason
@@ -142,7 +142,7 @@ struct PersonalRunTests {
                 #expect(usersOf.values.allSatisfy { $0.count == 1 })
                 #expect(Set(codeOf.values) == Set((1...28).map { "C" + String(format: "%03d", $0) }))
                 let skipped = try await client.query("""
-                    SELECT u.external_id, d.last_error FROM deliveries d JOIN users u ON u.id = d.user_id WHERE d.status = 'skipped'
+                    SELECT u.external_id, d.last_error FROM delivery_status d JOIN users u ON u.id = d.user_id WHERE d.status = 'skipped'
                     """, logger: TestDatabase.logger).decode((String, String).self)
                 var skippedUsers = Set<String>()
                 for try await (user, reason) in skipped {
@@ -151,7 +151,7 @@ struct PersonalRunTests {
                 }
                 #expect(skippedUsers.count == 2)
                 #expect(skippedUsers.isDisjoint(with: codeOf.keys))
-                #expect(accepted.count == 35 - (try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'skipped'", as: Int64.self) ?? 0))
+                #expect(accepted.count == 35 - (try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'skipped'", as: Int64.self) ?? 0))
                 // Analysts see who got which code, as the devices did.
                 var given: [String: String] = [:]
                 for try await (user, code) in try await client.query(
@@ -190,7 +190,7 @@ struct PersonalRunTests {
             #expect(preview.text.contains("would skip 1 device: recipient.points has no value and no default"))
             #expect(preview.text.contains("largest payload made for one device: \(largest.bytes) of 4096 bytes"))
             // Nothing was written: the ledger is empty, no code drawn.
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status", as: Int64.self) == 0)
         }
     }
 }

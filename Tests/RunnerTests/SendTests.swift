@@ -70,10 +70,10 @@ struct SendTests {
                 }
                 #expect(deliveries.count == 1500)
                 // The ledger agrees, with the apns-id that was sent.
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent' AND sent_at IS NOT NULL", as: Int64.self) == 1500)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'sent' AND sent_at IS NOT NULL", as: Int64.self) == 1500)
                 let ids = Set(accepted.map { $0.headers["apns-id"]?.lowercased() ?? "" })
                 var ledger = Set<String>()
-                for try await id in try await client.query("SELECT apns_id FROM deliveries", logger: TestDatabase.logger).decode(UUID.self) {
+                for try await id in try await client.query("SELECT apns_id FROM delivery_status", logger: TestDatabase.logger).decode(UUID.self) {
                     ledger.insert(id.uuidString.lowercased())
                 }
                 #expect(ids == ledger)
@@ -147,9 +147,9 @@ struct SendTests {
                 #expect(summary.exitStatus == 1, "a person is needed")
                 #expect(summary.refusedApps["default"]?.contains("403 InvalidProviderToken") == true, "\(summary.refusedApps)")
                 #expect(await sim.simulator.accepted.isEmpty)
-                let statuses = try await client.scalar("SELECT count(DISTINCT status) FROM deliveries", as: Int64.self)
+                let statuses = try await client.scalar("SELECT count(DISTINCT status) FROM delivery_status", as: Int64.self)
                 #expect(statuses == 1)
-                let queued = try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'queued'", as: Int64.self)
+                let queued = try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'queued'", as: Int64.self)
                 // The first answers refused the credential; every delivery waits for a person.
                 #expect(queued == 2000)
                 let reason = try await client.scalar("SELECT status || ': ' || failure_reason FROM campaigns", as: String.self) ?? ""
@@ -191,15 +191,15 @@ struct SendTests {
                 INSERT INTO runs (id, host, pid, started_at, heartbeat_at, claimed_campaigns)
                 SELECT 900, 'gone', 1, now() - interval '1 hour', now() - interval '1 hour', array_agg(id) FROM campaigns;
                 UPDATE deliveries SET status = 'in_flight', claimed_by = 900, lease_expires_at = now() - interval '55 minutes'
-                WHERE id IN (SELECT id FROM deliveries ORDER BY id LIMIT 20);
-                UPDATE deliveries SET status = 'sent', sent_at = now() WHERE id IN (SELECT id FROM deliveries ORDER BY id DESC LIMIT 10);
+                WHERE id IN (SELECT id FROM delivery_status ORDER BY id LIMIT 20);
+                UPDATE deliveries SET status = 'sent', sent_at = now() WHERE id IN (SELECT id FROM delivery_status ORDER BY id DESC LIMIT 10);
                 """)
             try await withSimulator { sim in
                 let summary = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(summary.recovered == 20)
                 #expect(summary.figures.sent == 40)
                 #expect(await sim.simulator.accepted.count == 40)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 50)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'sent'", as: Int64.self) == 50)
                 #expect(try await client.scalar("SELECT status FROM runs WHERE id = 900", as: String.self) == "failed")
             }
         }
@@ -222,7 +222,7 @@ struct SendTests {
                 #expect(summary.figures.sent == 0)
                 #expect(summary.figures.expired == 10)
                 #expect(await sim.simulator.accepted.isEmpty)
-                #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'expired'", as: Int64.self) == 10)
+                #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'expired'", as: Int64.self) == 10)
                 #expect(try await client.scalar("SELECT status FROM campaigns WHERE name = 'Over'", as: String.self) == "completed")
                 // Resumed, the paused campaign goes out.
                 try await client.exec("UPDATE campaigns SET status = 'scheduled' WHERE name = 'Paused'")

@@ -71,7 +71,7 @@ struct SeriesRunTests {
                 """, as: Bool.self) == true)
             // The series itself is never sent, and stays running for the next moment.
             #expect(try await client.scalar("SELECT status FROM campaigns WHERE id = \(series)", as: String.self) == "running")
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = \(series)", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE campaign_id = \(series)", as: Int64.self) == 0)
         }
     }
 
@@ -280,7 +280,7 @@ struct SeriesRunTests {
                 """, as: Bool.self) == true)
             // The UTC users' 4 wait for their own moment, 14 hours on.
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries d JOIN campaigns o ON o.id = d.campaign_id
+                SELECT count(*) FROM delivery_status d JOIN campaigns o ON o.id = d.campaign_id
                 WHERE o.series_id = \(series) AND d.status = 'queued'
                   AND d.not_before BETWEEN now() + interval '13 hours' AND now() + interval '14 hours'
                 """, as: Int64.self) == 4)

@@ -37,8 +37,8 @@ struct SnapshotSliceTests {
         try await TestDatabase.with { client, _ in
             try await Self.sendSliced(client, campaign: "Big")
             // One ledger row per device, all sent; the snapshot is complete.
-            #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 3000)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 3000)
+            #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM delivery_status WHERE status = 'sent'", as: Int64.self) == 3000)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status", as: Int64.self) == 3000)
             #expect(try await client.scalar("SELECT status FROM campaigns", as: String.self) == "completed")
             #expect(try await client.scalar("SELECT snapshot_through IS NULL AND snapshot_at IS NOT NULL FROM campaigns", as: Bool.self) == true)
             // Several statements wrote it: one id range each (device ids
@@ -53,14 +53,14 @@ struct SnapshotSliceTests {
     @Test func theNextSliceWaitsForTheClaimsToComeWithinTheLead() async throws {
         try await TestDatabase.with { client, _ in
             try await Self.sendSliced(client, campaign: "Paced snapshot", lead: 100)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 3000)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'sent'", as: Int64.self) == 3000)
             // The last slice (device ids above 800) began once the claims had
             // read at least 700 rows: of those, all but a batch claimed ahead,
             // the sends in flight and the outcomes not yet written had been
             // recorded as sent before it was written.
             let sentBefore = try await client.scalar("""
-                SELECT count(*) FROM deliveries
-                WHERE sent_at < (SELECT min(created_at) FROM deliveries WHERE device_id > 800)
+                SELECT count(*) FROM delivery_status
+                WHERE sent_at < (SELECT min(created_at) FROM delivery_status WHERE device_id > 800)
                 """, as: Int64.self)
             #expect((sentBefore ?? 0) >= 400, "\(sentBefore ?? 0) sent before the last slice was written")
         }
@@ -106,7 +106,7 @@ struct SnapshotSliceTests {
             #expect(total.inserted == 1000)
             #expect(total.skippedCapped == 2)
             #expect(try await client.scalar("""
-                SELECT string_agg(device_id::text || ' ' || status, ', ' ORDER BY device_id) FROM deliveries
+                SELECT string_agg(device_id::text || ' ' || status, ', ' ORDER BY device_id) FROM delivery_status
                 WHERE campaign_id = \(id) AND device_id IN (50, 500, 700)
                 """, as: String.self) == "50 skipped, 500 skipped, 700 queued")
             // The last slice leaves nothing behind.
@@ -175,8 +175,8 @@ struct SnapshotSliceTests {
             }
             #expect(total.inserted == 1000)
             #expect(slices == 3)   // 100, 300, 1,200 device ids
-            #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM deliveries", as: Int64.self) == 1000)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries", as: Int64.self) == 1000)
+            #expect(try await client.scalar("SELECT count(DISTINCT device_id) FROM delivery_status", as: Int64.self) == 1000)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status", as: Int64.self) == 1000)
             #expect(try await client.scalar("SELECT snapshot_through IS NULL FROM campaigns", as: Bool.self) == true)
             // A snapshot is written once.
             #expect(try await stores.audience.snapshot(due, start: true, firstSlice: 100).inserted == 0)

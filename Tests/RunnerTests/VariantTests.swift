@@ -34,7 +34,7 @@ private func expectedVariant(campaign: Int64, device: Int64, variants: [(name: S
 private func variantsOfDeliveries(_ client: Database, campaign: Int64) async throws -> [Int64: String] {
     var out: [Int64: String] = [:]
     for try await (device, variant) in try await client.query(
-        "SELECT device_id, variant FROM deliveries WHERE campaign_id = \(campaign) AND kind = 'campaign'",
+        "SELECT device_id, variant FROM delivery_status WHERE campaign_id = \(campaign) AND kind = 'campaign'",
         logger: TestDatabase.logger).decode((Int64, String).self) {
         out[device] = variant
     }
@@ -172,10 +172,10 @@ struct VariantTests {
             #expect(try await client.scalar("SELECT failure_reason FROM campaigns WHERE name = 'Short'", as: String.self)?
                 .contains("must add up to 100%") == true)
             #expect(try await client.scalar(
-                "SELECT count(*) FROM deliveries d JOIN campaigns c ON c.id = d.campaign_id WHERE c.name <> 'Good'",
+                "SELECT count(*) FROM delivery_status d JOIN campaigns c ON c.id = d.campaign_id WHERE c.name <> 'Good'",
                 as: Int64.self) == 0)
             #expect(try await client.scalar(
-                "SELECT string_agg(DISTINCT variant, ',' ORDER BY variant) FROM deliveries WHERE campaign_id = \(good)",
+                "SELECT string_agg(DISTINCT variant, ',' ORDER BY variant) FROM delivery_status WHERE campaign_id = \(good)",
                 as: String.self) == "A,B,C,D")
 
             // Once the audience is assigned, the set stays; the text may still be corrected.
@@ -236,7 +236,7 @@ struct VariantTests {
                 var variantOf: [Int64: String] = [:]
                 var localeOf: [Int64: String] = [:]
                 for try await (delivery, variant, locale) in try await client.query("""
-                    SELECT d.id, d.variant, u.locale FROM deliveries d JOIN users u ON u.id = d.user_id
+                    SELECT d.id, d.variant, u.locale FROM delivery_status d JOIN users u ON u.id = d.user_id
                     WHERE d.campaign_id = \(id)
                     """, logger: TestDatabase.logger).decode((Int64, String, String).self) {
                     variantOf[delivery] = variant
@@ -278,7 +278,7 @@ struct VariantTests {
                 let alert = ((try JSONSerialization.jsonObject(with: Data(last.payload)) as? [String: Any])?["aps"] as? [String: Any])?["alert"] as? [String: Any]
                 #expect(alert?["title"] as? String == "B titre")
                 #expect(try await client.scalar(
-                    "SELECT string_agg(variant, ',' ORDER BY id) FROM deliveries WHERE kind = 'test'", as: String.self) == "A,B")
+                    "SELECT string_agg(variant, ',' ORDER BY id) FROM delivery_status WHERE kind = 'test'", as: String.self) == "A,B")
             }
         }
     }
@@ -297,7 +297,7 @@ struct VariantTests {
             _ = try await dryRun(client, sink: sink)
             var variantOf: [Int: String] = [:]
             for try await (delivery, variant) in try await client.query(
-                "SELECT id, variant FROM deliveries WHERE campaign_id = \(id)", logger: TestDatabase.logger).decode((Int64, String).self) {
+                "SELECT id, variant FROM delivery_status WHERE campaign_id = \(id)", logger: TestDatabase.logger).decode((Int64, String).self) {
                 variantOf[Int(delivery)] = variant
             }
             let lines = await sink.payloads(campaign: Int(id))
@@ -333,16 +333,16 @@ struct VariantTests {
                 INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
                 SELECT gen_random_uuid(), d.id, d.campaign_id, d.device_id, d.user_id,
                        CASE WHEN d.id % 2 = 0 THEN 'love_it' ELSE 'com.apple.UNNotificationDefaultActionIdentifier' END, now()
-                FROM deliveries d
+                FROM delivery_status d
                 WHERE d.status = 'sent' AND ((d.variant = 'A' AND d.id % 3 = 0) OR (d.variant = 'B' AND d.id % 2 = 0));
                 INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
                 SELECT gen_random_uuid(), d.id, d.campaign_id, d.device_id, d.user_id,
                        'com.apple.UNNotificationDefaultActionIdentifier', now()
-                FROM deliveries d WHERE d.variant = 'B' AND d.id % 4 = 0 AND d.status = 'sent';
+                FROM delivery_status d WHERE d.variant = 'B' AND d.id % 4 = 0 AND d.status = 'sent';
                 INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, sent_at, variant)
-                SELECT 'test', campaign_id, device_id, user_id, 'sent', now(), 'A' FROM deliveries WHERE campaign_id = \(id) LIMIT 1;
+                SELECT 'test', campaign_id, device_id, user_id, 'sent', now(), 'A' FROM delivery_status WHERE campaign_id = \(id) LIMIT 1;
                 INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
-                SELECT gen_random_uuid(), id, campaign_id, device_id, user_id, 'love_it', now() FROM deliveries WHERE kind = 'test';
+                SELECT gen_random_uuid(), id, campaign_id, device_id, user_id, 'love_it', now() FROM delivery_status WHERE kind = 'test';
                 """)
             let report = AnalystReport(client: client, logger: TestDatabase.logger)
             let data = try await report.data()
@@ -358,14 +358,14 @@ struct VariantTests {
             // The ledger's own figures, counted here from the tables.
             for v in ab.variants {
                 let sent = try await client.scalar(
-                    "SELECT count(*) FROM deliveries WHERE kind = 'campaign' AND campaign_id = \(id) AND variant = '\(v.name)' AND status = 'sent'",
+                    "SELECT count(*) FROM delivery_status WHERE kind = 'campaign' AND campaign_id = \(id) AND variant = '\(v.name)' AND status = 'sent'",
                     as: Int64.self)
                 let answered = try await client.scalar("""
-                    SELECT count(DISTINCT r.delivery_id) FROM replies r JOIN deliveries d ON d.id = r.delivery_id
+                    SELECT count(DISTINCT r.delivery_id) FROM replies r JOIN delivery_status d ON d.id = r.delivery_id
                     WHERE d.kind = 'campaign' AND d.campaign_id = \(id) AND d.variant = '\(v.name)'
                     """, as: Int64.self)
                 let opened = try await client.scalar("""
-                    SELECT count(*) FROM replies r JOIN deliveries d ON d.id = r.delivery_id
+                    SELECT count(*) FROM replies r JOIN delivery_status d ON d.id = r.delivery_id
                     WHERE d.kind = 'campaign' AND d.campaign_id = \(id) AND d.variant = '\(v.name)'
                       AND r.action = 'com.apple.UNNotificationDefaultActionIdentifier'
                     """, as: Int64.self)

@@ -61,7 +61,7 @@ struct AudienceSlicePlanTests {
             // And it writes the rows the join writes.
             #expect(try await stores.audience.snapshot(due, start: true, firstSlice: 1_000).inserted == 1_000)
             #expect(try await client.scalar("""
-                SELECT count(*) FROM deliveries d JOIN devices dv ON dv.id = d.device_id
+                SELECT count(*) FROM delivery_status d JOIN devices dv ON dv.id = d.device_id
                 WHERE d.campaign_id = \(id) AND d.user_id = dv.user_id AND dv.id <= 1000
                 """, as: Int64.self) == 1_000)
         }

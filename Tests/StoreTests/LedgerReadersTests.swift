@@ -30,9 +30,9 @@ struct LedgerReadersTests {
     /// The campaign's sent rows become batch rows under one span whose marks pass each at its time.
     static func rewriteAsSpans(_ client: Database, campaign: Int64) async throws {
         try await client.exec("""
-            INSERT INTO delivery_spans (campaign_id, after, through, settled, marks, marked_at)
+            INSERT INTO delivery_spans (campaign_id, after, through, settled, marks, marked_at, marked_by)
             SELECT \(campaign), 0, (SELECT max(id) FROM deliveries WHERE campaign_id = \(campaign)), max(id),
-                   array_agg(id ORDER BY id), array_agg(sent_at ORDER BY id)
+                   array_agg(id ORDER BY id), array_agg(sent_at ORDER BY id), array_agg(claimed_by ORDER BY id)
             FROM deliveries WHERE campaign_id = \(campaign) AND status = 'sent';
             UPDATE deliveries SET status = 'batch', sent_at = NULL, apns_id = NULL, attempts = 0
             WHERE campaign_id = \(campaign) AND status = 'sent'

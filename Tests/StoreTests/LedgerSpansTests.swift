@@ -303,6 +303,9 @@ struct LedgerSpansTests {
             #expect(status[ids[0]] == "sent" && status[ids[1]] == "failed" && status[ids[3]] == "held_out")
             #expect(status[ids[7]] == "in_flight" && status[ids[12]] == "sent" && status[ids[14]] == "queued")
             #expect(status[ids[15]] == "in_flight" && status[ids[21]] == "in_flight" && status[ids[29]] == "queued")
+            // A sent row names the run that sent it, as a row write leaves claimed_by.
+            #expect(try await client.scalar("SELECT claimed_by FROM delivery_status WHERE id = \(ids[0])", as: Int64.self) == a)
+            #expect(try await client.scalar("SELECT claimed_by FROM delivery_status WHERE id = \(ids[12])", as: Int64.self) == b)
             // Two marks: the rows each passed carry its time.
             #expect(try await client.scalar("""
                 SELECT count(DISTINCT sent_at) FROM delivery_status WHERE campaign_id = \(campaign) AND id <= \(ids[6]) AND status = 'sent'

@@ -17,9 +17,9 @@ struct OperatorControlTests {
                 SELECT c.id, d.id, d.user_id, CASE WHEN d.id <= 10 THEN 'sent' ELSE 'queued' END FROM campaigns c, devices d;
                 UPDATE campaigns SET status = 'cancelled';
                 """)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'queued'", as: Int64.self) == 0)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'cancelled'", as: Int64.self) == 20)
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE status = 'sent'", as: Int64.self) == 10)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'queued'", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'cancelled'", as: Int64.self) == 20)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE status = 'sent'", as: Int64.self) == 10)
             #expect(try await client.scalar("SELECT queued FROM analyst.campaign_funnel", as: Int64.self) == 0)
         }
     }

@@ -62,13 +62,13 @@ struct RepliesAtScaleTests {
     @Test func anInsertByHandOfAReplyToAnUnknownDeliveryIsRefusedWhole() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.threeDeliveries)
-            let poster = try #require(try await client.scalar("SELECT campaign_id FROM deliveries WHERE id = 1", as: Int64.self))
+            let poster = try #require(try await client.scalar("SELECT campaign_id FROM delivery_status WHERE id = 1", as: Int64.self))
             for wrong in ["999", "2"] {
                 do {
                     try await client.exec("""
                         INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
                         SELECT gen_random_uuid(), v.id, \(poster), d.device_id, d.user_id, 'love_it', now()
-                        FROM (VALUES (1), (3), (\(wrong))) AS v(id) JOIN deliveries d ON d.id = 1
+                        FROM (VALUES (1), (3), (\(wrong))) AS v(id) JOIN delivery_status d ON d.id = 1
                         """)
                     Issue.record("a statement with a reply to an unknown delivery was stored")
                 } catch {
@@ -92,7 +92,7 @@ struct RepliesAtScaleTests {
             #expect(Set(rows) == ["3:love_it:-", "2:comment:fine", "1:com.apple.UNNotificationDismissActionIdentifier:-"])
             // The campaign, device and user come from the ledger.
             #expect(try await client.scalar("""
-                SELECT count(*) FROM replies r JOIN deliveries d ON d.id = r.delivery_id
+                SELECT count(*) FROM replies r JOIN delivery_status d ON d.id = r.delivery_id
                 WHERE (r.campaign_id, r.device_id, r.user_id) = (d.campaign_id, d.device_id, d.user_id)
                 """, as: Int64.self) == 3)
         }
@@ -140,11 +140,11 @@ struct RepliesAtScaleTests {
             try await client.exec(ledger + """
                 ;
                 INSERT INTO deliveries (id, kind, campaign_id, device_id, user_id, status, sent_at)
-                SELECT 4, 'test', campaign_id, device_id, user_id, 'sent', now() FROM deliveries WHERE id = 1;
+                SELECT 4, 'test', campaign_id, device_id, user_id, 'sent', now() FROM delivery_status WHERE id = 1;
                 INSERT INTO deliveries (id, kind, campaign_id, device_id, user_id, status, sent_at)
-                SELECT 5, 'test', campaign_id, device_id, user_id, 'sent', now() FROM deliveries WHERE id = 3;
+                SELECT 5, 'test', campaign_id, device_id, user_id, 'sent', now() FROM delivery_status WHERE id = 3;
                 INSERT INTO delivery_id_ranges (campaign_id, ids)
-                SELECT campaign_id, int8range(id, id, '[]') FROM deliveries WHERE id IN (4, 5)
+                SELECT campaign_id, int8range(id, id, '[]') FROM delivery_status WHERE id IN (4, 5)
                   AND EXISTS (SELECT 1 FROM delivery_id_ranges)
                 """)
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
@@ -184,15 +184,15 @@ struct RepliesAtScaleTests {
             // another user after the delivery) goes with either.
             try await client.exec("""
                 INSERT INTO replies (reply_id, delivery_id, campaign_id, device_id, user_id, action, occurred_at)
-                SELECT gen_random_uuid(), id, campaign_id, device_id, user_id, 'dont_care', now() FROM deliveries WHERE id = 3;
-                UPDATE devices SET user_id = (SELECT user_id FROM deliveries WHERE id = 1)
-                WHERE id = (SELECT device_id FROM deliveries WHERE id = 3)
+                SELECT gen_random_uuid(), id, campaign_id, device_id, user_id, 'dont_care', now() FROM delivery_status WHERE id = 3;
+                UPDATE devices SET user_id = (SELECT user_id FROM delivery_status WHERE id = 1)
+                WHERE id = (SELECT device_id FROM delivery_status WHERE id = 3)
                 """)
-            let device1 = try #require(try await client.scalar("SELECT device_id FROM deliveries WHERE id = 1", as: Int64.self))
-            let user3 = try #require(try await client.scalar("SELECT user_id FROM deliveries WHERE id = 3", as: Int64.self))
+            let device1 = try #require(try await client.scalar("SELECT device_id FROM delivery_status WHERE id = 1", as: Int64.self))
+            let user3 = try #require(try await client.scalar("SELECT user_id FROM delivery_status WHERE id = 3", as: Int64.self))
             try await client.exec("DELETE FROM devices WHERE id = \(device1)")
             #expect(try await PartitionTests.lines(client, "SELECT delivery_id::text FROM replies ORDER BY 1") == ["2", "3", "3"])
-            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE id = 1", as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT count(*) FROM delivery_status WHERE id = 1", as: Int64.self) == 0)
             try await client.exec("DELETE FROM users WHERE id = \(user3)")
             #expect(try await PartitionTests.lines(client, "SELECT delivery_id::text FROM replies ORDER BY 1") == ["2"])
             // The device of delivery 3 (now another user's) is still there.
@@ -203,7 +203,7 @@ struct RepliesAtScaleTests {
     @Test(arguments: ledgers) func aDeviceDeletedWhileItsReplyIsBeingStoredTakesTheReplyWithIt(ledger: String) async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(ledger)
-            let device1 = try #require(try await client.scalar("SELECT device_id FROM deliveries WHERE id = 1", as: Int64.self))
+            let device1 = try #require(try await client.scalar("SELECT device_id FROM delivery_status WHERE id = 1", as: Int64.self))
             let store = ReplyStore(client: client, logger: TestDatabase.logger)
             try await client.withConnection { storing in
                 // The reply's transaction is open (its row written, not committed)…

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HeraldCore
+import NIOConcurrencyHelpers
 import Store
 
 extension ClaimedDelivery: ClaimedItem {
@@ -41,8 +42,54 @@ struct CampaignClaims: ClaimSource {
     let snapshotting: SnapshotWriting?
     /// The run's outcome writer, shared with the campaigns sending at once.
     let writer: OutcomeWriter
+    /// The spans this session holds (docs/DESIGN.md, "The ledger by ranges").
+    let book = SpanBookBox()
 
+    /// Batch rows are claimed by span first; then the rows claimed row by row (deferred,
+    /// given back, retries, a gone run's stragglers).
     func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<CampaignItem> {
+        if prepared.campaign.sendsBySpans, options.spans, let batch = try await claimSpan(after: cursor) {
+            return batch
+        }
+        return try await claimRows(after: cursor, excludingApps: apps)
+    }
+
+    /// The next span's rows, or nil when there is none (or the run or campaign is not live:
+    /// the row path's claim says which).
+    private func claimSpan(after cursor: Int64) async throws -> ClaimBatch<CampaignItem>? {
+        let (ledger, campaign, run, lease, limit) = (ledger, prepared.campaign.id, runID, options.lease, claimSize)
+        let variables = prepared.builder.variables
+        let inClaim = DeliveryLedger.claimReads(variables)
+        while true {
+            let slicesBefore = snapshotting?.slicesWritten ?? 0
+            let (live, claimed) = try await db("claim a span of deliveries") {
+                try await ledger.claimSpan(campaign: campaign, run: run, limit: limit, lease: lease)
+            }
+            guard live, let span = claimed else { return nil }
+            var deliveries = try await db("read a span's deliveries") {
+                try await ledger.spanRows(span, personal: inClaim ? variables : [])
+            }
+            snapshotting?.claimed(read: deliveries.count, empty: deliveries.isEmpty, slicesBefore: slicesBefore)
+            book.add(span, rows: deliveries.map { ($0.target.deliveryID, $0.deviceID) })
+            if deliveries.isEmpty {
+                // A remainder whose rows were all written meanwhile: it ends at its bound.
+                try await writer.record([], settlements: [SpanSettlement(span: span, settled: span.through)], campaign: campaign)
+                continue
+            }
+            if !inClaim {
+                // Rows to be skipped draw no code.
+                var sendable = deliveries.filter { $0.skip == nil }
+                try await Self.readPersonalValues(&sendable, prepared: prepared, ledger: ledger, db: db, drawCodes: true)
+                let values = Dictionary(uniqueKeysWithValues: sendable.map { ($0.target.deliveryID, $0.target.personal) })
+                for i in deliveries.indices where deliveries[i].skip == nil {
+                    deliveries[i].target.personal = values[deliveries[i].target.deliveryID] ?? nil
+                }
+            }
+            return ClaimBatch(items: deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }, end: cursor)
+        }
+    }
+
+    private func claimRows(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<CampaignItem> {
         let (ledger, campaign, run, lease) = (ledger, prepared.campaign.id, runID, options.lease)
         let limit = claimSize
         let slicesBefore = snapshotting?.slicesWritten ?? 0
@@ -83,7 +130,7 @@ struct CampaignClaims: ClaimSource {
             try await db("draw codes from the campaign's pool") { try await ledger.drawCodes(campaign: campaign, pool: pool, deliveries: ids) }
         }
         let values = try await db("read the recipients' data") {
-            try await ledger.personalValues(campaign: campaign, deliveries: ids, variables: variables)
+            try await ledger.personalValues(campaign: campaign, deliveries: ids, variables: variables, drawn: drawCodes)
         }
         for i in deliveries.indices {
             deliveries[i].target.personal = values[deliveries[i].target.deliveryID]
@@ -115,7 +162,8 @@ struct CampaignClaims: ClaimSource {
     }
 
     func notification(for item: CampaignItem) -> Result<APNsNotification, CampaignProblem> {
-        Self.notification(prepared: prepared, target: item.delivery.target, apps: options.apps, personalizer: personalizer)
+        if let skip = item.delivery.skip { return .failure(CampaignProblem(skip)) }
+        return Self.notification(prepared: prepared, target: item.delivery.target, apps: options.apps, personalizer: personalizer)
     }
 
     /// A campaign's notification for one device: its payload (with the reply
@@ -189,17 +237,37 @@ struct CampaignClaims: ClaimSource {
 
     static let widgetPayload = Array(#"{"aps":{"content-changed":true}}"#.utf8)
 
+    /// Span rows' outcomes become their spans' settlements; the others are written row by row.
     func record(_ outcomes: [DeliveryOutcome]) async throws {
-        try await writer.record(outcomes, campaign: prepared.campaign.id)
+        let (settlements, rows) = book.settle(outcomes)
+        try await writer.record(rows, settlements: settlements, campaign: prepared.campaign.id)
     }
 
+    /// Batch rows a span claim would find are due at once (a slice committed after the last claim).
     func nextDue(excludingApps apps: [String]) async throws -> Duration? {
         let (ledger, campaign) = (ledger, prepared.campaign.id)
+        if prepared.campaign.sendsBySpans, options.spans,
+           try await db("find batch rows to claim", { try await ledger.spansDue(campaign: campaign) }) {
+            return .zero
+        }
         return try await db("find the next due delivery") { try await ledger.nextDue(campaign: campaign, excludingApps: apps) }
     }
 
     var isExpired: Bool { prepared.campaign.expiresAt.map { $0 <= Date() } ?? false }
     var moreComing: Bool { snapshotting?.isWriting ?? false }
+}
+
+/// A session's `SpanBook`, shared by its claims and its writes.
+final class SpanBookBox: Sendable {
+    private let book = NIOLockedValueBox(SpanBook())
+
+    func add(_ span: SpanClaim, rows: [(id: Int64, deviceID: Int64)]) {
+        book.withLockedValue { $0.add(span, rows: rows) }
+    }
+
+    func settle(_ outcomes: [DeliveryOutcome]) -> (settlements: [SpanSettlement], rows: [DeliveryOutcome]) {
+        book.withLockedValue { $0.settle(outcomes) }
+    }
 }
 
 /// Config refresh pushes (contract 7): ledger rows without a campaign,

@@ -22,6 +22,7 @@ actor OutcomeWriter {
     private struct Waiting {
         var campaign: Int64
         var outcomes: [DeliveryOutcome]
+        var settlements: [SpanSettlement] = []
         var done: CheckedContinuation<Void, any Error>
     }
 
@@ -48,10 +49,12 @@ actor OutcomeWriter {
 
     /// Writes `outcomes` of `campaign`'s deliveries, with whatever else is
     /// handed over meanwhile; returns once the statement that held them committed.
-    func record(_ outcomes: [DeliveryOutcome], campaign: Int64) async throws {
-        guard !outcomes.isEmpty else { return }
+    ///
+    /// `settlements`: the spans' (Sql/0044), written first, in one statement for all campaigns.
+    func record(_ outcomes: [DeliveryOutcome], settlements: [SpanSettlement] = [], campaign: Int64) async throws {
+        guard !outcomes.isEmpty || !settlements.isEmpty else { return }
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-            waiting.append(Waiting(campaign: campaign, outcomes: outcomes, done: done))
+            waiting.append(Waiting(campaign: campaign, outcomes: outcomes, settlements: settlements, done: done))
             if !writing {
                 writing = true
                 Task { await self.drain() }
@@ -68,10 +71,16 @@ actor OutcomeWriter {
             let group = waiting
             waiting.removeAll()
             let byCampaign = Self.merged(group.map { ($0.campaign, $0.outcomes) })
+            let settlements = group.flatMap(\.settlements)
             let (ledger, run) = (ledger, run)
             statements += 1
             do {
-                _ = try await db("record outcomes") { try await ledger.record(byCampaign: byCampaign, run: run) }
+                if !settlements.isEmpty {
+                    _ = try await db("settle spans") { try await ledger.settle(settlements, run: run) }
+                }
+                if !byCampaign.isEmpty {
+                    _ = try await db("record outcomes") { try await ledger.record(byCampaign: byCampaign, run: run) }
+                }
                 for w in group { w.done.resume() }
             } catch {
                 for w in group { w.done.resume(throwing: error) }

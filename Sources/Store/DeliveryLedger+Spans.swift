@@ -1,0 +1,161 @@
+import Foundation
+import HeraldCore
+import PostgresNIO
+
+/// A range of a campaign's ledger ids a run holds (Sql/0044, `delivery_spans`): its batch rows
+/// above `after`, up to `through`.
+public struct SpanClaim: Sendable, Hashable {
+    public var campaign: Int64
+    public var after: Int64
+    public var through: Int64
+    /// Taken over from a run that is gone or whose lease lapsed (else a new range).
+    public var takenOver: Bool
+
+    public init(campaign: Int64, after: Int64, through: Int64, takenOver: Bool = false) {
+        self.campaign = campaign
+        self.after = after
+        self.through = through
+        self.takenOver = takenOver
+    }
+}
+
+/// What one settlement writes for one span (Sql/0044, `herald_settle`): its new watermark, the
+/// rows that differ (answers that are not 200) and the rows in flight behind the watermark.
+public struct SpanSettlement: Sendable, Hashable {
+    public var span: SpanClaim
+    /// The span's rows up to this id are sent, unless written below.
+    public var settled: Int64
+    public var exceptions: [DeliveryOutcome]
+    /// Sent and not answered: written `in_flight`, held by the run, answered row by row.
+    public var stragglers: [(id: Int64, deviceID: Int64)]
+
+    public init(span: SpanClaim, settled: Int64, exceptions: [DeliveryOutcome] = [],
+                stragglers: [(id: Int64, deviceID: Int64)] = []) {
+        self.span = span
+        self.settled = settled
+        self.exceptions = exceptions
+        self.stragglers = stragglers
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.span == b.span && a.settled == b.settled && a.exceptions == b.exceptions
+            && a.stragglers.map(\.id) == b.stragglers.map(\.id)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(span)
+        hasher.combine(settled)
+    }
+}
+
+extension DeliveryLedger {
+    /// Claims a span of the campaign's batch rows for `run` (at most `limit` rows): a span no
+    /// live run holds, taken over at its watermark, or the next rows past every span. nil
+    /// with `live`: none is left; `live` false: the run is not running, or the campaign may
+    /// not be sent now (paused, cancelled, its approval withdrawn).
+    public func claimSpan(campaign: Int64, run: Int64, limit: Int, lease: Duration) async throws
+        -> (live: Bool, span: SpanClaim?)
+    {
+        let seconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            SELECT live, after, through, taken_over FROM herald_claim_span(\(campaign), \(run), \(Int32(clamping: limit)), \(seconds))
+            """, logger: logger)
+        for try await (live, after, through, taken) in rows.decode((Bool, Int64?, Int64?, Bool).self) {
+            guard let after, let through else { return (live, nil) }
+            return (live, SpanClaim(campaign: campaign, after: after, through: through, takenOver: taken))
+        }
+        return (false, nil)
+    }
+
+    /// The batch rows of `span`, in id order, with what a send needs, as a claim reads them
+    /// (`personal`: the variables the claim reads for each row). A row whose device was
+    /// invalidated or deleted, or whose user opted out or no longer has the device, since the
+    /// snapshot comes with why it is to be skipped (`ClaimedDelivery.skip`): the settlement
+    /// writes it `skipped`.
+    public func spanRows(_ span: SpanClaim, personal: [Template.Variable] = []) async throws -> [ClaimedDelivery] {
+        let reads = Self.claimColumns(personal, campaign: span.campaign)
+        let rows = try await client.query("""
+            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id,
+                   herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p)), d.variant, dv.app,
+                   CASE WHEN dv.id IS NULL OR u.id IS NULL THEN 'device deleted'
+                        WHEN dv.invalidated_at IS NOT NULL THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
+                        WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
+                        WHEN dv.user_id <> d.user_id THEN 'device moved to another user' END\(unescaped: reads.returning)
+            FROM deliveries d LEFT JOIN devices dv ON dv.id = d.device_id LEFT JOIN users u ON u.id = d.user_id
+            \(unescaped: reads.joins)
+            WHERE d.campaign_id = \(span.campaign) AND d.id > \(span.after) AND d.id <= \(span.through) AND d.status = 'batch'
+            ORDER BY d.id
+            """, logger: logger)
+        var out: [ClaimedDelivery] = []
+        for try await row in rows {
+            var cells = RowCells(row)
+            let id = try cells.next(Int64.self), deviceID = try cells.next(Int64.self)
+            let token = try cells.next(String?.self), env = try cells.next(APNsEnvironment?.self)
+            let locale = try cells.next(String?.self), key = try cells.next(String?.self), kid = try cells.next(String?.self)
+            let apnsID = try cells.next(UUID.self), variant = try cells.next(String?.self), app = try cells.next(String?.self)
+            let skip = try cells.next(String?.self)
+            var values: PersonalValues?
+            if !personal.isEmpty {
+                let zone = try cells.next(String?.self)
+                var read: [String?] = []
+                read.reserveCapacity(personal.count)
+                for _ in personal { read.append(try cells.next(String?.self)) }
+                values = PersonalValues(values: read, timeZone: zone)
+            }
+            let target = DeliveryTarget(deliveryID: id, deviceToken: token ?? "", environment: env ?? .production,
+                                        locale: locale ?? "en", publicKey: key, keyID: kid, apnsID: apnsID, variant: variant,
+                                        app: app ?? AppRecord.defaultName, personal: values)
+            var delivery = ClaimedDelivery(target: target, deviceID: deviceID)
+            delivery.skip = skip
+            delivery.span = span
+            out.append(delivery)
+        }
+        return out
+    }
+
+    /// Whether a span claim of the campaign would find rows now (Sql/0044, `herald_spans_due`).
+    public func spansDue(campaign: Int64) async throws -> Bool {
+        for try await due in try await client.query("SELECT herald_spans_due(\(campaign))", logger: logger).decode(Bool.self) {
+            return due
+        }
+        return false
+    }
+
+    /// Writes `run`'s settlements (of any campaigns) in one statement (Sql/0044,
+    /// `herald_settle`): fenced, so a span the run no longer holds takes nothing. Returns the
+    /// spans the run no longer held.
+    @discardableResult
+    public func settle(_ settlements: [SpanSettlement], run: Int64) async throws -> [SpanClaim] {
+        guard !settlements.isEmpty else { return [] }
+        let spans = settlements.map(\.span)
+        var eCampaign: [Int64] = [], eID: [Int64] = [], eDevice: [Int64] = [], eStatus: [String] = [], eError: [String] = []
+        var eAttempts: [Int32] = [], eDelay: [Double] = [], eSince: [Double] = []
+        for s in settlements {
+            for o in s.exceptions {
+                eCampaign.append(s.span.campaign); eID.append(o.deliveryID); eDevice.append(o.deviceID)
+                eStatus.append(o.status.rawValue); eError.append(o.error ?? ""); eAttempts.append(Int32(clamping: o.attempts))
+                eDelay.append(o.delay); eSince.append((o.invalidSince ?? Date()).timeIntervalSince1970)
+            }
+            for st in s.stragglers {
+                eCampaign.append(s.span.campaign); eID.append(st.id); eDevice.append(st.deviceID)
+                eStatus.append("in_flight"); eError.append(""); eAttempts.append(1); eDelay.append(0); eSince.append(0)
+            }
+        }
+        let rows = try await client.query("""
+            SELECT campaign_id, through, held, exceptions FROM herald_settle(\(run),
+                \(spans.map(\.campaign))::bigint[], \(spans.map(\.through))::bigint[], \(settlements.map(\.settled))::bigint[],
+                \(eCampaign)::bigint[], \(eID)::bigint[], \(eDevice)::bigint[], \(eStatus)::text[], \(eError)::text[],
+                \(eAttempts)::int4[], \(eDelay)::float8[], \(eSince)::float8[])
+            """, logger: logger)
+        var lost: [SpanClaim] = []
+        for try await (campaign, through, held, _) in rows.decode((Int64, Int64, Bool, Int32).self) where !held {
+            if let span = spans.first(where: { $0.campaign == campaign && $0.through == through }) { lost.append(span) }
+        }
+        if !lost.isEmpty {
+            logger.warning("settlements of spans this run no longer holds were not written", metadata: [
+                "run": "\(run)", "spans": "\(lost.map { "\($0.campaign):(\($0.after),\($0.through)]" })",
+            ])
+        }
+        return lost
+    }
+}
