@@ -94,14 +94,7 @@ extension DeliveryLedger {
             let locale = try cells.next(String?.self), key = try cells.next(String?.self), kid = try cells.next(String?.self)
             let apnsID = try cells.next(UUID.self), variant = try cells.next(String?.self), app = try cells.next(String?.self)
             let skip = try cells.next(String?.self)
-            var values: PersonalValues?
-            if !personal.isEmpty {
-                let zone = try cells.next(String?.self)
-                var read: [String?] = []
-                read.reserveCapacity(personal.count)
-                for _ in personal { read.append(try cells.next(String?.self)) }
-                values = PersonalValues(values: read, timeZone: zone)
-            }
+            let values = try Self.claimedValues(&cells, personal: personal)
             let target = DeliveryTarget(deliveryID: id, deviceToken: token ?? "", environment: env ?? .production,
                                         locale: locale ?? "en", publicKey: key, keyID: kid, apnsID: apnsID, variant: variant,
                                         app: app ?? AppRecord.defaultName, personal: values)

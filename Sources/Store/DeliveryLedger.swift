@@ -249,14 +249,7 @@ public struct DeliveryLedger: Sendable {
             let key = try cells.next(String?.self), kid = try cells.next(String?.self), apnsID = try cells.next(UUID?.self)
             let variant = try cells.next(String?.self), attempts = try cells.next(Int32?.self), app = try cells.next(String?.self)
             let activityToken = try cells.next(String?.self)
-            var values: PersonalValues?
-            if !personal.isEmpty {
-                let zone = try cells.next(String?.self)
-                var read: [String?] = []
-                read.reserveCapacity(personal.count)
-                for _ in personal { read.append(try cells.next(String?.self)) }
-                values = PersonalValues(values: read, timeZone: zone)
-            }
+            let values = try Self.claimedValues(&cells, personal: personal)
             window.end = last ?? after
             window.full = n >= limit
             window.read = Int(n)
@@ -270,6 +263,17 @@ public struct DeliveryLedger: Sendable {
             window.deliveries.append(ClaimedDelivery(target: target, deviceID: deviceID, attempts: Int(attempts ?? 0)))
         }
         return window
+    }
+
+    /// The values of `personal` a claim read for its row (`claimColumns`): the user's zone,
+    /// then one per variable; nil when it read none.
+    static func claimedValues(_ cells: inout RowCells, personal: [Template.Variable]) throws -> PersonalValues? {
+        guard !personal.isEmpty else { return nil }
+        let zone = try cells.next(String?.self)
+        var read: [String?] = []
+        read.reserveCapacity(personal.count)
+        for _ in personal { read.append(try cells.next(String?.self)) }
+        return PersonalValues(values: read, timeZone: zone)
     }
 
     /// Whether the campaign of ledger row `alias` was cancelled (a row given

@@ -26,6 +26,17 @@ struct LedgerSpansTests {
         ("batch", 5, nil, false, "queued"),
     ]
 
+    /// A claim passes every committed batch row below its bound: ids must be handed out in the
+    /// order they are asked for (no session's cache of ids), so a row committed later is higher.
+    @Test("deliveries_id_seq hands ids out one at a time")
+    func idsInCallOrder() async throws {
+        try await TestDatabase.with { client, _ in
+            let cache = try await client.scalar("SELECT seqcache FROM pg_sequence WHERE seqrelid = 'deliveries_id_seq'::regclass",
+                                                as: Int64.self)
+            #expect(cache == 1)
+        }
+    }
+
     @Test("herald_delivery_status gives the golden table's statuses")
     func effectiveStatusGoldenTable() async throws {
         try await TestDatabase.with { client, _ in
