@@ -294,57 +294,47 @@ BEGIN
     RETURN n;
 END $$;
 
--- A cancel closes the batch rows no run holds, as it cancels queued rows.
-CREATE FUNCTION herald_campaign_cancelled_batch() RETURNS trigger
-LANGUAGE plpgsql AS $$
+-- A cancel or an archive closes the batch rows no run holds, as it cancels
+-- queued rows (herald_campaign_cancelled, herald_campaign_archive); the
+-- trigger's argument is the reason written. Whoever may cancel or archive a
+-- campaign closes its rows, as those do.
+CREATE FUNCTION herald_campaign_closed_batch() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 BEGIN
-    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign cancelled');
+    PERFORM herald_close_batch(NEW.id, 'cancelled', TG_ARGV[0]);
     RETURN NULL;
 END $$;
 CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON campaigns
     FOR EACH ROW WHEN (NEW.status = 'cancelled' AND OLD.status IS DISTINCT FROM 'cancelled')
-    EXECUTE FUNCTION herald_campaign_cancelled_batch();
--- Whoever may cancel a campaign closes its rows as herald_campaign_cancelled does.
-ALTER FUNCTION herald_campaign_cancelled_batch() SECURITY DEFINER SET search_path = public, pg_temp;
-
--- An archive closes them as it cancels queued rows (herald_campaign_approval_guard).
-CREATE FUNCTION herald_campaign_archived_batch() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-BEGIN
-    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign archived');
-    RETURN NULL;
-END $$;
+    EXECUTE FUNCTION herald_campaign_closed_batch('campaign cancelled');
 CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON campaigns
     FOR EACH ROW WHEN (NEW.status = 'archived' AND OLD.status IS DISTINCT FROM 'archived')
-    EXECUTE FUNCTION herald_campaign_archived_batch();
+    EXECUTE FUNCTION herald_campaign_closed_batch('campaign archived');
 
--- Whether every batch row of the campaign is settled or written: no span
--- has a batch row above its watermark, and none lies past every span. With
--- no queued or in-flight row, the campaign is done (CampaignStore.completeIfDone).
-CREATE FUNCTION herald_batch_done(p_campaign bigint) RETURNS boolean
-    LANGUAGE sql STABLE
-    RETURN NOT EXISTS (
-        SELECT 1 FROM delivery_spans s
-        WHERE s.campaign_id = p_campaign AND s.settled < s.through
-          AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = p_campaign AND d.status = 'batch'
-                                                   AND d.id > s.settled AND d.id <= s.through))
-    AND NOT EXISTS (
-        SELECT 1 FROM deliveries d
-        WHERE d.campaign_id = p_campaign AND d.status = 'batch'
-          AND d.id > coalesce((SELECT max(s.through) FROM delivery_spans s WHERE s.campaign_id = p_campaign), 0));
-
--- Whether a claim of the campaign's spans would find rows now: batch rows
--- past every span, or above the watermark of a span no live run holds (a
--- run asks before it ends a campaign's sending: rows of a slice committed
--- after its last claim are sent by it, not left to the next run).
-CREATE FUNCTION herald_spans_due(p_campaign bigint) RETURNS boolean
+-- Whether the campaign has a batch row still to send: above the watermark of
+-- a span (only of a span no live run holds, unless p_held_too), or past
+-- every span. herald_batch_done and herald_spans_due ask it.
+CREATE FUNCTION herald_batch_left(p_campaign bigint, p_held_too boolean) RETURNS boolean
     LANGUAGE sql STABLE
     RETURN EXISTS (
         SELECT 1 FROM delivery_spans s
-        WHERE s.campaign_id = p_campaign AND s.settled < s.through AND NOT herald_run_holds(s.run_id)
+        WHERE s.campaign_id = p_campaign AND s.settled < s.through AND (p_held_too OR NOT herald_run_holds(s.run_id))
           AND EXISTS (SELECT 1 FROM deliveries d WHERE d.campaign_id = p_campaign AND d.status = 'batch'
                                                    AND d.id > s.settled AND d.id <= s.through))
     OR EXISTS (
         SELECT 1 FROM deliveries d
         WHERE d.campaign_id = p_campaign AND d.status = 'batch'
           AND d.id > coalesce((SELECT max(s.through) FROM delivery_spans s WHERE s.campaign_id = p_campaign), 0));
+
+-- Whether every batch row of the campaign is settled or written. With no
+-- queued or in-flight row, the campaign is done (CampaignStore.completeIfDone).
+CREATE FUNCTION herald_batch_done(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN NOT herald_batch_left(p_campaign, true);
+
+-- Whether a claim of the campaign's spans would find rows now (a run asks
+-- before it ends a campaign's sending: rows of a slice committed after its
+-- last claim are sent by it, not left to the next run).
+CREATE FUNCTION herald_spans_due(p_campaign bigint) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN herald_batch_left(p_campaign, false);

@@ -168,6 +168,45 @@ CREATE FUNCTION public.herald_are_public_keys(keys text[]) RETURNS boolean
 $$;
 
 --
+-- Name: runs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.runs (
+    id bigint NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    dry_run boolean DEFAULT false NOT NULL,
+    status text DEFAULT 'running'::text NOT NULL,
+    error text,
+    campaigns integer DEFAULT 0 NOT NULL,
+    targeted bigint DEFAULT 0 NOT NULL,
+    sent bigint DEFAULT 0 NOT NULL,
+    invalid bigint DEFAULT 0 NOT NULL,
+    failed bigint DEFAULT 0 NOT NULL,
+    retried bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL,
+    expired bigint DEFAULT 0 NOT NULL,
+    heartbeat_at timestamp with time zone,
+    requeued bigint DEFAULT 0 NOT NULL,
+    lease_expires_at timestamp with time zone,
+    claimed_campaigns bigint[] DEFAULT '{}'::bigint[] NOT NULL,
+    claimed_refreshes boolean DEFAULT false NOT NULL,
+    session_server timestamp with time zone,
+    session_at timestamp with time zone,
+    CONSTRAINT "run status must be running, succeeded, stopped or failed" CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'stopped'::text, 'failed'::text])))
+);
+
+--
+-- Name: herald_run_holds(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_run_holds(p_run bigint) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    RETURN ((p_run IS NOT NULL) AND (EXISTS (SELECT 1 FROM public.runs r WHERE ((r.id = herald_run_holds.p_run) AND (r.status = 'running'::text) AND (r.lease_expires_at >= now())))));
+
+--
 -- Name: deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -215,12 +254,20 @@ CREATE TABLE public.delivery_spans (
 );
 
 --
+-- Name: herald_batch_left(bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_batch_left(p_campaign bigint, p_held_too boolean) RETURNS boolean
+    LANGUAGE sql STABLE
+    RETURN ((EXISTS (SELECT 1 FROM public.delivery_spans s WHERE ((s.campaign_id = herald_batch_left.p_campaign) AND (s.settled < s.through) AND (herald_batch_left.p_held_too OR (NOT public.herald_run_holds(s.run_id))) AND (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_left.p_campaign) AND (d.status = 'batch'::text) AND (d.id > s.settled) AND (d.id <= s.through))))))) OR (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_left.p_campaign) AND (d.status = 'batch'::text) AND (d.id > COALESCE((SELECT max(s.through) AS max FROM public.delivery_spans s WHERE (s.campaign_id = herald_batch_left.p_campaign)), (0)::bigint))))));
+
+--
 -- Name: herald_batch_done(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_batch_done(p_campaign bigint) RETURNS boolean
     LANGUAGE sql STABLE
-    RETURN ((NOT (EXISTS (SELECT 1 FROM public.delivery_spans s WHERE ((s.campaign_id = herald_batch_done.p_campaign) AND (s.settled < s.through) AND (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_done.p_campaign) AND (d.status = 'batch'::text) AND (d.id > s.settled) AND (d.id <= s.through)))))))) AND (NOT (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_done.p_campaign) AND (d.status = 'batch'::text) AND (d.id > COALESCE((SELECT max(s.through) AS max FROM public.delivery_spans s WHERE (s.campaign_id = herald_batch_done.p_campaign)), (0)::bigint)))))));
+    RETURN (NOT public.herald_batch_left(p_campaign, true));
 
 --
 -- Name: herald_best_hours(); Type: FUNCTION; Schema: public; Owner: -
@@ -326,19 +373,6 @@ BEGIN
 END $$;
 
 --
--- Name: herald_campaign_archived_batch(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.herald_campaign_archived_batch() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-BEGIN
-    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign archived');
-    RETURN NULL;
-END $$;
-
---
 -- Name: herald_campaign_cancelled(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -349,19 +383,6 @@ CREATE FUNCTION public.herald_campaign_cancelled() RETURNS trigger
 BEGIN
     UPDATE deliveries SET status = 'cancelled', last_error = 'campaign cancelled', updated_at = now()
     WHERE campaign_id = NEW.id AND status = 'queued';
-    RETURN NULL;
-END $$;
-
---
--- Name: herald_campaign_cancelled_batch(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.herald_campaign_cancelled_batch() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO 'public', 'pg_temp'
-    AS $$
-BEGIN
-    PERFORM herald_close_batch(NEW.id, 'cancelled', 'campaign cancelled');
     RETURN NULL;
 END $$;
 
@@ -417,6 +438,19 @@ BEGIN
             USING ERRCODE = 'check_violation';
     END IF;
     RETURN NEW;
+END $$;
+
+--
+-- Name: herald_campaign_closed_batch(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_campaign_closed_batch() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM herald_close_batch(NEW.id, 'cancelled', TG_ARGV[0]);
+    RETURN NULL;
 END $$;
 
 --
@@ -1545,45 +1579,6 @@ CREATE FUNCTION public.herald_run_gone(p_run bigint, p_grace interval DEFAULT '0
 $$;
 
 --
--- Name: runs; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.runs (
-    id bigint NOT NULL,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    finished_at timestamp with time zone,
-    host text NOT NULL,
-    pid integer NOT NULL,
-    dry_run boolean DEFAULT false NOT NULL,
-    status text DEFAULT 'running'::text NOT NULL,
-    error text,
-    campaigns integer DEFAULT 0 NOT NULL,
-    targeted bigint DEFAULT 0 NOT NULL,
-    sent bigint DEFAULT 0 NOT NULL,
-    invalid bigint DEFAULT 0 NOT NULL,
-    failed bigint DEFAULT 0 NOT NULL,
-    retried bigint DEFAULT 0 NOT NULL,
-    skipped bigint DEFAULT 0 NOT NULL,
-    expired bigint DEFAULT 0 NOT NULL,
-    heartbeat_at timestamp with time zone,
-    requeued bigint DEFAULT 0 NOT NULL,
-    lease_expires_at timestamp with time zone,
-    claimed_campaigns bigint[] DEFAULT '{}'::bigint[] NOT NULL,
-    claimed_refreshes boolean DEFAULT false NOT NULL,
-    session_server timestamp with time zone,
-    session_at timestamp with time zone,
-    CONSTRAINT "run status must be running, succeeded, stopped or failed" CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'stopped'::text, 'failed'::text])))
-);
-
---
--- Name: herald_run_holds(bigint); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.herald_run_holds(p_run bigint) RETURNS boolean
-    LANGUAGE sql STABLE PARALLEL SAFE
-    RETURN ((p_run IS NOT NULL) AND (EXISTS (SELECT 1 FROM public.runs r WHERE ((r.id = herald_run_holds.p_run) AND (r.status = 'running'::text) AND (r.lease_expires_at >= now())))));
-
---
 -- Name: herald_run_lock_key(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1784,7 +1779,7 @@ END $$;
 
 CREATE FUNCTION public.herald_spans_due(p_campaign bigint) RETURNS boolean
     LANGUAGE sql STABLE
-    RETURN ((EXISTS (SELECT 1 FROM public.delivery_spans s WHERE ((s.campaign_id = herald_spans_due.p_campaign) AND (s.settled < s.through) AND (NOT public.herald_run_holds(s.run_id)) AND (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_spans_due.p_campaign) AND (d.status = 'batch'::text) AND (d.id > s.settled) AND (d.id <= s.through))))))) OR (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_spans_due.p_campaign) AND (d.status = 'batch'::text) AND (d.id > COALESCE((SELECT max(s.through) AS max FROM public.delivery_spans s WHERE (s.campaign_id = herald_spans_due.p_campaign)), (0)::bigint))))));
+    RETURN public.herald_batch_left(p_campaign, false);
 
 --
 -- Name: herald_store_checked_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text); Type: FUNCTION; Schema: public; Owner: -
@@ -4975,7 +4970,7 @@ CREATE TRIGGER campaigns_archive BEFORE UPDATE OF status ON public.campaigns FOR
 -- Name: campaigns campaigns_archived_batch; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'archived'::text) AND (old.status IS DISTINCT FROM 'archived'::text))) EXECUTE FUNCTION public.herald_campaign_archived_batch();
+CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'archived'::text) AND (old.status IS DISTINCT FROM 'archived'::text))) EXECUTE FUNCTION public.herald_campaign_closed_batch('campaign archived');
 
 --
 -- Name: campaigns campaigns_cancelled; Type: TRIGGER; Schema: public; Owner: -
@@ -4987,7 +4982,7 @@ CREATE TRIGGER campaigns_cancelled AFTER UPDATE OF status ON public.campaigns FO
 -- Name: campaigns campaigns_cancelled_batch; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_cancelled_batch();
+CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_closed_batch('campaign cancelled');
 
 --
 -- Name: campaigns campaigns_category_apps; Type: TRIGGER; Schema: public; Owner: -

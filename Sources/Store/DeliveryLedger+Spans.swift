@@ -19,6 +19,18 @@ public struct SpanClaim: Sendable, Hashable {
     }
 }
 
+/// A row of a span: its ledger id and its device (a settlement invalidates the device of a
+/// token APNs refused).
+public struct SpanRow: Sendable, Hashable {
+    public var id: Int64
+    public var deviceID: Int64
+
+    public init(id: Int64, deviceID: Int64) {
+        self.id = id
+        self.deviceID = deviceID
+    }
+}
+
 /// What one settlement writes for one span (Sql/0044, `herald_settle`): its new watermark, the
 /// rows that differ (answers that are not 200) and the rows in flight behind the watermark.
 public struct SpanSettlement: Sendable, Hashable {
@@ -27,24 +39,13 @@ public struct SpanSettlement: Sendable, Hashable {
     public var settled: Int64
     public var exceptions: [DeliveryOutcome]
     /// Sent and not answered: written `in_flight`, held by the run, answered row by row.
-    public var stragglers: [(id: Int64, deviceID: Int64)]
+    public var stragglers: [SpanRow]
 
-    public init(span: SpanClaim, settled: Int64, exceptions: [DeliveryOutcome] = [],
-                stragglers: [(id: Int64, deviceID: Int64)] = []) {
+    public init(span: SpanClaim, settled: Int64, exceptions: [DeliveryOutcome] = [], stragglers: [SpanRow] = []) {
         self.span = span
         self.settled = settled
         self.exceptions = exceptions
         self.stragglers = stragglers
-    }
-
-    public static func == (a: Self, b: Self) -> Bool {
-        a.span == b.span && a.settled == b.settled && a.exceptions == b.exceptions
-            && a.stragglers.map(\.id) == b.stragglers.map(\.id)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(span)
-        hasher.combine(settled)
     }
 }
 

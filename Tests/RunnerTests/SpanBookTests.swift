@@ -18,7 +18,7 @@ struct SpanBookTests {
     func inOrder() {
         var book = SpanBook()
         let span = SpanClaim(campaign: 7, after: 100, through: 107)
-        book.add(span, rows: [(101, 1010), (102, 1020), (104, 1040), (107, 1070)])
+        book.add(span, rows: [101, 102, 104, 107].map { SpanRow(id: $0, deviceID: $0 * 10) })
         let (settlements, rows) = book.settle([Self.outcome(101, .sent), Self.outcome(102, .failed), Self.outcome(104, .sent)])
         #expect(rows.isEmpty)
         #expect(settlements == [SpanSettlement(span: span, settled: 104, exceptions: [Self.outcome(102, .failed)])])
@@ -31,7 +31,7 @@ struct SpanBookTests {
     func straggler() {
         var book = SpanBook()
         let span = SpanClaim(campaign: 7, after: 0, through: 3)
-        book.add(span, rows: [(1, 10), (2, 20), (3, 30)])
+        book.add(span, rows: [1, 2, 3].map { SpanRow(id: $0, deviceID: $0 * 10) })
         let first = book.settle([Self.outcome(2, .sent)])
         #expect(first.settlements.count == 1)
         #expect(first.settlements[0].settled == 2 && first.settlements[0].stragglers.map(\.id) == [1])
@@ -45,7 +45,7 @@ struct SpanBookTests {
     func rowPathPassesThrough() {
         var book = SpanBook()
         let span = SpanClaim(campaign: 7, after: 10, through: 12)
-        book.add(span, rows: [(11, 1), (12, 2)])
+        book.add(span, rows: [SpanRow(id: 11, deviceID: 1), SpanRow(id: 12, deviceID: 2)])
         let (settlements, rows) = book.settle([Self.outcome(5, .sent), Self.outcome(11, .sent), Self.outcome(6, .invalid)])
         #expect(rows == [Self.outcome(5, .sent), Self.outcome(6, .invalid)])
         #expect(settlements == [SpanSettlement(span: span, settled: 11)])
@@ -97,7 +97,7 @@ struct SpanBookTests {
             }
             let span = SpanClaim(campaign: 1, after: after, through: id)
             spans.append((span, ids))
-            book.add(span, rows: ids.map { ($0, $0) })
+            book.add(span, rows: ids.map { SpanRow(id: $0, deviceID: $0) })
             order += ids
             after = id
         }

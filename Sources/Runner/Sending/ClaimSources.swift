@@ -70,20 +70,14 @@ struct CampaignClaims: ClaimSource {
                 try await ledger.spanRows(span, personal: inClaim ? variables : [])
             }
             snapshotting?.claimed(read: deliveries.count, empty: deliveries.isEmpty, slicesBefore: slicesBefore)
-            book.add(span, rows: deliveries.map { ($0.target.deliveryID, $0.deviceID) })
+            book.add(span, rows: deliveries.map { SpanRow(id: $0.target.deliveryID, deviceID: $0.deviceID) })
             if deliveries.isEmpty {
                 // A remainder whose rows were all written meanwhile: it ends at its bound.
                 try await writer.record([], settlements: [SpanSettlement(span: span, settled: span.through)], campaign: campaign)
                 continue
             }
             if !inClaim {
-                // Rows to be skipped draw no code.
-                var sendable = deliveries.filter { $0.skip == nil }
-                try await Self.readPersonalValues(&sendable, prepared: prepared, ledger: ledger, db: db, drawCodes: true)
-                let values = Dictionary(uniqueKeysWithValues: sendable.map { ($0.target.deliveryID, $0.target.personal) })
-                for i in deliveries.indices where deliveries[i].skip == nil {
-                    deliveries[i].target.personal = values[deliveries[i].target.deliveryID] ?? nil
-                }
+                try await Self.readPersonalValues(&deliveries, prepared: prepared, ledger: ledger, db: db, drawCodes: true)
             }
             return ClaimBatch(items: deliveries.map { CampaignItem(delivery: $0, sendAt: nil) }, end: cursor)
         }
@@ -124,8 +118,10 @@ struct CampaignClaims: ClaimSource {
     static func readPersonalValues(_ deliveries: inout [ClaimedDelivery], prepared: PreparedCampaign,
                                    ledger: DeliveryLedger, db: DatabaseRetry, drawCodes: Bool = false) async throws {
         let variables = prepared.builder.variables
-        guard !variables.isEmpty, !deliveries.isEmpty else { return }
-        let (campaign, ids) = (prepared.campaign.id, deliveries.map(\.target.deliveryID))
+        // A row to be skipped (`ClaimedDelivery.skip`) draws no code and reads no value.
+        let ids = deliveries.filter { $0.skip == nil }.map(\.target.deliveryID)
+        guard !variables.isEmpty, !ids.isEmpty else { return }
+        let campaign = prepared.campaign.id
         if drawCodes, variables.contains(.code), let pool = prepared.campaign.codePool {
             try await db("draw codes from the campaign's pool") { try await ledger.drawCodes(campaign: campaign, pool: pool, deliveries: ids) }
         }
@@ -261,7 +257,7 @@ struct CampaignClaims: ClaimSource {
 final class SpanBookBox: Sendable {
     private let book = NIOLockedValueBox(SpanBook())
 
-    func add(_ span: SpanClaim, rows: [(id: Int64, deviceID: Int64)]) {
+    func add(_ span: SpanClaim, rows: [SpanRow]) {
         book.withLockedValue { $0.add(span, rows: rows) }
     }
 

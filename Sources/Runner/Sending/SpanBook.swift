@@ -15,7 +15,7 @@ struct SpanBook {
     private struct Span {
         var claim: SpanClaim
         /// The span's rows in id order, with their devices.
-        var rows: [(id: Int64, deviceID: Int64)]
+        var rows: [SpanRow]
         /// Rows answered, or written as stragglers.
         var done: Set<Int64> = []
         /// The watermark asked for so far.
@@ -29,7 +29,7 @@ struct SpanBook {
     private var stragglers: Set<Int64> = []
 
     /// A span claimed, with its rows (in id order).
-    mutating func add(_ claim: SpanClaim, rows: [(id: Int64, deviceID: Int64)]) {
+    mutating func add(_ claim: SpanClaim, rows: [SpanRow]) {
         spans[claim.through] = Span(claim: claim, rows: rows, settled: claim.after)
         for row in rows { spanOf[row.id] = claim.through }
     }
@@ -57,7 +57,7 @@ struct SpanBook {
             let highest = outcomes.map(\.deliveryID).max() ?? span.settled
             let settled = max(span.settled, highest)
             for o in outcomes { span.done.insert(o.deliveryID) }
-            var late: [(id: Int64, deviceID: Int64)] = []
+            var late: [SpanRow] = []
             for row in span.rows where row.id <= settled && !span.done.contains(row.id) {
                 late.append(row)
                 span.done.insert(row.id)
@@ -73,15 +73,6 @@ struct SpanBook {
             }
         }
         return (settlements, rows)
-    }
-
-    /// A span another run took over (the settlement was refused): nothing more of it is written.
-    mutating func lost(_ claim: SpanClaim) {
-        guard let span = spans.removeValue(forKey: claim.through) else { return }
-        for row in span.rows {
-            spanOf[row.id] = nil
-            stragglers.remove(row.id)
-        }
     }
 
     /// Spans with rows not yet settled.
