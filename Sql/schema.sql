@@ -946,17 +946,18 @@ BEGIN
 END $$;
 
 --
--- Name: herald_delivery_partition(bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: herald_delivery_partition(bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.herald_delivery_partition(campaign bigint) RETURNS boolean
+CREATE FUNCTION public.herald_delivery_partition(campaign bigint, written_once boolean DEFAULT false) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     SET lock_timeout TO '5s'
     AS $$
 DECLARE
     part text := 'deliveries_c' || campaign;
-    opts text := (SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = 'public.deliveries_default'::regclass);
+    opts text := CASE WHEN written_once THEN 'fillfactor = 100'
+                      ELSE (SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = 'public.deliveries_default'::regclass) END;
 BEGIN
     IF campaign IS NULL THEN
         RETURN false;
@@ -977,7 +978,6 @@ BEGIN
             RETURN true;
         END IF;
         EXECUTE format('CREATE TABLE %I (LIKE deliveries INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)', part);
-        -- The storage parameters (a fillfactor) the other partitions have.
         IF opts IS NOT NULL THEN
             EXECUTE format('ALTER TABLE %I SET (%s)', part, opts);
         END IF;
@@ -1016,7 +1016,8 @@ CREATE FUNCTION public.herald_device_deleted() RETURNS trigger
 BEGIN
     LOCK TABLE replies IN SHARE ROW EXCLUSIVE MODE;
     DELETE FROM replies WHERE device_id IN (SELECT id FROM gone);
-    DELETE FROM deliveries WHERE device_id IN (SELECT id FROM gone);
+    DELETE FROM deliveries WHERE kind = 'campaign' AND device_id IN (SELECT id FROM gone);
+    DELETE FROM deliveries WHERE kind <> 'campaign' AND device_id IN (SELECT id FROM gone);
     RETURN NULL;
 END $$;
 
@@ -4604,12 +4605,6 @@ CREATE UNIQUE INDEX campaigns_widgets_once ON public.campaigns USING btree (widg
 CREATE INDEX conversions_user_event ON public.conversions USING btree (user_id, event, occurred_at);
 
 --
--- Name: deliveries_campaign_once; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE UNIQUE INDEX deliveries_campaign_once ON ONLY public.deliveries USING btree (campaign_id, device_id) WHERE (kind = 'campaign'::text);
-
---
 -- Name: deliveries_config_refresh_once; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -4628,22 +4623,28 @@ CREATE INDEX deliveries_default_campaign ON public.deliveries_default USING btre
 CREATE UNIQUE INDEX deliveries_default_campaign_id_device_id_config_etag_idx ON public.deliveries_default USING btree (campaign_id, device_id, config_etag) NULLS NOT DISTINCT WHERE (kind = 'config_refresh'::text);
 
 --
--- Name: deliveries_default_campaign_id_device_id_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: deliveries_device_campaign_once; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX deliveries_default_campaign_id_device_id_idx ON public.deliveries_default USING btree (campaign_id, device_id) WHERE (kind = 'campaign'::text);
+CREATE UNIQUE INDEX deliveries_device_campaign_once ON ONLY public.deliveries USING btree (device_id, campaign_id) WHERE (kind = 'campaign'::text);
 
 --
--- Name: deliveries_device; Type: INDEX; Schema: public; Owner: -
+-- Name: deliveries_default_device_id_campaign_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX deliveries_device ON ONLY public.deliveries USING btree (device_id);
+CREATE UNIQUE INDEX deliveries_default_device_id_campaign_id_idx ON public.deliveries_default USING btree (device_id, campaign_id) WHERE (kind = 'campaign'::text);
 
 --
--- Name: deliveries_default_device_id_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: deliveries_device_other; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX deliveries_default_device_id_idx ON public.deliveries_default USING btree (device_id);
+CREATE INDEX deliveries_device_other ON ONLY public.deliveries USING btree (device_id) WHERE (kind <> 'campaign'::text);
+
+--
+-- Name: deliveries_default_device_id_idx1; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX deliveries_default_device_id_idx1 ON public.deliveries_default USING btree (device_id) WHERE (kind <> 'campaign'::text);
 
 --
 -- Name: deliveries_refresh_open; Type: INDEX; Schema: public; Owner: -
@@ -4676,16 +4677,16 @@ CREATE INDEX deliveries_default_id_idx1 ON public.deliveries_default USING btree
 CREATE UNIQUE INDEX deliveries_refresh_campaign_id_device_id_config_etag_idx ON public.deliveries_refresh USING btree (campaign_id, device_id, config_etag) NULLS NOT DISTINCT WHERE (kind = 'config_refresh'::text);
 
 --
--- Name: deliveries_refresh_campaign_id_device_id_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: deliveries_refresh_device_id_campaign_id_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX deliveries_refresh_campaign_id_device_id_idx ON public.deliveries_refresh USING btree (campaign_id, device_id) WHERE (kind = 'campaign'::text);
+CREATE UNIQUE INDEX deliveries_refresh_device_id_campaign_id_idx ON public.deliveries_refresh USING btree (device_id, campaign_id) WHERE (kind = 'campaign'::text);
 
 --
--- Name: deliveries_refresh_device_id_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: deliveries_refresh_device_id_idx1; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX deliveries_refresh_device_id_idx ON public.deliveries_refresh USING btree (device_id);
+CREATE INDEX deliveries_refresh_device_id_idx1 ON public.deliveries_refresh USING btree (device_id) WHERE (kind <> 'campaign'::text);
 
 --
 -- Name: deliveries_refresh_id_idx; Type: INDEX; Schema: public; Owner: -
@@ -4790,16 +4791,16 @@ CREATE INDEX replies_campaign ON public.replies USING btree (campaign_id, action
 ALTER INDEX public.deliveries_config_refresh_once ATTACH PARTITION public.deliveries_default_campaign_id_device_id_config_etag_idx;
 
 --
--- Name: deliveries_default_campaign_id_device_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+-- Name: deliveries_default_device_id_campaign_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-ALTER INDEX public.deliveries_campaign_once ATTACH PARTITION public.deliveries_default_campaign_id_device_id_idx;
+ALTER INDEX public.deliveries_device_campaign_once ATTACH PARTITION public.deliveries_default_device_id_campaign_id_idx;
 
 --
--- Name: deliveries_default_device_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+-- Name: deliveries_default_device_id_idx1; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-ALTER INDEX public.deliveries_device ATTACH PARTITION public.deliveries_default_device_id_idx;
+ALTER INDEX public.deliveries_device_other ATTACH PARTITION public.deliveries_default_device_id_idx1;
 
 --
 -- Name: deliveries_default_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
@@ -4820,16 +4821,16 @@ ALTER INDEX public.deliveries_id ATTACH PARTITION public.deliveries_default_id_i
 ALTER INDEX public.deliveries_config_refresh_once ATTACH PARTITION public.deliveries_refresh_campaign_id_device_id_config_etag_idx;
 
 --
--- Name: deliveries_refresh_campaign_id_device_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+-- Name: deliveries_refresh_device_id_campaign_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-ALTER INDEX public.deliveries_campaign_once ATTACH PARTITION public.deliveries_refresh_campaign_id_device_id_idx;
+ALTER INDEX public.deliveries_device_campaign_once ATTACH PARTITION public.deliveries_refresh_device_id_campaign_id_idx;
 
 --
--- Name: deliveries_refresh_device_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -
+-- Name: deliveries_refresh_device_id_idx1; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
-ALTER INDEX public.deliveries_device ATTACH PARTITION public.deliveries_refresh_device_id_idx;
+ALTER INDEX public.deliveries_device_other ATTACH PARTITION public.deliveries_refresh_device_id_idx1;
 
 --
 -- Name: deliveries_refresh_id_idx; Type: INDEX ATTACH; Schema: public; Owner: -

@@ -106,7 +106,7 @@ public struct AudienceStore: Sendable {
             SELECT (snapshot_at IS NULL OR snapshot_through IS NOT NULL) AND status IN ('scheduled', 'running')
             FROM campaigns WHERE id = \(c.id)
             """, logger: logger).decode(Bool.self) where pending {
-            if try await !ensurePartition(campaign: c.id) {
+            if try await !ensurePartition(campaign: c.id, writtenOnce: spans && c.sendsBySpans) {
                 logger.warning("the campaign's ledger partition could not be made now (a lock was busy); its deliveries go to deliveries_default",
                                metadata: ["campaign": "\(c.id)"])
             }
@@ -240,10 +240,12 @@ public struct AudienceStore: Sendable {
     /// its own: the partition is made with locks a run must not hold while
     /// it writes. Returns false when the locks were busy and the campaign's
     /// rows go to the DEFAULT partition instead (correct, slower to prune).
-    /// Throws for a campaign whose ledger was pruned.
+    /// `writtenOnce`: the campaign is sent by ranges, so its partition is
+    /// made at fillfactor 100 (Sql/0046). Throws for a campaign whose ledger
+    /// was pruned.
     @discardableResult
-    public func ensurePartition(campaign: Int64) async throws -> Bool {
-        let rows = try await client.query("SELECT herald_delivery_partition(\(campaign))", logger: logger)
+    public func ensurePartition(campaign: Int64, writtenOnce: Bool = false) async throws -> Bool {
+        let rows = try await client.query("SELECT herald_delivery_partition(\(campaign), \(writtenOnce))", logger: logger)
         for try await made in rows.decode(Bool.self) { return made }
         return false
     }

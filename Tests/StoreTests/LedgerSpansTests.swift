@@ -37,6 +37,43 @@ struct LedgerSpansTests {
         }
     }
 
+    /// Sql/0046: a campaign row enters two indexes, `(id)` and the unique `(device_id, campaign_id)`;
+    /// a campaign sent by ranges is written once, at fillfactor 100; one sent row by row keeps 40.
+    @Test("a campaign row pays two index entries, and a campaign sent by ranges fills its pages")
+    func theIndexSetOfRowsWrittenOnce() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue + ";\n" + Fixtures.audience(count: 12) + ";\n"
+                + Fixtures.campaign(name: "Ranges") + ";\n" + Fixtures.campaign(name: "Rows"))
+            let stores = RunStores(client: client, logger: TestDatabase.logger)
+            for (name, spans) in [("Ranges", true), ("Rows", false)] {
+                let id = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = '\(name)'", as: Int64.self))
+                _ = try await stores.audience.snapshot(try await stores.campaigns.loadCampaign(id), start: true, spans: spans)
+                try await client.exec("ANALYZE deliveries_c\(id)")
+                let rows = try await client.scalar("SELECT count(*) FROM deliveries_c\(id)", as: Int64.self)
+                #expect(rows == 12)
+                // Index tuples over every index of the partition, as ANALYZE counts them (exactly, at this size).
+                let entries = try await client.scalar("""
+                    SELECT sum(c.reltuples)::int8 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                    WHERE i.indrelid = 'deliveries_c\(id)'::regclass
+                    """, as: Int64.self)
+                #expect(entries.map(Int.init) == 2 * 12, "\(name)")
+                let options = try await client.scalar("""
+                    SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = 'deliveries_c\(id)'::regclass
+                    """, as: String.self)
+                #expect(options == (spans ? "fillfactor=100" : "fillfactor=40"), "\(name)")
+            }
+            // A deleted device's rows go, whatever their kind.
+            let device = try #require(try await client.scalar("SELECT min(device_id) FROM deliveries", as: Int64.self))
+            try await client.exec("""
+                INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status)
+                SELECT 'test', campaign_id, device_id, user_id, 'failed' FROM deliveries WHERE device_id = \(device) LIMIT 1
+                """)
+            try await client.exec("DELETE FROM devices WHERE id = \(device)")
+            let left = try await client.scalar("SELECT count(*) FROM deliveries WHERE device_id = \(device)", as: Int64.self)
+            #expect(left == 0)
+        }
+    }
+
     @Test("herald_delivery_status gives the golden table's statuses")
     func effectiveStatusGoldenTable() async throws {
         try await TestDatabase.with { client, _ in
