@@ -2432,7 +2432,28 @@ UNION ALL
             x.marked_by,
             COALESCE(lag(x.mark) OVER (ORDER BY x.i), sp.after) AS low
            FROM UNNEST(sp.marks, sp.marked_at, sp.marked_by) WITH ORDINALITY x(mark, marked_at, marked_by, i)) m)
-     JOIN public.deliveries d ON (((d.campaign_id = sp.campaign_id) AND (d.id > m.low) AND (d.id <= m.mark) AND (d.status = 'batch'::text))))
+     CROSS JOIN LATERAL ( SELECT b.id,
+            b.campaign_id,
+            b.device_id,
+            b.user_id,
+            b.status,
+            b.not_before,
+            b.apns_id,
+            b.attempts,
+            b.last_error,
+            b.claimed_by,
+            b.created_at,
+            b.sent_at,
+            b.updated_at,
+            b.lease_expires_at,
+            b.kind,
+            b.config_etag,
+            b.prompted_by,
+            b.variant,
+            b.refresh_open
+           FROM public.deliveries b
+          WHERE ((b.campaign_id = sp.campaign_id) AND (b.id > m.low) AND (b.id <= m.mark) AND (b.status = 'batch'::text))
+         OFFSET 0) d)
 UNION ALL
  SELECT d.id,
     sp.campaign_id,
@@ -2462,7 +2483,28 @@ UNION ALL
    FROM (((public.delivery_spans sp
      LEFT JOIN public.runs r ON ((r.id = sp.run_id)))
      CROSS JOIN LATERAL ( SELECT public.herald_run_holds(sp.run_id) AS held) h)
-     JOIN public.deliveries d ON (((d.campaign_id = sp.campaign_id) AND (d.id > sp.settled) AND (d.id <= sp.through) AND (d.status = 'batch'::text))))
+     CROSS JOIN LATERAL ( SELECT b.id,
+            b.campaign_id,
+            b.device_id,
+            b.user_id,
+            b.status,
+            b.not_before,
+            b.apns_id,
+            b.attempts,
+            b.last_error,
+            b.claimed_by,
+            b.created_at,
+            b.sent_at,
+            b.updated_at,
+            b.lease_expires_at,
+            b.kind,
+            b.config_etag,
+            b.prompted_by,
+            b.variant,
+            b.refresh_open
+           FROM public.deliveries b
+          WHERE ((b.campaign_id = sp.campaign_id) AND (b.id > sp.settled) AND (b.id <= sp.through) AND (b.status = 'batch'::text))
+         OFFSET 0) d)
   WHERE (sp.settled < sp.through)
 UNION ALL
  SELECT d.id,
@@ -2489,7 +2531,28 @@ UNION ALL
                    FROM public.delivery_spans x
                   WHERE (x.campaign_id = c.id)) AS last
            FROM public.campaigns c) e
-     JOIN public.deliveries d ON (((d.campaign_id = e.campaign_id) AND (d.id > e.last) AND (d.status = 'batch'::text))));
+     CROSS JOIN LATERAL ( SELECT b.id,
+            b.campaign_id,
+            b.device_id,
+            b.user_id,
+            b.status,
+            b.not_before,
+            b.apns_id,
+            b.attempts,
+            b.last_error,
+            b.claimed_by,
+            b.created_at,
+            b.sent_at,
+            b.updated_at,
+            b.lease_expires_at,
+            b.kind,
+            b.config_etag,
+            b.prompted_by,
+            b.variant,
+            b.refresh_open
+           FROM public.deliveries b
+          WHERE ((b.campaign_id = e.campaign_id) AND (b.id > e.last) AND (b.status = 'batch'::text))
+         OFFSET 0) d);
 
 --
 -- Name: devices; Type: TABLE; Schema: public; Owner: -
