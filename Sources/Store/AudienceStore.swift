@@ -112,9 +112,12 @@ public struct AudienceStore: Sendable {
             }
         }
         let result = try await client.withTransaction(logger: logger) { conn -> (snapshot: SnapshotResult, analyze: Bool) in
+            // NO KEY: slices still exclude each other and every change of the
+            // campaign, but a span's claim (whose foreign key locks the row
+            // FOR KEY SHARE) no longer waits for a slice to commit.
             let statusRows = try await conn.query("""
                 SELECT status, snapshot_at IS NULL, snapshot_through, (SELECT max(id) FROM devices)
-                FROM campaigns WHERE id = \(c.id) FOR UPDATE
+                FROM campaigns WHERE id = \(c.id) FOR NO KEY UPDATE
                 """, logger: logger)
             var status = ""
             var fresh = false
