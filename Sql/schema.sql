@@ -4776,6 +4776,12 @@ CREATE INDEX delivery_id_ranges_campaign ON public.delivery_id_ranges USING btre
 CREATE INDEX delivery_id_ranges_ids ON public.delivery_id_ranges USING gist (ids);
 
 --
+-- Name: delivery_spans_open; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX delivery_spans_open ON public.delivery_spans USING btree (campaign_id, through) WHERE (settled < through);
+
+--
 -- Name: delivery_spans_run; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -94,4 +94,94 @@ struct LedgerReadersTests {
             #expect(cappedByRanges == cappedByRows && cappedByRows == sent && (sent ?? 0) > 30, "the users the frequency cap counts")
         }
     }
+
+    /// The columns a batch row leaves to its span (DESIGN, "The effective status").
+    static let derivedColumns = ["status", "sent_at", "apns_id", "attempts"]
+
+    /// The views and SQL-bodied functions that may read those columns of `deliveries` itself, and
+    /// why what they read there is the row's effective value.
+    static let rawReadersInSQL: [String: String] = [
+        "view public.delivery_status": "the one rule's view",
+        "view analyst.delivery_problems": "refusals, skips and cancels: written on the row, never a batch row's effective status",
+        "view analyst.lift": "held_out against the rest: written by the snapshot on the row",
+        "view analyst.config_refreshes": "config refreshes: never sent by ranges",
+        "view analyst.test_sends": "test sends: never sent by ranges",
+        "function public.herald_batch_left": "the spans' own count of batch rows",
+    ]
+
+    /// Fails when a view or function that PostgreSQL knows to read `deliveries.status` (or `sent_at`,
+    /// `apns_id`, `attempts`) is not `delivery_status` or named above with its reason: a new analyst
+    /// view reading the raw column would count a campaign sent by ranges as queued.
+    @Test("no view or SQL function reads a ledger row's raw status unless it is named with why that is its effective one")
+    func rawStatusReadersInSQL() async throws {
+        try await TestDatabase.with { client, _ in
+            let rows = try await client.query("""
+                SELECT DISTINCT CASE WHEN v.oid IS NOT NULL THEN 'view ' || nv.nspname || '.' || v.relname
+                                     ELSE 'function ' || np.nspname || '.' || p.proname END, a.attname::text
+                FROM pg_depend d
+                JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+                LEFT JOIN pg_rewrite r ON d.classid = 'pg_rewrite'::regclass AND r.oid = d.objid
+                LEFT JOIN pg_class v ON v.oid = r.ev_class
+                LEFT JOIN pg_namespace nv ON nv.oid = v.relnamespace
+                LEFT JOIN pg_proc p ON d.classid = 'pg_proc'::regclass AND p.oid = d.objid
+                LEFT JOIN pg_namespace np ON np.oid = p.pronamespace
+                WHERE d.refobjid = 'public.deliveries'::regclass AND a.attname::text = ANY (\(Self.derivedColumns))
+                  AND (v.oid IS NOT NULL OR p.oid IS NOT NULL)
+                """, logger: TestDatabase.logger)
+            var readers: [String: Set<String>] = [:]
+            for try await (reader, column) in rows.decode((String, String).self) { readers[reader, default: []].insert(column) }
+            for (reader, columns) in readers.sorted(by: { $0.key < $1.key }) {
+                #expect(Self.rawReadersInSQL[reader] != nil,
+                        "\(reader) reads deliveries.\(columns.sorted().joined(separator: ", ")) itself: read delivery_status, or name it here with why")
+            }
+            // Each named reader still exists, so a renamed one does not leave its reason behind.
+            for reader in Self.rawReadersInSQL.keys.sorted() { #expect(readers[reader] != nil, "\(reader) no longer reads the ledger") }
+        }
+    }
+
+    /// The statements in Sources that read those columns of `deliveries` itself, by file: how many,
+    /// and why each reads the row's own value.
+    static let rawReadersInSwift: [String: (statements: Int, why: String)] = [
+        "Store/DeliveryLedger.swift": (2, "the row path's claim and its next due row: queued and in-flight rows, never batch ones"),
+        "Store/DeliveryLedger+Personal.swift": (1, "the row path's claim of personal campaigns"),
+        "Store/DeliveryLedger+Spans.swift": (1, "a span's read of its own batch rows"),
+        "Store/ConfigRefreshStore.swift": (2, "config refreshes: never sent by ranges"),
+        "Store/CampaignStore.swift": (1, "completion: the row path's queued and in-flight rows, and herald_batch_left's for batch rows"),
+        "Store/AudienceStore.swift": (1, "the frequency cap: every row but a skipped one, whatever the span says"),
+        "Store/Prune.swift": (1, "the lift's arms: held_out, written on the row"),
+        "Store/WidgetStore.swift": (1, "a widget's audience: statuses a batch row never takes"),
+        "Demo/Purchases.swift": (1, "the demo's arms: held_out, written on the row"),
+    ]
+
+    /// Counts, in every SQL literal of Sources, the statements that read `deliveries` (the table,
+    /// not `delivery_status`) and name one of the columns a span decides; fails on a new one until
+    /// it is named above with its reason.
+    @Test("no statement in Sources reads a ledger row's raw status unless its file names why that is its effective one")
+    func rawStatusReadersInSwift() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        let table = try NSRegularExpression(pattern: #"\b(FROM|JOIN)\s+(ONLY\s+)?deliveries\b(?!_)"#)
+        let column = try NSRegularExpression(pattern: #"\b(\#(Self.derivedColumns.joined(separator: "|")))\b"#)
+        var found: [String: Int] = [:]
+        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)?
+            .compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" } ?? []
+        #expect(!files.isEmpty)
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            // The SQL: the odd pieces between multi-line string delimiters.
+            let pieces = text.components(separatedBy: "\"\"\"")
+            for (i, sql) in pieces.enumerated() where i % 2 == 1 {
+                let range = NSRange(sql.startIndex..., in: sql)
+                if table.firstMatch(in: sql, range: range) != nil, column.firstMatch(in: sql, range: range) != nil {
+                    let name = file.path.replacingOccurrences(of: sources.path + "/", with: "")
+                    found[name, default: 0] += 1
+                }
+            }
+        }
+        for (file, n) in found.sorted(by: { $0.key < $1.key }) {
+            #expect(n == Self.rawReadersInSwift[file]?.statements,
+                    "\(file): \(n) statements read deliveries' status or sent_at itself: read delivery_status, or name them with why")
+        }
+        for file in Self.rawReadersInSwift.keys.sorted() { #expect(found[file] != nil, "\(file) no longer reads the ledger") }
+    }
 }

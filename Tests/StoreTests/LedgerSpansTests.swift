@@ -400,6 +400,43 @@ struct LedgerSpansTests {
         }
     }
 
+    /// Sql/0048: a claim's takeover search and herald_batch_left read the campaign's open spans,
+    /// not every span before them (counted by PostgreSQL in the transaction: tuples read from
+    /// delivery_spans by index or by scan).
+    @Test("a claim finds a campaign's open span without reading its settled ones")
+    func theTakeoverSearchReadsOpenSpansOnly() async throws {
+        try await TestDatabase.with { client, _ in
+            let (campaign, _) = try await Self.setUp(client, devices: 10)
+            let run = try await Self.run(client)
+            // 2,000 settled spans, then one a gone run left open at its watermark.
+            try await client.exec("""
+                INSERT INTO delivery_spans (campaign_id, after, through, settled)
+                SELECT \(campaign), 1000000000 + (g - 1) * 1000, 1000000000 + g * 1000, 1000000000 + g * 1000
+                FROM generate_series(1, 2000) g;
+                INSERT INTO delivery_spans (campaign_id, after, through, settled)
+                VALUES (\(campaign), 1002000000, 1002001000, 1002000500);
+                ANALYZE delivery_spans
+                """)
+            let logger = TestDatabase.logger
+            let (span, read) = try await client.withTransaction(logger: logger) { conn -> (Span, Int64) in
+                var span = Span(live: false, takenOver: false)
+                for try await (live, after, through, taken) in try await conn.query(
+                    "SELECT * FROM herald_claim_span(\(campaign), \(run), 5, 60)", logger: logger).decode((Bool, Int64?, Int64?, Bool).self) {
+                    span = Span(live: live, after: after, through: through, takenOver: taken)
+                }
+                try await conn.query("SELECT herald_batch_left(\(campaign), true)", logger: logger)
+                var read: Int64 = -1
+                for try await n in try await conn.query("""
+                    SELECT coalesce(t.seq_tup_read, 0) + coalesce(t.idx_tup_fetch, 0)
+                    FROM pg_stat_xact_user_tables t WHERE t.relid = 'delivery_spans'::regclass
+                    """, logger: logger).decode(Int64.self) { read = n }
+                return (span, read)
+            }
+            #expect(span == Span(live: true, after: 1002000500, through: 1002001000, takenOver: true))
+            #expect(read >= 0 && read < 20, "tuples of delivery_spans read by the claim and herald_batch_left: \(read)")
+        }
+    }
+
     @Test("a member of herald_job claims, settles and releases spans, and reads delivery_status")
     func theJobRoleDoesItAll() async throws {
         try await TestDatabase.with { admin, config in
