@@ -1783,6 +1783,71 @@ CREATE FUNCTION public.herald_spans_due(p_campaign bigint) RETURNS boolean
     RETURN public.herald_batch_left(p_campaign, false);
 
 --
+-- Name: herald_step_state(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_step_state(p_campaign bigint) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_sale bigint;
+    v_step integer;
+    v_is_sale boolean;
+    v_key integer;
+    v_earlier bigint[];
+BEGIN
+    SELECT c.sale_id, c.sale_step, c.live_activity IS NOT NULL INTO v_sale, v_step, v_is_sale
+    FROM campaigns c WHERE c.id = p_campaign;
+    IF v_sale IS NULL THEN
+        -- Not a step. A sale's start holds the sale's shared lock, as its steps do.
+        IF v_is_sale THEN PERFORM pg_advisory_xact_lock_shared(4931, (p_campaign % 2147483647)::integer); END IF;
+        RETURN 'clear';
+    END IF;
+    v_key := (v_sale % 2147483647)::integer;
+    IF EXISTS (SELECT 1 FROM sale_step_gates WHERE campaign_id = p_campaign) THEN
+        PERFORM pg_advisory_xact_lock_shared(4931, v_key);
+    ELSE
+        -- The gate may open: under the exclusive lock, so that a claim of an earlier step
+        -- under way has committed (its rows read in flight) or has not begun (and will find
+        -- this gate open). Taken at once, never raised from the shared one.
+        PERFORM pg_advisory_xact_lock(4931, v_key);
+    END IF;
+    -- Each query of a volatile function sees what committed before it, the locks' holders too.
+    IF EXISTS (SELECT 1 FROM sale_step_gates g JOIN campaigns st ON st.id = g.campaign_id
+               WHERE st.sale_id = v_sale AND st.sale_step > v_step) THEN
+        RETURN 'superseded';
+    END IF;
+    IF EXISTS (SELECT 1 FROM sale_step_gates WHERE campaign_id = p_campaign) THEN
+        RETURN 'clear';
+    END IF;
+    v_earlier := ARRAY(SELECT v_sale UNION ALL SELECT id FROM campaigns WHERE sale_id = v_sale AND sale_step < v_step);
+    -- A run names each campaign it claimed deliveries of (runs.claimed_campaigns): only the
+    -- live runs that claimed an earlier step have their rows looked at.
+    IF EXISTS (
+        SELECT 1 FROM runs r
+        WHERE r.status = 'running' AND r.lease_expires_at >= now() AND r.claimed_campaigns && v_earlier
+          AND EXISTS (SELECT 1 FROM delivery_status d
+                      WHERE d.campaign_id = ANY (v_earlier) AND d.status = 'in_flight' AND d.claimed_by = r.id))
+    OR EXISTS (
+        SELECT 1 FROM channel_pushes cp JOIN runs r ON r.id = cp.claimed_by
+        WHERE cp.campaign_id = ANY (v_earlier) AND cp.status = 'in_flight'
+          AND r.status = 'running' AND r.lease_expires_at >= now())
+    THEN
+        RETURN 'waits';
+    END IF;
+    INSERT INTO sale_step_gates (campaign_id) VALUES (p_campaign) ON CONFLICT DO NOTHING;
+    RETURN 'clear';
+END;
+$$;
+
+--
+-- Name: FUNCTION herald_step_state(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_step_state(p_campaign bigint) IS 'whether a sale''s step may be claimed now: clear, waits (an earlier step is in flight under a live lease) or superseded (a later step''s gate is open); opens the gate when clear';
+
+--
 -- Name: herald_store_checked_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3234,12 +3299,18 @@ CREATE TABLE public.live_activities (
     confirmed_at timestamp with time zone,
     registered_at timestamp with time zone DEFAULT now() NOT NULL,
     ended_at timestamp with time zone,
-    CONSTRAINT "activity channel_id must be base64, at most 64 characters" CHECK ((channel_id ~ '^[A-Za-z0-9+/]{1,62}={0,2}$'::text)),
+    CONSTRAINT "activity channel_id must be base64" CHECK ((channel_id ~ '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$'::text)),
     CONSTRAINT "activity confirmed_step must be 0 or more" CHECK ((confirmed_step >= 0)),
     CONSTRAINT "activity started_by must be push or app" CHECK ((started_by = ANY (ARRAY['push'::text, 'app'::text]))),
     CONSTRAINT "activity update_token must be hex, 64 to 200 characters" CHECK ((update_token ~ '^[0-9a-f]{64,200}$'::text)),
     CONSTRAINT "an activity has an update token or a channel, not both" CHECK (((update_token IS NULL) <> (channel_id IS NULL)))
 );
+
+--
+-- Name: COLUMN live_activities.channel_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.live_activities.channel_id IS 'the broadcast channel the activity listens on, base64 of any size as APNs made it';
 
 --
 -- Name: live_activity_steps; Type: VIEW; Schema: analyst; Owner: -
@@ -3294,7 +3365,7 @@ CREATE TABLE public.activity_channels (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     deleted_at timestamp with time zone,
     CONSTRAINT "channel environment must be production or sandbox" CHECK ((environment = ANY (ARRAY['production'::text, 'sandbox'::text]))),
-    CONSTRAINT "channel_id must be base64, at most 64 characters" CHECK ((channel_id ~ '^[A-Za-z0-9+/]{1,62}={0,2}$'::text))
+    CONSTRAINT "channel_id must not be empty" CHECK ((channel_id <> ''::text))
 );
 
 --
@@ -3302,6 +3373,12 @@ CREATE TABLE public.activity_channels (
 --
 
 COMMENT ON TABLE public.activity_channels IS 'the broadcast channels Herald made for a Live Activity sale (one per app and environment)';
+
+--
+-- Name: COLUMN activity_channels.channel_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.activity_channels.channel_id IS 'the id APNs answered (apns-channel-id), recorded as it came so the channel is always deleted';
 
 --
 -- Name: live_activities; Type: VIEW; Schema: analyst; Owner: -
@@ -4098,6 +4175,21 @@ CREATE SEQUENCE public.runs_id_seq
 ALTER SEQUENCE public.runs_id_seq OWNED BY public.runs.id;
 
 --
+-- Name: sale_step_gates; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sale_step_gates (
+    campaign_id bigint NOT NULL,
+    opened_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE sale_step_gates; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sale_step_gates IS 'a sale''s step whose gate is open: no earlier step of its sale was in flight, and none is claimed again';
+
+--
 -- Name: sale_stock; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4555,6 +4647,13 @@ ALTER TABLE ONLY public.replies
 
 ALTER TABLE ONLY public.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (id);
+
+--
+-- Name: sale_step_gates sale_step_gates_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sale_step_gates
+    ADD CONSTRAINT sale_step_gates_pkey PRIMARY KEY (campaign_id);
 
 --
 -- Name: sale_stock sale_stock_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5442,6 +5541,13 @@ ALTER TABLE ONLY public.pruned_test_deliveries
 
 ALTER TABLE ONLY public.push_to_start_tokens
     ADD CONSTRAINT push_to_start_tokens_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.devices(id) ON DELETE CASCADE;
+
+--
+-- Name: sale_step_gates sale_step_gates_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sale_step_gates
+    ADD CONSTRAINT sale_step_gates_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id) ON DELETE CASCADE;
 
 --
 -- Name: sale_stock sale_stock_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

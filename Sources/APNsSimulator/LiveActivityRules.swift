@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// What APNs checks of the push types beside alerts (DESIGN, contract 10): the topic suffix of
 /// each, the `aps` keys a Live Activity event needs, broadcast's own rules. Pure values, so each
@@ -51,10 +52,8 @@ enum PushTypeRules {
         (aps["content-changed"] as? Bool) == true ? nil : "needs \"content-changed\": true"
     }
 
-    /// A channel id as APNs makes them: base64 (of 16 random bytes here).
-    static func isChannelID(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 64 && Data(base64Encoded: text) != nil
-    }
+    /// A channel id as APNs makes them: base64, of no stated size.
+    static func isChannelID(_ text: String) -> Bool { ChannelID.isUsable(text) }
 }
 
 /// The broadcast channels the simulator made, per bundle id, and the devices whose activities

@@ -76,6 +76,9 @@ public struct SimulatorConfiguration: Sendable {
     /// Channels an app may have at once (APNs: 10,000); a create past it is refused
     /// `CannotCreateChannelConfig`.
     public var channelsPerApp = 10_000
+    /// The random bytes of a channel id it makes (base64, so 16 bytes are 24 characters).
+    /// Apple states no size, so tests make ids longer than any a client might assume.
+    public var channelIDBytes = 16
     /// Append-only JSON lines of accepted notifications.
     public var acceptedLogPath: String?
     /// Keep accepted notifications in memory for `accepted` (tests); off for long runs.

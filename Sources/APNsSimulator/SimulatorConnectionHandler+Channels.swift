@@ -62,8 +62,7 @@ extension SimulatorConnectionHandler {
                 let policy = object["message-storage-policy"] as? Int, policy == 0 || policy == 1,
                 object["push-type"] as? String == "LiveActivity"
             else { return .reject(400, "BadRequestParams") }
-            var bytes: [UInt8] = []
-            for _ in 0..<2 { withUnsafeBytes(of: UInt64.random(in: .min ... .max, using: &state.random)) { bytes += $0 } }
+            let bytes = (0..<max(1, state.configuration.channelIDBytes)).map { _ in UInt8.random(in: .min ... .max, using: &state.random) }
             let id = Data(bytes).base64EncodedString()
             guard state.channels.create(bundle: bundle, storagePolicy: policy, id: id, limit: state.configuration.channelsPerApp) else {
                 return .reject(400, "CannotCreateChannelConfig")

@@ -63,8 +63,8 @@ public enum ActivityRegistrationRules {
         if fields["token"] != nil { activity.updateToken = try hexToken(fields["token"], field: "token") }
         if let value = fields["channel"] {
             guard let channel = value.stringValue else { throw .malformed("\"channel\" must be a text") }
-            // Padded base64, at most 64 characters: the document's pattern, and what APNs makes.
-            guard (4...64).contains(channel.utf8.count), channel.utf8.count % 4 == 0, Data(base64Encoded: channel) != nil else {
+            // Padded base64 of any size, as APNs makes them (Apple states no size): the document's pattern.
+            guard ChannelID.isUsable(channel) else {
                 throw .invalid("bad_channel", "\"channel\" must be the channel id as APNs made it (base64)")
             }
             activity.channel = channel

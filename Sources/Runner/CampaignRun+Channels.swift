@@ -25,7 +25,14 @@ extension CampaignRun {
                 attempt += 1
                 do {
                     let channel = try await channels.create(key)
-                    if try await db("record the sale's channel", { try await activities.recordChannel(sale: sale, key: key, channel: channel) }) {
+                    // Recorded as APNs answered it before anything else can fail: a recorded
+                    // channel is deleted once its sale ends or fails (`deleteEndedChannels`).
+                    if try await record(channel, key: key, sale: sale) {
+                        guard ChannelID.isUsable(channel) else {
+                            throw CampaignProblem(
+                                "live_activity.channel: APNs answered \(options.apps.describe(app: key.app, environment: key.environment)) with a broadcast channel id that is not base64 (\(ChannelID.excerpt(channel))), which no device can subscribe to; the sale fails before any device is started and the channel is deleted. Report it to Apple, then schedule the sale again",
+                                personNeeded: true)
+                        }
                         made[key] = channel
                         logger.notice("broadcast channel made", metadata: [
                             "app": "\(key.app)", "environment": "\(key.environment.rawValue)", "channel": "\(channel)",
@@ -47,11 +54,28 @@ extension CampaignRun {
                     ])
                     return nil
                 } catch let failure as APNsChannelClient.Failure {
-                    throw CampaignProblem("live_activity.channel: \(options.apps.describe(app: key.app, environment: key.environment)) could not make the sale's broadcast channel: \(failure)")
+                    throw CampaignProblem("live_activity.channel: \(options.apps.describe(app: key.app, environment: key.environment)) could not make the sale's broadcast channel: \(failure)",
+                                          personNeeded: true)
                 }
             }
         }
         return made
+    }
+
+    /// Records a channel APNs made (false: another run recorded one first). A refusal of the
+    /// database's own (not a lost connection, which `db` retries) deletes the channel from APNs
+    /// at once, since nothing else would, and fails the sale with words a person can act on.
+    private func record(_ channel: String, key: ChannelKey, sale: Int64) async throws -> Bool {
+        guard let channels else { return false }
+        let activities = stores.liveActivities
+        do {
+            return try await db("record the sale's channel") { try await activities.recordChannel(sale: sale, key: key, channel: channel) }
+        } catch where DatabaseFault(error).isCampaignsOwn {
+            try? await channels.delete(key, channel: channel)
+            throw CampaignProblem(
+                "live_activity.channel: the broadcast channel APNs made for \(options.apps.describe(app: key.app, environment: key.environment)) could not be recorded (\(ChannelID.excerpt(channel)), \(channel.utf8.count) characters), so it was deleted again and the sale fails before any device is started; the database's migrations may be older than this herald (run herald migrate), then schedule the sale again",
+                personNeeded: true)
+        }
     }
 
     /// Attempts at making a channel within one run before the sale waits for the next.

@@ -259,14 +259,8 @@ public struct CampaignRun: Sendable {
             if let sale = due.campaign.saleID, let step = due.campaign.saleStep {
                 // A step of a Live Activity sale: its sale's steps, its audience the sale's activities.
                 prepared.activity = try await saleStep(sale: sale, step: step)
+                // Its rows are claimed once no earlier step is in flight (Sql/0050): written now.
                 let activities = stores.liveActivities
-                // The step before this one finishes what it has on the wire first (at most a lease).
-                let clock = ContinuousClock()
-                let deadline = clock.now + options.lease
-                while !dryRun, clock.now < deadline,
-                      try await db("wait for the step before", { try await activities.earlierStepInFlight(sale: sale, number: step) }) {
-                    try await Task.sleep(for: .milliseconds(200))
-                }
                 snap = try await db("snapshot the step's activities") {
                     try await activities.snapshotStep(id, sale: sale, start: !dryRun)
                 }
@@ -314,6 +308,7 @@ public struct CampaignRun: Sendable {
                 try await sendWhileSnapshotting(due, prepared, summary: &summary, state: &state, logger: logger)
             }
         } catch let problem as CampaignProblem {
+            summary.personNeeded = problem.personNeeded
             try await fail(&summary, reason: problem.message, logger: logger)
         } catch let error as StoreError {
             try await fail(&summary, reason: error.message, logger: logger)

@@ -9,7 +9,7 @@ extension RunSummary {
     /// campaigns went out).
     public var exitStatus: Int32 {
         if interruption != nil { return JobLifecycle.tempFail }
-        return refusedApps.isEmpty ? 0 : 1
+        return refusedApps.isEmpty && !campaigns.contains(where: \.personNeeded) ? 0 : 1
     }
 
     public var report: String {

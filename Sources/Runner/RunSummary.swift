@@ -35,6 +35,8 @@ public struct CampaignSummary: Sendable, Hashable {
     public var printed = 0
     public var completed = false
     public var failure: String?
+    /// The failure needs an operator (exit status 1), not a change to the campaign.
+    public var personNeeded = false
 }
 
 public struct RunSummary: Sendable {
@@ -51,7 +53,8 @@ public struct RunSummary: Sendable {
     /// Set when the run ended early with work left (exit status 75).
     public var interruption: RunInterruption?
     /// Apps whose APNs credential was refused in this run, each with why
-    /// (their campaigns failed with it; exit status 1: a person is needed).
+    /// (their campaigns failed with it; exit status 1: a person is needed, as for a campaign
+    /// whose failure is `personNeeded`).
     public var refusedApps: [String: String] = [:]
 
     public var rate: Double {

@@ -184,7 +184,7 @@ public struct DeliveryLedger: Sendable {
                                              ELSE claimed_campaigns || \(campaign)::bigint END
                 WHERE id = \(run) AND status = 'running'
                   AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running')
-                              AND herald_approved(c.id))
+                              AND herald_approved(c.id) AND herald_step_state(c.id) = 'clear')
                 RETURNING id
             ), win AS MATERIALIZED (
                 SELECT d.ctid AS tid, d.id, d.status, d.not_before, d.claimed_by FROM deliveries d
@@ -365,17 +365,26 @@ public struct DeliveryLedger: Sendable {
     }
 
     /// How long until the campaign's next queued delivery may be sent, when
-    /// one is queued at all (a backoff, quiet hours).
+    /// one is queued at all (a backoff, quiet hours). A sale's step whose
+    /// earlier step is still in flight is looked at again after `stepPoll`;
+    /// one a later step superseded has nothing left to send (`herald_step_state`).
     public func nextDue(campaign: Int64, excludingApps apps: [String] = []) async throws -> Duration? {
+        let poll = Double(Self.stepPoll.components.seconds) + Double(Self.stepPoll.components.attoseconds) / 1e18
         let rows = try await client.query("""
-            SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8
-            FROM deliveries d WHERE d.campaign_id = \(campaign) AND d.status = 'queued'
-              AND \(unescaped: Self.notOfApps("d", apps))
-            HAVING count(*) > 0
+            SELECT CASE s.state WHEN 'superseded' THEN NULL WHEN 'waits' THEN greatest(q.wait, \(poll)) ELSE q.wait END
+            FROM (SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8 AS wait
+                  FROM deliveries d WHERE d.campaign_id = \(campaign) AND d.status = 'queued'
+                    AND \(unescaped: Self.notOfApps("d", apps))
+                  HAVING count(*) > 0) q,
+                 LATERAL (SELECT herald_step_state(\(campaign)) AS state) s
             """, logger: logger)
-        for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }
+        for try await seconds in rows.decode(Double?.self) { return seconds.map { .milliseconds(Int64($0 * 1000)) } }
         return nil
     }
+
+    /// How often a sale's step waiting for an earlier one is looked at again. It only decides
+    /// when to look: the order is the claim's (`herald_step_state`), whatever the time.
+    public static let stepPoll = Duration.milliseconds(250)
 
     /// The campaign's queued deliveries by their device's app.
     public func queuedByApp(campaign: Int64) async throws -> [String: Int] {

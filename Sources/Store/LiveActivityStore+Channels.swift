@@ -81,6 +81,13 @@ extension LiveActivityStore {
     /// step has superseded is expired instead: nothing older goes after something newer.
     public func claimChannelPushes(step: Int64, run: Int64) async throws -> [ChannelPush] {
         try await client.withTransaction(logger: logger) { conn in
+            // A step whose earlier step is in flight, or that a later one superseded, claims
+            // nothing (Sql/0050); the sale's lock is held until this transaction ends.
+            var state = "clear"
+            for try await s in try await conn.query("SELECT herald_step_state(\(step))", logger: logger).decode(String.self) {
+                state = s
+            }
+            guard state == "clear" else { return [] }
             try await conn.query("""
                 UPDATE channel_pushes cp SET status = 'expired', last_error = 'superseded by the next step before it was sent',
                        updated_at = now()
@@ -130,10 +137,17 @@ extension LiveActivityStore {
         }
     }
 
-    /// When the step's next channel push is due (nil: none is left to send).
+    /// When the step's next channel push is due (nil: none is left to send, or a later step
+    /// superseded this one); a step waiting for an earlier one is looked at again after
+    /// `DeliveryLedger.stepPoll`.
     public func nextChannelPush(step: Int64) async throws -> Date? {
+        let poll = Double(DeliveryLedger.stepPoll.components.seconds) + Double(DeliveryLedger.stepPoll.components.attoseconds) / 1e18
         for try await next in try await client.query("""
-            SELECT min(next_attempt_at) FROM channel_pushes WHERE campaign_id = \(step) AND status IN ('queued', 'in_flight')
+            SELECT CASE s.state WHEN 'superseded' THEN NULL
+                                WHEN 'waits' THEN greatest(q.next, now() + make_interval(secs => \(poll))) ELSE q.next END
+            FROM (SELECT min(next_attempt_at) AS next FROM channel_pushes
+                  WHERE campaign_id = \(step) AND status IN ('queued', 'in_flight')) q,
+                 LATERAL (SELECT herald_step_state(\(step)) AS state) s
             """, logger: logger).decode(Date?.self) {
             return next
         }

@@ -75,26 +75,6 @@ public struct LiveActivityStore: Sendable {
         return result
     }
 
-    /// Whether the step before step `number` of `sale` still has pushes in flight under a live
-    /// run's lease: step `number` waits for them, so no device is sent an older step after a newer one.
-    public func earlierStepInFlight(sale: Int64, number: Int) async throws -> Bool {
-        let previous = Int32(number - 1)
-        for try await busy in try await client.query("""
-            SELECT EXISTS (
-                SELECT 1 FROM delivery_status d JOIN runs r ON r.id = d.claimed_by
-                WHERE d.campaign_id = CASE WHEN \(previous) = 0 THEN \(sale)
-                                           ELSE (SELECT id FROM campaigns WHERE sale_id = \(sale) AND sale_step = \(previous)) END
-                  AND d.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at >= now())
-                OR EXISTS (
-                SELECT 1 FROM channel_pushes cp JOIN campaigns st ON st.id = cp.campaign_id JOIN runs r ON r.id = cp.claimed_by
-                WHERE st.sale_id = \(sale) AND st.sale_step = \(previous)
-                  AND cp.status = 'in_flight' AND r.status = 'running' AND r.lease_expires_at >= now())
-            """, logger: logger).decode(Bool.self) {
-            return busy
-        }
-        return false
-    }
-
     /// What is left of the sale's stock, as the marketer's system last wrote it (nil: never).
     public func stockLeft(sale: Int64) async throws -> Int? {
         for try await n in try await client.query("SELECT stock_left FROM sale_stock WHERE campaign_id = \(sale)",

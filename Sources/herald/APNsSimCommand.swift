@@ -64,6 +64,9 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-streams"), help: "SETTINGS_MAX_CONCURRENT_STREAMS once a token is accepted.")
     var maxStreams = 1000
 
+    @Option(name: .customLong("channel-id-bytes"), help: "Random bytes in each broadcast channel id it makes (base64; Apple states no size).")
+    var channelIDBytes = 16
+
     @Option(help: "Append accepted notifications to this file as JSON lines.")
     var log: String?
 
@@ -163,6 +166,7 @@ struct APNsSimCommand: AsyncParsableCommand {
             apps: apps
         )
         configuration.channelsPort = channelsPort ?? (port == 0 ? 0 : port + 1)
+        configuration.channelIDBytes = channelIDBytes
         let simulator = try APNsSimulator(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         // Bound before the service group runs, so the settings below carry the port.
         let boundPort = try await simulator.start()

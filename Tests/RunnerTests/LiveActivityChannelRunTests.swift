@@ -15,11 +15,14 @@ import Testing
 struct LiveActivityChannelRunTests {
     static let setup = LiveActivityRunTests.setup.replacingOccurrences(of: "'dismiss_after', 60,", with: "'dismiss_after', 60, 'channel', true,")
 
+    /// Apple states no size for a channel id: the simulator hands out 80 characters (60 bytes).
+    static func longChannelIDs(_ configuration: inout SimulatorConfiguration) { configuration.channelIDBytes = 60 }
+
     @Test func theSaleStartsOnItsChannelAndEachStepIsBroadcastOnce() async throws {
         try await TestDatabase.with { client, _ in
             let sale = try await LiveActivityRunTests.sale(client, setup: Self.setup)
             let store = LiveActivityStore(client: client, logger: TestDatabase.logger)
-            try await withSimulator { sim in
+            try await withSimulator(customize: Self.longChannelIDs) { sim in
                 // The start: the channel first, then each push-to-start subscribing to it.
                 let first = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(first.figures.sent == 30)
@@ -27,6 +30,7 @@ struct LiveActivityChannelRunTests {
                 let channel = try #require(try await client.scalar(
                     "SELECT channel_id FROM activity_channels WHERE campaign_id = \(sale) AND app = 'default' AND environment = 'production'",
                     as: String.self))
+                #expect(channel.utf8.count == 80)
                 let starts = await sim.simulator.accepted.filter { $0.headers["apns-push-type"] == "liveactivity" }
                 #expect(starts.count == 20)
                 #expect(starts.allSatisfy { LiveActivityRunTests.aps($0)["input-push-channel"] as? String == channel })
@@ -119,10 +123,38 @@ struct LiveActivityChannelRunTests {
             try await withSimulator(customize: { $0.channelsPerApp = 0 }) { sim in
                 let summary = try await sendRun(client, apns: sim.clientConfiguration)
                 #expect(summary.figures.sent == 0)
+                #expect(summary.exitStatus == 1, "a person is needed")
                 #expect(await sim.simulator.accepted.isEmpty)
                 let reason = try await client.scalar("SELECT failure_reason FROM campaigns WHERE live_activity IS NOT NULL", as: String.self)
                 #expect(reason == "live_activity.channel: app default (credential: the APNS_* settings) could not make the sale's broadcast channel: APNs answered 400 CannotCreateChannelConfig",
                         "\(reason ?? "none")")
+            }
+        }
+    }
+
+    /// A database that refuses the id APNs answered (here a schema older than the binary, which
+    /// held ids to 64 characters): the channel is deleted from APNs at once, the sale fails with
+    /// words a person can act on (no SQLSTATE) before any device is started, and the run exits 1.
+    @Test func aChannelTheDatabaseRefusesIsDeletedAndFailsTheSaleBeforeAnyDeviceIsStarted() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 10))
+            try await client.exec(Self.setup)
+            try await client.exec("""
+                ALTER TABLE activity_channels ADD CONSTRAINT "channel_id must be base64, at most 64 characters"
+                    CHECK (channel_id ~ '^[A-Za-z0-9+/]{1,62}={0,2}$')
+                """)
+            try await withSimulator(customize: Self.longChannelIDs) { sim in
+                let summary = try await sendRun(client, apns: sim.clientConfiguration)
+                #expect(summary.figures.sent == 0)
+                #expect(summary.exitStatus == 1, "a person is needed")
+                #expect(await sim.simulator.accepted.isEmpty, "no device was started, none got the alert")
+                #expect(await sim.simulator.stats.channelsCreated == 1)
+                #expect(await sim.simulator.stats.channelsDeleted == 1, "the channel APNs made is not left behind")
+                let reason = try #require(try await client.scalar("SELECT failure_reason FROM campaigns WHERE live_activity IS NOT NULL", as: String.self))
+                #expect(reason.hasPrefix("live_activity.channel: the broadcast channel APNs made for app default (credential: the APNS_* settings) could not be recorded"), "\(reason)")
+                #expect(reason.contains("80 characters") && reason.contains("herald migrate"), "\(reason)")
+                #expect(!reason.contains("SQLSTATE") && !reason.contains("violates"), "\(reason)")
             }
         }
     }
