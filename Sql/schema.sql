@@ -2650,6 +2650,33 @@ CREATE TABLE public.devices (
 );
 
 --
+-- Name: live_activities; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.live_activities (
+    campaign_id bigint NOT NULL,
+    device_id bigint NOT NULL,
+    update_token text,
+    channel_id text,
+    started_by text NOT NULL,
+    confirmed_step integer,
+    confirmed_at timestamp with time zone,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    ended_at timestamp with time zone,
+    CONSTRAINT "activity channel_id must be base64" CHECK ((channel_id ~ '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$'::text)),
+    CONSTRAINT "activity confirmed_step must be 0 or more" CHECK ((confirmed_step >= 0)),
+    CONSTRAINT "activity started_by must be push or app" CHECK ((started_by = ANY (ARRAY['push'::text, 'app'::text]))),
+    CONSTRAINT "activity update_token must be hex, 64 to 200 characters" CHECK ((update_token ~ '^[0-9a-f]{64,200}$'::text)),
+    CONSTRAINT "an activity has an update token or a channel, not both" CHECK (((update_token IS NULL) <> (channel_id IS NULL)))
+);
+
+--
+-- Name: COLUMN live_activities.channel_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.live_activities.channel_id IS 'the broadcast channel the activity listens on, base64 of any size as APNs made it';
+
+--
 -- Name: pruned_delivery_counts; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2715,7 +2742,14 @@ CREATE VIEW analyst.apps AS
                 UNION
                  SELECT replies.delivery_id,
                     replies.device_id
-                   FROM public.replies) x
+                   FROM public.replies
+                UNION
+                 SELECT d.id,
+                    d.device_id
+                   FROM ((public.delivery_status d
+                     JOIN public.campaigns st ON ((st.id = d.campaign_id)))
+                     JOIN public.live_activities la ON (((la.campaign_id = COALESCE(st.sale_id, st.id)) AND (la.device_id = d.device_id))))
+                  WHERE ((d.kind = 'campaign'::text) AND (d.status = 'sent'::text) AND ((st.live_activity IS NOT NULL) OR (st.sale_id IS NOT NULL)) AND ((st.sale_id IS NULL) OR (la.confirmed_step >= st.sale_step)))) x
              JOIN public.devices dv ON ((dv.id = x.device_id)))
           GROUP BY dv.app
         ), answered AS (
@@ -2847,7 +2881,8 @@ CREATE VIEW analyst.campaign_funnel AS
     round(((100.0 * (COALESCE(r.responding_devices, (0)::bigint))::numeric) / (NULLIF(d.sent, 0))::numeric), 1) AS response_rate_pct
    FROM ((public.campaigns c
      LEFT JOIN d ON ((d.campaign_id = c.id)))
-     LEFT JOIN r ON ((r.campaign_id = c.id)));
+     LEFT JOIN r ON ((r.campaign_id = c.id)))
+  WHERE (c.sale_id IS NULL);
 
 --
 -- Name: campaign_status_changes; Type: TABLE; Schema: public; Owner: -
@@ -3286,33 +3321,6 @@ CREATE TABLE public.channel_pushes (
 COMMENT ON TABLE public.channel_pushes IS 'a sale''s update or end sent once to each of its channels (the step''s campaign row)';
 
 --
--- Name: live_activities; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.live_activities (
-    campaign_id bigint NOT NULL,
-    device_id bigint NOT NULL,
-    update_token text,
-    channel_id text,
-    started_by text NOT NULL,
-    confirmed_step integer,
-    confirmed_at timestamp with time zone,
-    registered_at timestamp with time zone DEFAULT now() NOT NULL,
-    ended_at timestamp with time zone,
-    CONSTRAINT "activity channel_id must be base64" CHECK ((channel_id ~ '^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)$'::text)),
-    CONSTRAINT "activity confirmed_step must be 0 or more" CHECK ((confirmed_step >= 0)),
-    CONSTRAINT "activity started_by must be push or app" CHECK ((started_by = ANY (ARRAY['push'::text, 'app'::text]))),
-    CONSTRAINT "activity update_token must be hex, 64 to 200 characters" CHECK ((update_token ~ '^[0-9a-f]{64,200}$'::text)),
-    CONSTRAINT "an activity has an update token or a channel, not both" CHECK (((update_token IS NULL) <> (channel_id IS NULL)))
-);
-
---
--- Name: COLUMN live_activities.channel_id; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.live_activities.channel_id IS 'the broadcast channel the activity listens on, base64 of any size as APNs made it';
-
---
 -- Name: live_activity_steps; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3347,7 +3355,8 @@ CREATE VIEW analyst.live_activity_steps AS
           WHERE ((cp.campaign_id = st.id) AND (cp.status = 'sent'::text))) AS broadcasts_sent,
     ( SELECT count(*) AS count
            FROM public.channel_pushes cp
-          WHERE ((cp.campaign_id = st.id) AND (cp.status = ANY (ARRAY['failed'::text, 'expired'::text])))) AS broadcasts_not_sent
+          WHERE ((cp.campaign_id = st.id) AND (cp.status = ANY (ARRAY['failed'::text, 'expired'::text])))) AS broadcasts_not_sent,
+    st.id AS step_campaign_id
    FROM (public.campaigns st
      LEFT JOIN counts c ON ((c.campaign_id = st.id)))
   WHERE (st.sale_id IS NOT NULL)

@@ -49,7 +49,8 @@ public final class APNsChannelClient: Sendable {
                 pushBaseURL: String? = nil, extraTrustedCAPath: String? = nil, timeout: Duration = .seconds(30),
                 tokenClock: @escaping @Sendable () -> Date = { Date() }) throws {
         guard case .token(let key, let keyID, let teamID) = credential else {
-            throw APNsConfigurationError.tokenRequired("Live Activities and their broadcast channels")
+            throw APNsConfigurationError.tokenRequired(
+                "a sale on broadcast channels needs a token credential (a .p8 signing key): Apple's channel and broadcast API takes a certificate too, but push-to-start, which starts every activity on the channel, takes none")
         }
         tokens = ProviderTokenStore(key: key, keyID: keyID, teamID: teamID, clock: tokenClock)
         let sandbox = environment == .sandbox

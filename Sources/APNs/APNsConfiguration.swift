@@ -285,7 +285,7 @@ public struct APNsConfigurationError: Error, Hashable, CustomStringConvertible {
         case .certificateUnusable(let name):
             return "APNs credential \(name): the certificate and its private key cannot be used for TLS (do they belong together?)"
         case .tokenRequired(let what):
-            return "APNs credential: \(what) need a token credential (a .p8 signing key); Apple takes no certificate for them"
+            return "APNs credential: \(what)"
         }
     }
 

@@ -180,8 +180,7 @@ public enum ActivityEvent: String, Sendable, Hashable {
 public struct ActivityStep: Sendable, Hashable {
     public var number: Int
     public var event: ActivityEvent
-    /// The step's time: its `timestamp` (seconds), the same on every device and every repeat, so a
-    /// device keeps the newest state whatever order pushes arrive in.
+    /// When the step falls due (its `timestamp` is the send's time within its window, `timestamp(_:now:)`).
     public var at: Date
     public var state: [LiveActivitySale.Field: JSONValue]
     /// Only updates have their own alert; the start's is the campaign's content.
@@ -300,10 +299,22 @@ public struct ActivityPayload: Sendable {
         w.raw("}")
     }
 
-    /// The whole payload of `step` for a device in `locale`.
-    public func payload(_ step: ActivityStep, address: ActivityAddress, locale: String, stockLeft: Int? = nil) -> [UInt8] {
+    /// A push's `timestamp`, which Apple defines as the time the payload's data was made (a device
+    /// ignores a push older than what it shows): the send's time, held within the step's window,
+    /// from its own time to a second before the next step's. So a repeat or a late send is as new
+    /// as the state it carries, and a step sent after the next one fell due (a run frozen past its
+    /// lease) is still older than the next step's push, which the device keeps.
+    public func timestamp(_ step: ActivityStep, now: Date) -> Date {
+        let from = max(now, step.at)
+        guard step.event != .end, step.number + 1 < steps.count else { return from }
+        return min(from, steps[step.number + 1].at.addingTimeInterval(-1))
+    }
+
+    /// The whole payload of `step` for a device in `locale`, sent at `now`.
+    public func payload(_ step: ActivityStep, address: ActivityAddress, locale: String, stockLeft: Int? = nil,
+                        now: Date = Date()) -> [UInt8] {
         var w = JSONWriter(capacity: 512)
-        w.raw("{\"aps\":{\"timestamp\":"); w.int(Int64(step.at.timeIntervalSince1970))
+        w.raw("{\"aps\":{\"timestamp\":"); w.int(Int64(timestamp(step, now: now).timeIntervalSince1970))
         w.raw(",\"event\":"); w.string(step.event.rawValue)
         w.raw(",\"content-state\":"); contentState(step, stockLeft: stockLeft, into: &w)
         if step.event != .end {

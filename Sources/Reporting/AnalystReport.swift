@@ -108,6 +108,7 @@ public struct AnalystReport: Sendable {
             guard let i = index[id] else { continue }
             (campaigns[i].delivered, campaigns[i].arrivalMedian, campaigns[i].arrivalP90) = (delivered, median, p90)
         }
+        try await addSales(to: &campaigns, index: index, campaign: campaign)
         var data = ReportData(generatedAt: now, campaigns: campaigns)
         if campaign == nil { data.apps = try await apps() }
         return data
@@ -155,6 +156,40 @@ public struct AnalystReport: Sendable {
             """, logger: logger).decode((Int64, Double?, Double?, Int64?).self) {
             guard let i = index[id], let set else { continue }
             campaigns[i].pace = .init(setPerMinute: set, achievedPerMinute: achieved, busiestMinute: busiest)
+        }
+    }
+
+    /// Live Activity sales' activities and steps (`analyst.live_activities`,
+    /// `analyst.live_activity_steps`): a step is under its sale, not a campaign of its own.
+    private func addSales(to campaigns: inout [ReportData.Campaign], index: [Int64: Int], campaign: Int64?) async throws {
+        for try await (id, push, app, channel, channels) in try await client.query("""
+            SELECT campaign_id, started_by_push, started_by_app, on_channel, channels FROM analyst.live_activities
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            """, logger: logger).decode((Int64, Int64, Int64, Int64, Int64).self) {
+            guard let i = index[id] else { continue }
+            var sale = ReportData.Sale()
+            (sale.startedByPush, sale.startedByApp, sale.onChannel, sale.channels) = (push, app, channel, channels)
+            campaigns[i].sale = sale
+        }
+        for try await row in try await client.query("""
+            SELECT campaign_id, step, step_campaign_id, due_at, status, targeted, sent, expired, skipped, confirmed,
+                   broadcasts_sent, broadcasts_not_sent
+            FROM analyst.live_activity_steps
+            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
+            ORDER BY campaign_id, step
+            """, logger: logger) {
+            let r = row.makeRandomAccess()
+            guard let i = index[try r[0].decode(Int64.self)], campaigns[i].sale != nil else { continue }
+            var step = ReportData.SaleStep(step: Int(try r[1].decode(Int32.self)), campaignID: try r[2].decode(Int64.self),
+                                           dueAt: try r[3].decode(Date.self), status: try r[4].decode(String.self))
+            step.targeted = try r[5].decode(Int64.self)
+            step.sent = try r[6].decode(Int64.self)
+            step.expired = try r[7].decode(Int64.self)
+            step.skipped = try r[8].decode(Int64.self)
+            step.confirmed = try r[9].decode(Int64.self)
+            step.broadcastsSent = try r[10].decode(Int64.self)
+            step.broadcastsNotSent = try r[11].decode(Int64.self)
+            campaigns[i].sale?.steps.append(step)
         }
     }
 

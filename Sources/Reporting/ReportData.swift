@@ -183,6 +183,56 @@ public struct ReportData: Sendable {
         }
     }
 
+    /// A Live Activity sale, from `analyst.live_activities` and `analyst.live_activity_steps`:
+    /// one campaign with its steps under it. Its pushes send no receipt; what its devices
+    /// confirmed through the activity endpoints is what arrived.
+    public struct Sale: Sendable, Equatable {
+        /// Activities the devices registered: each confirms the start (or the app started one).
+        public var startedByPush: Int64 = 0
+        public var startedByApp: Int64 = 0
+        public var onChannel: Int64 = 0
+        public var channels: Int64 = 0
+        public var steps: [SaleStep] = []
+
+        public init() {}
+
+        public var activities: Int64 { startedByPush + startedByApp }
+    }
+
+    /// One step after a sale's start (an update, or the end).
+    public struct SaleStep: Sendable, Equatable {
+        public var step: Int
+        /// The step's own row (its ledger).
+        public var campaignID: Int64
+        public var dueAt: Date
+        public var status: String
+        public var targeted: Int64 = 0
+        public var sent: Int64 = 0
+        public var expired: Int64 = 0
+        public var skipped: Int64 = 0
+        /// Activities showing this step or a later one (the device's own word).
+        public var confirmed: Int64 = 0
+        public var broadcastsSent: Int64 = 0
+        public var broadcastsNotSent: Int64 = 0
+
+        public init(step: Int, campaignID: Int64, dueAt: Date, status: String) {
+            self.step = step
+            self.campaignID = campaignID
+            self.dueAt = dueAt
+            self.status = status
+        }
+
+        /// "step 1 (due 2026-12-06 18:20 UTC) completed: sent 249 to activities, 1 broadcast; 240 activities confirmed it".
+        public var text: String {
+            var t = "step \(step) (due \(ReportPage.timestamp(dueAt)) UTC) \(status): sent \(sent) to activities"
+            if broadcastsSent > 0 { t += ", \(broadcastsSent) broadcast\(broadcastsSent == 1 ? "" : "s") to channels" }
+            if broadcastsNotSent > 0 { t += ", \(broadcastsNotSent) not broadcast" }
+            if expired > 0 { t += ", \(expired) superseded before sending" }
+            if skipped > 0 { t += ", \(skipped) skipped" }
+            return t + "; \(confirmed) activities confirmed it"
+        }
+    }
+
     public struct Campaign: Sendable {
         public var id: Int64
         public var name: String
@@ -225,6 +275,8 @@ public struct ReportData: Sendable {
         public var delivered: Int64 = 0
         public var arrivalMedian: Double?
         public var arrivalP90: Double?
+        /// A Live Activity sale: its activities and its steps (nil for any other campaign).
+        public var sale: Sale?
 
         public init(id: Int64, name: String, kind: String, status: String) {
             self.id = id

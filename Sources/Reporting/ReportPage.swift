@@ -49,6 +49,7 @@ public enum ReportPage {
         s += "<figure><figcaption>Delivery funnel</figcaption>\n\(funnelChart(c))</figure>\n"
         s += "<figure><figcaption>Replies by action</figcaption>\n\(actionChart(c.actions))</figure>\n"
         s += "</div>\n"
+        if let sale = c.sale { s += saleSteps(sale) }
         s += liftSection(c.lift)
         s += variantsSection(c.variants)
         s += "<figure><figcaption>Replies over time (UTC)</figcaption>\n\(timelineChart(c.timeline))</figure>\n"
@@ -94,11 +95,26 @@ public enum ReportPage {
         return s
     }
 
-    /// One bar a stage, scaled to the audience.
+    /// A sale's steps under it: what each sent, and what the activities confirmed.
+    static func saleSteps(_ sale: ReportData.Sale) -> String {
+        var s = "<h3>Live Activity</h3>\n<p class=\"muted\">Its pushes send no receipt: an activity confirms the start by registering, and each step by the step it shows (the activity endpoints). \(sale.activities) activities: \(sale.startedByPush) started by the push, \(sale.startedByApp) by the app\(sale.channels > 0 ? ", \(sale.onChannel) on \(sale.channels) broadcast channel\(sale.channels == 1 ? "" : "s")" : "").</p>\n"
+        guard !sale.steps.isEmpty else { return s }
+        s += "<table><thead><tr><th>Step</th><th>Due (UTC)</th><th>Status</th><th>Sent</th><th>Broadcasts</th><th>Superseded</th><th>Confirmed</th></tr></thead><tbody>\n"
+        for st in sale.steps {
+            s += "<tr><td>\(st.step)</td><td>\(escape(timestamp(st.dueAt)))</td><td>\(escape(st.status))</td><td class=\"n\">\(st.sent)</td><td class=\"n\">\(st.broadcastsSent)</td><td class=\"n\">\(st.expired)</td><td class=\"n\">\(st.confirmed)</td></tr>\n"
+        }
+        return s + "</tbody></table>\n"
+    }
+
+    /// The longest label a bar chart shows whole.
+    static let barLabelLength = 22
+
+    /// One bar a stage, scaled to the audience. A sale's pushes send no receipt: its bar of
+    /// what arrived is what the activities confirmed.
     static func funnelChart(_ c: ReportData.Campaign) -> String {
         var rows: [(String, Int64, String)] = [
             ("Targeted", c.targeted, "bar-total"), ("Sent (APNs accepted)", c.sent, "bar-good"),
-            ("Delivered (device confirmed)", c.delivered, "bar-good"),
+            c.sale.map { ("Activities confirmed", $0.activities, "bar-good") } ?? ("Delivered (confirmed)", c.delivered, "bar-good"),
             ("Answered (devices)", c.respondingDevices, "bar-good"),
         ]
         for (label, n) in [("Pending", c.pending), ("Skipped", c.skipped), ("Invalid", c.invalid),
@@ -123,7 +139,7 @@ public enum ReportPage {
         for (i, row) in rows.enumerated() {
             let y = i * rowHeight + 2
             let w = Int((Double(row.value) / Double(scale) * Double(barWidth)).rounded())
-            svg += "<text x=\"0\" y=\"\(y + 17)\">\(escape(truncated(row.label, 22)))</text>"
+            svg += "<text x=\"0\" y=\"\(y + 17)\">\(escape(truncated(row.label, barLabelLength)))</text>"
             svg += "<rect class=\"\(row.cls)\" x=\"\(labelWidth)\" y=\"\(y + 3)\" width=\"\(max(w, row.value > 0 ? 1 : 0))\" height=\"18\" rx=\"3\"><title>\(escape(row.label)): \(escape(row.text))</title></rect>"
             svg += "<text x=\"\(labelWidth + max(w, 0) + 6)\" y=\"\(y + 17)\" class=\"num\">\(escape(row.text))</text>"
         }

@@ -28,7 +28,11 @@ public enum TextReport {
             out.append(String(format: "  targeted %d  sent %d  invalid %d  failed %d  expired %d  skipped %d  pending %d  replies %d from %d devices (%.1f%% of sent)",
                               c.targeted, c.sent, c.invalid, c.failed, c.expired, c.skipped, c.pending, c.replies,
                               c.respondingDevices, c.responseRatePct ?? 0))
-            if c.sent > 0 {
+            if let sale = c.sale {
+                // Its pushes send no receipt: the devices confirm through the activity endpoints.
+                out.append("  start: \(sale.activities) activities confirmed of \(c.sent) sent, the alert to devices without a push-to-start token (\(sale.startedByPush) started by the push, \(sale.startedByApp) by the app\(sale.channels > 0 ? ", \(sale.onChannel) on \(sale.channels) channel\(sale.channels == 1 ? "" : "s")" : ""))")
+                for step in sale.steps { out.append("  \(step.text)") }
+            } else if c.sent > 0 {
                 var line = String(format: "  delivered %d of %d sent (%.1f%%, confirmed by a receipt or a reply)",
                                   c.delivered, c.sent, 100 * Double(c.delivered) / Double(c.sent))
                 if let median = c.arrivalMedian, let p90 = c.arrivalP90 {

@@ -192,7 +192,7 @@ struct LiveActivityPushTests {
         #expect {
             _ = try APNsChannelClient(credential: .certificate(certificate), environment: .production)
         } throws: { error in
-            "\(error)" == "APNs credential: Live Activities and their broadcast channels need a token credential (a .p8 signing key); Apple takes no certificate for them"
+            "\(error)" == "APNs credential: a sale on broadcast channels needs a token credential (a .p8 signing key): Apple's channel and broadcast API takes a certificate too, but push-to-start, which starts every activity on the channel, takes none"
         }
     }
 }

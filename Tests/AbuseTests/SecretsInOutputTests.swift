@@ -9,7 +9,8 @@ import Testing
 /// The `herald` executable's own output (stdout and stderr) at every
 /// `LOG_LEVEL`, while runs send with an app on a `.p12` and its password file
 /// and an app on a PEM certificate and private key: neither the password nor
-/// a line of either private key may appear.
+/// a line of either private key may appear, nor the run's reply secret or a
+/// database password.
 @Suite("Secrets stay out of the herald executable's output", .serialized)
 struct SecretsInOutputTests {
     static let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -103,8 +104,13 @@ struct SecretsInOutputTests {
                 }
 
                 var run = base
-                run["DATABASE_URL"] = try await TestDatabase.member(of: "herald_job", database).description
-                run["HERALD_REPLY_SECRET"] = ReplySecret.generate().base64EncodedString()
+                let member = try await TestDatabase.member(of: "herald_job", database)
+                run["DATABASE_URL"] = member.description
+                let replySecret = ReplySecret.generate().base64EncodedString()
+                run["HERALD_REPLY_SECRET"] = replySecret
+                secrets.append(("the reply secret", replySecret))
+                if let password = member.password, password.count >= 8 { secrets.append(("the run's database password", password)) }
+                if let password = database.password, password.count >= 8 { secrets.append(("the owner's database password", password)) }
                 run["APNS_URL"] = sim.clientConfiguration.baseURLOverride
                 run["APNS_CA_PATH"] = sim.simulator.caCertificatePath
                 var sentByLevel: [String] = []

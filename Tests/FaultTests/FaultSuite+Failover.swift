@@ -101,6 +101,10 @@ extension FaultSuite {
                     #expect(killedAt.notifications < devices)
                     try await Self.expectEachDeviceOnce(f, devices: devices, concurrency: concurrency, client: client,
                                                         campaign: campaign)
+                    // A synchronous standby has every commit the run was told of, and the run holds
+                    // what it could not write through the outage (HERALD_DB_OUTAGE_SECONDS): nothing
+                    // APNs accepted goes unrecorded, so nothing is sent twice.
+                    #expect(f.repeated == 0, "a failover within the run's database budget repeats none")
                 }
                 try await withPostgres(newPrimary.with(database: "replies"), logger: TestDatabase.logger) { client in
                     let rows = try await Self.replyRows(client)

@@ -409,7 +409,7 @@ extension FaultSuite {
     /// A run frozen mid-send (SIGSTOP) keeps its leases until they expire;
     /// then another run takes its work over, and the frozen one, woken up,
     /// starts no new send and writes nothing over the new owner's outcomes.
-    @Test func aFrozenRunIsTakenOverAfterItsLeaseAndSendsNothingWhenItWakes() async throws {
+    @Test func aFrozenRunIsTakenOverAfterItsLeaseAndStartsNoNewSendWhenItWakes() async throws {
         let concurrency = 20
         // One notification takes at most 2 × (1 s + 5 s backoff) + 10 s connect: a 30 s lease.
         try await Self.scenario("frozen run", devices: 3000, name: "Frozen", collapseID: "frozen", faults: ["--latency-ms", "20"], extra: [

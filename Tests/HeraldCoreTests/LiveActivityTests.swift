@@ -49,12 +49,28 @@ struct LiveActivityTests {
         #expect(p.steps[3].state == p.steps[2].state)
     }
 
+    /// Apple: the time the payload's data was made, and a device ignores a push older than what it
+    /// shows. The send's time, held within the step's window: never before the step's own time,
+    /// never as late as the next step's, so a step sent late never outranks the next one.
+    @Test func aPushesTimestampIsTheSendsTimeWithinItsStepsWindow() throws {
+        let p = try Self.payload()
+        let update = p.steps[1], next = p.steps[2], end = p.steps[3]
+        #expect(p.timestamp(update, now: update.at.addingTimeInterval(30)) == update.at.addingTimeInterval(30))
+        #expect(p.timestamp(update, now: update.at.addingTimeInterval(-5)) == update.at, "a clock behind: the step's own time")
+        #expect(p.timestamp(update, now: next.at.addingTimeInterval(600)) == next.at.addingTimeInterval(-1),
+                "sent after the next step fell due: still older than the next step's push")
+        #expect(p.timestamp(next, now: next.at) > p.timestamp(update, now: next.at.addingTimeInterval(600)))
+        #expect(p.timestamp(end, now: end.at.addingTimeInterval(90)) == end.at.addingTimeInterval(90), "the end has no later step")
+        let aps = try #require(Self.object(p.payload(update, address: .activity, locale: "en", now: update.at.addingTimeInterval(2)))["aps"] as? [String: Any])
+        #expect(aps["timestamp"] as? Int == Int(update.at.timeIntervalSince1970) + 2)
+    }
+
     @Test func theStartIsPushToStartWithItsAttributesAndTheCampaignsAlertInTheDevicesLanguage() throws {
         let p = try Self.payload()
-        let start = Self.object(p.payload(p.steps[0], address: .startByToken, locale: "fr-CA"))
+        let start = Self.object(p.payload(p.steps[0], address: .startByToken, locale: "fr-CA", now: Self.start.addingTimeInterval(7)))
         let aps = try #require(start["aps"] as? [String: Any])
         #expect(aps["event"] as? String == "start")
-        #expect(aps["timestamp"] as? Int == 1_796_000_000)
+        #expect(aps["timestamp"] as? Int == 1_796_000_007, "the send's time")
         #expect(aps["attributes-type"] as? String == "HeraldSaleAttributes")
         #expect((aps["attributes"] as? [String: Any])?["campaign"] as? Int == 42)
         #expect((aps["attributes"] as? [String: Any])?["title"] as? String == "Autumn flash sale")

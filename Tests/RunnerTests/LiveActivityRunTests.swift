@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import Foundation
 import HeraldCore
+import Reporting
 import Runner
 import Store
 import TestSupport
@@ -126,6 +127,29 @@ struct LiveActivityRunTests {
                 #expect(try await client.scalar("SELECT started_by_push FROM analyst.live_activities", as: Int64.self) == 15)
                 #expect(try await client.scalar("SELECT ended_on_device FROM analyst.live_activities", as: Int64.self) == 1)
                 #expect(try await client.scalar("SELECT step_pushes_sent FROM analyst.live_activities", as: Int64.self) == 28)
+
+                // One campaign in the report, its steps under it, what the activities confirmed
+                // in place of receipts they never send; the apps' summary counts the same.
+                for id in [1, 2] {
+                    _ = try await store.registerActivity(device: Self.token("0", id), user: "u\(id)", app: "default", campaign: sale,
+                                                         updateToken: Self.token("d", id), channel: nil, startedBy: "push", step: 2)
+                }
+                #expect(try await client.scalar("SELECT count(*) FROM analyst.campaign_funnel", as: Int64.self) == 1,
+                        "the steps are under their sale, not campaigns of their own")
+                let data = try await AnalystReport(client: client, logger: TestDatabase.logger).data()
+                let report = try #require(data.campaigns.first)
+                #expect(data.campaigns.count == 1 && report.id == sale)
+                let saleSteps = try #require(report.sale?.steps)
+                #expect(saleSteps.map(\.step) == [1, 2] && saleSteps.map(\.sent) == [14, 14] && saleSteps.map(\.confirmed) == [2, 2])
+                let text = TextReport.text(data)
+                #expect(text.contains("start: 15 activities confirmed of 30 sent"), "\(text)")
+                #expect(text.contains("sent 14 to activities; 2 activities confirmed it"), "\(text)")
+                #expect(!text.contains("delivered 0 of"), "\(text)")
+                let page = ReportPage.html(data)
+                #expect(page.contains("Activities confirmed") && page.contains("<h3>Live Activity</h3>"))
+                #expect(!page.contains("…</text>"), "every bar label fits")
+                // 15 starts the devices confirmed, and steps 1 and 2 on devices 1 and 2.
+                #expect(try await client.scalar("SELECT delivered FROM analyst.apps WHERE app = 'default'", as: Int64.self) == 19)
             }
         }
     }

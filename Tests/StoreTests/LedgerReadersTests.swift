@@ -139,6 +139,41 @@ struct LedgerReadersTests {
         }
     }
 
+    /// The plpgsql functions (whose bodies `pg_depend` does not see) that read or write `deliveries`
+    /// and name a column a span decides, each with why its raw value is the effective one.
+    static let rawReadersInPlpgsql: [String: String] = [
+        "herald_campaign_archive": "an archive closes the row path's queued rows; batch rows through herald_close_batch",
+        "herald_campaign_cancelled": "a cancel closes the row path's queued rows; batch rows through herald_close_batch",
+        "herald_campaign_delete_check": "reads no status of a row: the word is in its hint, about the campaign",
+        "herald_claim_span": "a span's claim reads its own batch rows, whose raw status is batch",
+        "herald_close_batch": "closes batch rows no live run holds: their raw status is batch",
+        "herald_pace_reserve": "a paced campaign's queued rows: a paced campaign is never sent by ranges",
+    ]
+
+    /// Finds, in the body of every plpgsql function, a read or write of `deliveries` (the table, not
+    /// `delivery_status`) beside a column a span decides; fails on a new one until it is named above.
+    @Test("no plpgsql function reads a ledger row's raw status unless it is named with why that is its effective one")
+    func rawStatusReadersInPlpgsql() async throws {
+        try await TestDatabase.with { client, _ in
+            let columns = Self.derivedColumns.joined(separator: "|")
+            var found: Set<String> = []
+            for try await name in try await client.query("""
+                SELECT p.proname::text FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE l.lanname = 'plpgsql' AND n.nspname IN ('public', 'analyst')
+                  AND p.prosrc ~* '\\m(FROM|JOIN|UPDATE|INTO)\\s+(ONLY\\s+)?(public\\.)?deliveries\\M(?!_)'
+                  AND p.prosrc ~ ('\\m(' || \(columns) || ')\\M')
+                """, logger: TestDatabase.logger).decode(String.self) {
+                found.insert(name)
+            }
+            #expect(found.contains("herald_claim_span"), "the scan finds a known reader: \(found.sorted())")
+            for name in found.sorted() {
+                #expect(Self.rawReadersInPlpgsql[name] != nil,
+                        "\(name) reads deliveries' raw status or sent_at in its body: read delivery_status, or name it here with why")
+            }
+            for name in Self.rawReadersInPlpgsql.keys.sorted() { #expect(found.contains(name), "\(name) no longer reads the ledger") }
+        }
+    }
+
     /// The statements in Sources that read those columns of `deliveries` itself, by file: how many,
     /// and why each reads the row's own value.
     static let rawReadersInSwift: [String: (statements: Int, why: String)] = [

@@ -209,7 +209,7 @@ struct CampaignClaims: ClaimSource {
         } else {
             .startByToken
         }
-        let payload = sale.payload(step, address: address, locale: target.locale, stockLeft: plan.stockLeft)
+        let payload = sale.payload(step, address: address, locale: target.locale, stockLeft: plan.stockLeft, now: now)
         guard payload.count <= PayloadBuilder.maxBytes else { return .failure(CampaignProblem(PayloadBuilder.tooLarge)) }
         return .success(APNsNotification(
             deviceToken: token, environment: target.environment, pushType: "liveactivity",
