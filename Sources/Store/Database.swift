@@ -85,6 +85,31 @@ public final class Database: Service, Sendable {
         }
     }
 
+    /// Runs `body`, failing it at once with `DatabaseServerUnavailable` (transient) when the server
+    /// in use changes meanwhile (a failover): a statement in flight on a server that went away may
+    /// never be answered, and whatever waits behind it would wait with it. `body` is then cancelled
+    /// and left to end on its own; with a single server it simply runs.
+    public func failingOnServerChange<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        guard case .several(let chooser) = servers else { return try await body() }
+        let outcome = FirstOutcome<T>()
+        let generation = chooser.generation
+        let work = Task {
+            do { outcome.resolve(.success(try await body())) } catch { outcome.resolve(.failure(error)) }
+        }
+        let unavailable = DatabaseServerUnavailable(servers: configuration.endpoints.map(\.description),
+                                                    target: configuration.targetSession,
+                                                    cause: "the server in use changed under the call")
+        let watch = chooser.watch(from: generation) {
+            if outcome.resolve(.failure(unavailable)) { work.cancel() }
+        }
+        defer { if let watch { chooser.unwatch(watch) } }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { outcome.wait($0) }
+        } onCancel: {
+            work.cancel()
+        }
+    }
+
     private func pool() async throws -> (PostgresClient, Int) {
         switch servers {
         case .one(let client): (client, 0)
@@ -126,6 +151,16 @@ final class ServerChooser: Sendable {
         var generation = 0
         var waiting: [CheckedContinuation<(PostgresClient, Int), any Error>] = []
         var stopped = false
+        /// Called once when the generation changes (`watch`), by key.
+        var watchers: [Int: @Sendable () -> Void] = [:]
+        var nextWatcher = 0
+
+        /// The generation moves on: the watchers to call, outside the lock.
+        mutating func advance() -> [@Sendable () -> Void] {
+            generation += 1
+            defer { watchers = [:] }
+            return Array(watchers.values)
+        }
     }
 
     private let configuration: DatabaseConfiguration
@@ -139,6 +174,23 @@ final class ServerChooser: Sendable {
     }
 
     var generation: Int { state.withLockedValue { $0.generation } }
+
+    /// Calls `handler` once the server in use changes after `generation` (at once when it has);
+    /// nil when it was called at once, else the key to `unwatch` with.
+    func watch(from generation: Int, _ handler: @escaping @Sendable () -> Void) -> Int? {
+        let key = state.withLockedValue { state -> Int? in
+            guard state.generation == generation, !state.stopped else { return nil }
+            state.nextWatcher += 1
+            state.watchers[state.nextWatcher] = handler
+            return state.nextWatcher
+        }
+        if key == nil { handler() }
+        return key
+    }
+
+    func unwatch(_ key: Int) {
+        _ = state.withLockedValue { $0.watchers.removeValue(forKey: key) }
+    }
 
     func pool() async throws -> (PostgresClient, Int) {
         try await withCheckedThrowingContinuation { continuation in
@@ -212,26 +264,28 @@ final class ServerChooser: Sendable {
             let endpoint = configuration.endpoints[server]
             let client = PostgresClient(configuration: configuration.clientConfiguration(endpoint), backgroundLogger: logger)
             let run = Task { await client.run() }
-            let (waiting, generation) = state.withLockedValue { state in
-                state.generation += 1
+            let (waiting, generation, watchers) = state.withLockedValue { state in
+                let watchers = state.advance()
                 state.client = client
                 state.clientRun = run
                 defer { state.waiting = [] }
-                return (state.waiting, state.generation)
+                return (state.waiting, state.generation, watchers)
             }
+            for watcher in watchers { watcher() }
             logger.notice("database server in use", metadata: [
                 "server": "\(endpoint)", "target_session_attrs": "\(configuration.targetSession.rawValue)",
             ])
             for continuation in waiting { continuation.resume(returning: (client, generation)) }
         case .drop(let server):
-            let run = state.withLockedValue { state in
+            let (run, watchers) = state.withLockedValue { state in
                 defer {
-                    state.generation += 1
                     state.client = nil
                     state.clientRun = nil
                 }
-                return state.clientRun
+                return (state.clientRun, state.advance())
             }
+            // Calls in flight on it fail at once (`Database.failingOnServerChange`).
+            for watcher in watchers { watcher() }
             logger.warning("database server no longer fits; choosing again", metadata: [
                 "server": "\(configuration.endpoints[server])",
                 "target_session_attrs": "\(configuration.targetSession.rawValue)",

@@ -136,7 +136,8 @@ public struct ReplyStore: Sendable {
                                        NULL::integer, NULL::integer[], NULL::integer[], NULL::text[], NULL::text[])
             """
         let client = self.client, logger = self.logger
-        return try await DatabaseRetry.withDeadline(Self.storeDeadline, what: "store replies") {
+        // A failover fails the batch at once (a 503 the client retries), not at the deadline.
+        return try await DatabaseRetry.withDeadline(Self.storeDeadline, what: "store replies") { try await client.failingOnServerChange {
             let rows = try await client.query(call, logger: logger)
             var batch = StoredBatch()
             for try await (stored, refused, duplicates, reasons, categories)
@@ -157,7 +158,7 @@ public struct ReplyStore: Sendable {
                                     duplicates: duplicates.compactMap(caller).sorted())
             }
             return batch
-        }
+        } }
     }
 
     /// `store`, for a batch in which the database may refuse one reply's
