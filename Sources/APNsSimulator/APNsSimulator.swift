@@ -289,6 +289,8 @@ final class SimulatorState {
     var channels = ChannelRegistry()
     private var logHandle: FileHandle?
     private var logBuffer: [UInt8] = []
+    private var attemptsHandle: FileHandle?
+    private var attemptsBuffer: [UInt8] = []
     private var flushTimer: RepeatedTask?
     private(set) var connections: [ObjectIdentifier: Channel] = [:]
     /// Completed when the last connection closes during a graceful stop.
@@ -303,20 +305,24 @@ final class SimulatorState {
             configuration.unregisteredTokens.map { ($0.key.lowercased(), $0.value) },
             uniquingKeysWith: { first, _ in first }
         )
-        if let path = configuration.acceptedLogPath {
-            if !FileManager.default.fileExists(atPath: path) {
-                _ = FileManager.default.createFile(atPath: path, contents: nil)
-            }
-            guard let handle = FileHandle(forWritingAtPath: path) else {
-                throw SimulatorError.cannotOpenLog(path)
-            }
-            handle.seekToEndOfFile()
-            self.logHandle = handle
+        logHandle = try configuration.acceptedLogPath.map(Self.appending)
+        attemptsHandle = try configuration.attemptsLogPath.map(Self.appending)
+    }
+
+    /// A log file opened at its end (made when missing).
+    private static func appending(_ path: String) throws -> FileHandle {
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
         }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw SimulatorError.cannotOpenLog(path)
+        }
+        handle.seekToEndOfFile()
+        return handle
     }
 
     func startTimers() {
-        guard logHandle != nil, flushTimer == nil, let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return }
+        guard logHandle != nil || attemptsHandle != nil, flushTimer == nil, let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return }
         let bound = NIOLoopBound(self, eventLoop: loop)
         flushTimer = loop.scheduleRepeatedTask(initialDelay: .milliseconds(200), delay: .milliseconds(200)) { _ in
             bound.value.flushLog()
@@ -382,10 +388,24 @@ final class SimulatorState {
         if configuration.recordAccepted { accepted.append(notification) }
     }
 
+    /// One attempt at a device and the status it was answered (`attemptsLogPath`).
+    func recordAttempt(token: String, status: Int, collapseID: String?) {
+        guard attemptsHandle != nil else { return }
+        var line = "{\"at\":\(Int64(Date().timeIntervalSince1970 * 1000)),\"token\":\"\(token)\",\"status\":\(status)"
+        if let collapseID { line += ",\"apns-collapse-id\":\(jsonString(collapseID))" }
+        attemptsBuffer.append(contentsOf: (line + "}\n").utf8)
+        if attemptsBuffer.count > 1 << 16 { flushLog() }
+    }
+
     func flushLog() {
-        guard let handle = logHandle, !logBuffer.isEmpty else { return }
-        handle.write(Data(logBuffer))
-        logBuffer.removeAll(keepingCapacity: true)
+        if let handle = logHandle, !logBuffer.isEmpty {
+            handle.write(Data(logBuffer))
+            logBuffer.removeAll(keepingCapacity: true)
+        }
+        if let handle = attemptsHandle, !attemptsBuffer.isEmpty {
+            handle.write(Data(attemptsBuffer))
+            attemptsBuffer.removeAll(keepingCapacity: true)
+        }
     }
 
     func shutdown() {
@@ -394,6 +414,8 @@ final class SimulatorState {
         flushLog()
         try? logHandle?.close()
         logHandle = nil
+        try? attemptsHandle?.close()
+        attemptsHandle = nil
         for channel in connections.values { channel.close(promise: nil) }
         connections.removeAll()
         for promise in drained { promise.succeed() }

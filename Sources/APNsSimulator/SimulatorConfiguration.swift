@@ -81,6 +81,9 @@ public struct SimulatorConfiguration: Sendable {
     public var channelIDBytes = 16
     /// Append-only JSON lines of accepted notifications.
     public var acceptedLogPath: String?
+    /// Append-only JSON lines of every attempt at a device, whatever its answer (its `status`):
+    /// what a pace holds, refused attempts included.
+    public var attemptsLogPath: String? = nil
     /// Keep accepted notifications in memory for `accepted` (tests); off for long runs.
     public var recordAccepted: Bool
     /// The simulator's clock, for `iat` checks.

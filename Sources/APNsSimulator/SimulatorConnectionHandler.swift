@@ -223,6 +223,11 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         let verdict = judge(&request, body: body)
         let apnsID = (role == .management || request.broadcast ? request.requestID ?? request.apnsID : request.apnsID)
             ?? UUID().uuidString.lowercased()
+        if role == .push, !request.broadcast {
+            var collapseID: String?
+            for (name, value, _) in stream.headers where name == "apns-collapse-id" { collapseID = value }
+            state.recordAttempt(token: request.deviceToken, status: verdict.status, collapseID: collapseID)
+        }
         if verdict.status == 200, role == .push {
             var headerMap: [String: String] = [:]
             for (name, value, _) in stream.headers { headerMap[name] = value }

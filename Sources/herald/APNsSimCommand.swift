@@ -70,6 +70,9 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Append accepted notifications to this file as JSON lines.")
     var log: String?
 
+    @Option(name: .customLong("attempts-log"), help: "Append every attempt at a device, whatever its answer, to this file as JSON lines (at, token, status).")
+    var attemptsLog: String?
+
     @Flag(name: .customLong("keep-certs"), help: "Reuse the CA, certificate and key already in the cert dir, and the client CA (a restarted simulator keeps its clients' trust).")
     var keepCerts = false
 
@@ -167,6 +170,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         )
         configuration.channelsPort = channelsPort ?? (port == 0 ? 0 : port + 1)
         configuration.channelIDBytes = channelIDBytes
+        configuration.attemptsLogPath = attemptsLog
         let simulator = try APNsSimulator(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         // Bound before the service group runs, so the settings below carry the port.
         let boundPort = try await simulator.start()

@@ -1,5 +1,11 @@
 import APNsSimulator
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import HeraldCore
 import PostgresNIO
 import Store
@@ -10,7 +16,8 @@ import Testing
 /// `LOG_LEVEL`, while runs send with an app on a `.p12` and its password file
 /// and an app on a PEM certificate and private key: neither the password nor
 /// a line of either private key may appear, nor the run's reply secret or a
-/// database password.
+/// database password; nor, in `herald serve`'s and `herald ingest`'s output at
+/// every level, the reply secret, the app backend's token or its private key.
 @Suite("Secrets stay out of the herald executable's output", .serialized)
 struct SecretsInOutputTests {
     static let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -55,6 +62,69 @@ struct SecretsInOutputTests {
         }
         try handle.close()
         return (process.terminationStatus, String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self))
+    }
+
+    /// Runs `herald serve` on a free port until it answers `/healthz` (at a level above notice it
+    /// logs nothing at start), calls `body` with the port, then stops it (SIGTERM); its output,
+    /// stdout and stderr together.
+    static func serving(environment: [String: String], _ body: (Int) async throws -> Void) async throws -> String {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("herald-serve-\(UUID()).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log) }
+        let handle = try FileHandle(forWritingTo: log)
+        let port = try freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try herald())
+        process.arguments = ["serve", "--port", "\(port)"]
+        process.environment = environment
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        func text() -> String { String(decoding: (try? Data(contentsOf: log)) ?? Data(), as: UTF8.self) }
+        var up = false
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while !up, Date() < deadline, process.isRunning {
+            up = (try? await request(port: port, method: "GET", path: "/healthz", bearer: nil, body: nil)) == 200
+            if !up { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        guard up else { throw Missing(what: "herald serve did not answer on port \(port):\n\(text().suffix(2000))") }
+        try await body(port)
+        process.terminate()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        try handle.close()
+        return text()
+    }
+
+    /// A port of the loopback no one listens on now (bound, read, closed).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Missing(what: "no socket") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw Missing(what: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// One HTTP/1.1 request to `herald serve`; its status.
+    static func request(port: Int, method: String, path: String, bearer: String?, body: String?) async throws -> Int {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+        }
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
     /// The base64 lines of a PEM file (its armour left out).
@@ -132,8 +202,47 @@ struct SecretsInOutputTests {
                     sentByLevel.append("\(level) \(sent)")
                 }
 
+                // herald serve at every level, given the reply secret and the app backend's key,
+                // answering a registration (with the backend's token) and a reply; herald ingest
+                // storing a file of replies with the same secret.
+                let keys = FileManager.default.temporaryDirectory.appendingPathComponent("herald-keys-\(UUID())")
+                try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: keys) }
+                let (jwtStatus, jwtText) = try await Self.run(["keys", "app-jwt", "--user", "u1", "--out", keys.path, "--minutes", "30"], environment: base)
+                #expect(jwtStatus == 0, "herald keys app-jwt: \(jwtText)")
+                let jwt = try #require(jwtText.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.hasPrefix("ey") && $0.split(separator: ".").count == 3 })
+                secrets.append(("the app backend's token", jwt))
+                for (n, line) in try Self.base64Lines(keys.appendingPathComponent("app-jwt-private.pem").path).enumerated() {
+                    secrets.append(("the app backend's private key, line \(n + 1)", line))
+                }
+                var serve = base
+                serve["DATABASE_URL"] = try await TestDatabase.member(of: "herald_intake", database).description
+                serve["HERALD_REPLY_SECRET"] = replySecret
+                serve["HERALD_APP_JWT_PUBLIC_KEY_FILE"] = keys.appendingPathComponent("app-jwt-public.pem").path
+                var answered: [Int] = []
+                for level in Self.levels {
+                    serve["LOG_LEVEL"] = level
+                    for format in ["json", "text"] {
+                        serve["HERALD_LOG_FORMAT"] = format
+                        let text = try await Self.serving(environment: serve) { port in
+                            answered.append(try await Self.request(port: port, method: "PUT", path: "/v1/devices/\(String(repeating: "ab", count: 32))",
+                                                                   bearer: jwt, body: #"{"environment": "production", "user": "u1"}"#))
+                            answered.append(try await Self.request(port: port, method: "POST", path: "/v1/replies", bearer: nil,
+                                                                   body: #"{"token": "AAAA.BBBB", "action": "open"}"#))
+                        }
+                        output += text
+                    }
+                }
+                #expect(answered.count == Self.levels.count * 4 && answered.allSatisfy { (200..<500).contains($0) }, "\(answered)")
+                let file = keys.appendingPathComponent("replies.jsonl")
+                try Data(#"{"token": "AAAA.BBBB", "action": "open"}"#.utf8 + [10]).write(to: file)
+                var ingest = serve
+                ingest["LOG_LEVEL"] = "trace"
+                let (_, ingested) = try await Self.run(["ingest", file.path], environment: ingest)
+                output += ingested
+
                 let leaked = secrets.filter { output.contains($0.1) }.map(\.0)
-                print("abuse: herald's own output at \(Self.levels.count) levels (apps add-credential, apps list, run with a .p12 and a PEM key): \(output.count) bytes; sent \(sentByLevel.joined(separator: ", ")); \(secrets.count) secrets looked for, \(leaked.count) found")
+                print("abuse: herald's own output at \(Self.levels.count) levels (apps add-credential, apps list, run with a .p12 and a PEM key, serve, ingest): \(output.count) bytes; sent \(sentByLevel.joined(separator: ", ")); \(secrets.count) secrets looked for, \(leaked.count) found")
                 #expect(output.count > 10_000, "the runs at trace level logged")
                 #expect(leaked.isEmpty, "in herald's output: \(leaked.joined(separator: ", "))")
             }

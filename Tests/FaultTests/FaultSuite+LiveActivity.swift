@@ -12,28 +12,32 @@ import Glibc
 /// simulator's own log: each activity got the update and the end, in that order, every repeat
 /// within the bound of the kill, timestamps that never go back, and nothing once the end went.
 extension FaultSuite {
+    /// Makes `campaign` a Live Activity sale due now: its price drop in an hour, its end in two
+    /// (a test makes each due in turn); every device has a push-to-start token and, as its app
+    /// would once started, an activity of the sale (update tokens starting with "d").
+    static func liveSale(_ client: Database, campaign: Int64, title: String) async throws {
+        try await client.exec("""
+            UPDATE campaigns SET kind = 'flash_sale', category_id = 'flash_sale.v1', media_url = NULL, media_type = NULL,
+                send_at = now() - interval '1 second', expires_at = now() + interval '2 hours',
+                live_activity = jsonb_build_object('title', '\(title)', 'dismiss_after', 600,
+                    'state', jsonb_build_object('headline', 'Coats', 'price', '€49'),
+                    'updates', jsonb_build_array(jsonb_build_object('state', jsonb_build_object('price', '€39'),
+                        'at', to_char((now() + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))))
+            WHERE id = \(campaign);
+            INSERT INTO push_to_start_tokens (device_id, attributes_type, token)
+            SELECT id, 'HeraldSaleAttributes', 'e' || lpad(to_hex(id), 63, '0') FROM devices;
+            INSERT INTO live_activities (campaign_id, device_id, update_token, started_by)
+            SELECT \(campaign), id, 'd' || lpad(to_hex(id), 63, '0'), 'push' FROM devices;
+            """)
+    }
+
     @Test func aSalesStepsSurviveAKillAndAnOutageInOrderAndNothingAfterTheEnd() async throws {
         let devices = 3_000
         let concurrency = 20
         try await Self.scenario("live activity", devices: devices, name: "Live sale", collapseID: "live",
                                 faults: ["--latency-ms", "20"],
                                 extra: ["HERALD_CONCURRENCY": "\(concurrency)", "HERALD_OUTAGE_BUDGET_SECONDS": "90"],
-                                prepare: { client, campaign in
-            // Every device has a push-to-start token, and (as its app would once started) an activity.
-            try await client.exec("""
-                UPDATE campaigns SET kind = 'flash_sale', category_id = 'flash_sale.v1', media_url = NULL, media_type = NULL,
-                    send_at = now() - interval '1 second', expires_at = now() + interval '2 hours',
-                    live_activity = jsonb_build_object('title', 'Live sale', 'dismiss_after', 600,
-                        'state', jsonb_build_object('headline', 'Coats', 'price', '€49'),
-                        'updates', jsonb_build_array(jsonb_build_object('state', jsonb_build_object('price', '€39'),
-                            'at', to_char((now() + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))))
-                WHERE id = \(campaign);
-                INSERT INTO push_to_start_tokens (device_id, attributes_type, token)
-                SELECT id, 'HeraldSaleAttributes', 'e' || lpad(to_hex(id), 63, '0') FROM devices;
-                INSERT INTO live_activities (campaign_id, device_id, update_token, started_by)
-                SELECT \(campaign), id, 'd' || lpad(to_hex(id), 63, '0'), 'push' FROM devices;
-                """)
-        }) { s in
+                                prepare: { client, campaign in try await Self.liveSale(client, campaign: campaign, title: "Live sale") }) { s in
             let sale = s.campaign
             // The start.
             try await s.runToCompletion()

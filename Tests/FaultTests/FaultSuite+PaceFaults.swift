@@ -9,7 +9,8 @@ import Glibc
 /// A campaign's pace under APNs faults and a frozen worker: the simulator
 /// answers 10% 503 and 2% 429 (retried with the default attempts), and one of
 /// two workers is stopped for 15 s and resumed; no 10-second window of the
-/// simulator's log goes over the pace, and the woken worker does not catch up.
+/// simulator's attempts (refused ones included, each takes a slot) goes over
+/// the pace, and the woken worker does not catch up.
 extension FaultSuite {
     @Test func aPacedCampaignStaysUnderItsPaceThrough503sA429AndAFrozenWorker() async throws {
         try await TestDatabase.with { client, database in
@@ -57,10 +58,15 @@ extension FaultSuite {
                 let afterWake = firstAttempts.filter { $0 >= wokeAt && $0 < wokeAt + 2_000 }.count
                 let times = lines.map(\.at)
                 let seconds = Double((times.max() ?? 0) - (times.min() ?? 0)) / 1000
+                // Every attempt takes a slot, a refused one too: the simulator's log of attempts.
+                let tried = try Self.attemptsAt(sim.attemptsPath)
+                let mostTried = Self.mostInAnyWindow(tried.map(\.at))
+                let refused = tried.filter { $0.status != 200 }.count
                 print("fault suite [pace under faults]: \(devices) at \(perMinute)/min, 10% 503, 2% 429, two workers, one frozen 15 s: "
                       + "most in 10 s \(most) (allowed \(allowed), and \(late) sent late within 250 ms of their slots), first attempts alone \(mostFirst), "
                       + "\(retried) sent on a retry, \(afterWake) first attempts in the 2 s after the wake, runs \(runs), sent \(sent), "
-                      + "accepted \(tokens.count), \(String(format: "%.1f", seconds)) s first to last")
+                      + "accepted \(tokens.count), \(String(format: "%.1f", seconds)) s first to last; "
+                      + "\(tried.count) attempts (\(refused) refused), most attempts in 10 s \(mostTried)")
                 #expect(sent == devices)
                 #expect(Set(tokens).count == devices)
                 #expect(retried > 0, "the simulator's 503s and 429s were retried")
@@ -72,6 +78,8 @@ extension FaultSuite {
                 #expect(afterWake <= 2 * perMinute / 60 + late, "\(afterWake) first attempts in the 2 s after the frozen worker woke")
                 #expect(seconds >= Double(devices - 1) * 60 / Double(perMinute) - 0.5)
                 #expect(most <= allowed + late, "\(most) notifications in one 10-second window; the pace allows \(allowed)")
+                #expect(refused > 0 && tried.count == lines.count + refused, "each refused attempt is in the attempts log")
+                #expect(mostTried <= allowed + late, "\(mostTried) attempts, refused ones included, in one 10-second window; the pace allows \(allowed)")
             }
         }
     }

@@ -20,21 +20,8 @@ extension FaultSuite {
         let settings = ["HERALD_CONCURRENCY": "100", "APNS_TIMEOUT_SECONDS": "1", "APNS_MAX_ATTEMPTS": "1",
                         "HERALD_LEASE_SECONDS": "\(lease)", "HERALD_OUTAGE_BUDGET_SECONDS": "90"]
         try await Self.scenario("steps in flight", devices: devices, name: "Steps sale", collapseID: "steps",
-                                faults: ["--latency-ms", "400"], extra: settings, prepare: { client, campaign in
-            try await client.exec("""
-                UPDATE campaigns SET kind = 'flash_sale', category_id = 'flash_sale.v1', media_url = NULL, media_type = NULL,
-                    send_at = now() - interval '1 second', expires_at = now() + interval '2 hours',
-                    live_activity = jsonb_build_object('title', 'Steps sale', 'dismiss_after', 600,
-                        'state', jsonb_build_object('headline', 'Coats', 'price', '€49'),
-                        'updates', jsonb_build_array(jsonb_build_object('state', jsonb_build_object('price', '€39'),
-                            'at', to_char((now() + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'))))
-                WHERE id = \(campaign);
-                INSERT INTO push_to_start_tokens (device_id, attributes_type, token)
-                SELECT id, 'HeraldSaleAttributes', 'e' || lpad(to_hex(id), 63, '0') FROM devices;
-                INSERT INTO live_activities (campaign_id, device_id, update_token, started_by)
-                SELECT \(campaign), id, 'd' || lpad(to_hex(id), 63, '0'), 'push' FROM devices;
-                """)
-        }) { s in
+                                faults: ["--latency-ms", "400"], extra: settings,
+                                prepare: { client, campaign in try await Self.liveSale(client, campaign: campaign, title: "Steps sale") }) { s in
             let sale = s.campaign
             try await s.runToCompletion()
             try await s.sim.settledLog()

@@ -68,6 +68,17 @@ extension FaultSuite {
         String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
     }
 
+    /// Each line of the attempts log: its `at` (milliseconds) and the status it was answered.
+    static func attemptsAt(_ path: String) throws -> [(at: Int64, status: Int)] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        return try data.split(separator: UInt8(ascii: "\n")).compactMap { line in
+            guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                  let at = (object["at"] as? NSNumber)?.int64Value, let status = (object["status"] as? NSNumber)?.intValue
+            else { return nil }
+            return (at, status)
+        }
+    }
+
     /// Each line of the accepted log: its `at` (milliseconds) and the delivery its payload names.
     static func acceptedAt(_ path: String) throws -> [(at: Int64, delivery: Int64?)] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }

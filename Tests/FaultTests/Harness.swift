@@ -128,6 +128,8 @@ final class SimulatorProcess {
     var child: Child?
 
     var logPath: String { directory.appendingPathComponent("accepted.jsonl").path }
+    /// Every attempt at a device, whatever it was answered: `at` (ms), `token`, `status`.
+    var attemptsPath: String { directory.appendingPathComponent("attempts.jsonl").path }
     var keyPath: String { directory.appendingPathComponent("AuthKey.p8").path }
 
     init(directory scratch: Scratch, faults: [String] = []) throws {
@@ -146,7 +148,8 @@ final class SimulatorProcess {
     func start() async throws {
         let arguments = ["apns-sim", "--host", "127.0.0.1", "--port", "\(port)", "--channels-port", "0", "--cert-dir", directory.path, "--keep-certs",
                          "--public-key", directory.appendingPathComponent("key.pub.pem").path,
-                         "--key-id", keyID, "--team-id", teamID, "--topic", topic, "--log", logPath] + faults
+                         "--key-id", keyID, "--team-id", teamID, "--topic", topic, "--log", logPath,
+                         "--attempts-log", attemptsPath] + faults
         let child = try Child(name: "apns-sim", arguments: arguments, environment: ProcessInfo.processInfo.environment,
                               directory: scratch)
         self.child = child

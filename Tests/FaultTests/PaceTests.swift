@@ -48,6 +48,10 @@ extension FaultSuite {
                 let seconds = Double((times.last ?? 0) - (times.first ?? 0)) / 1000
                 print("fault suite [pace]: \(devices) notifications at \(perMinute)/min set, two workers and a kill: most in 10 s \(most) (allowed \(allowed), and \(late) late), \(String(format: "%.1f", seconds)) s first to last (\(String(format: "%.0f", Double(devices - 1) / seconds * 60))/min)")
                 #expect(most <= allowed + late, "\(most) notifications in one 10-second window; the pace allows \(allowed)")
+                // Attempts, not acceptances: a request the simulator refused took its slot too.
+                let tried = try Self.attemptsAt(sim.attemptsPath).map(\.at)
+                #expect(tried.count >= devices)
+                #expect(Self.mostInAnyWindow(tried) <= allowed + late, "attempts in one 10-second window over the pace")
                 // The analyst view's figures, from the ledger's own times.
                 for try await (set, achieved, busiest) in try await client.query("""
                     SELECT set_per_minute::float8, achieved_per_minute::float8, busiest_minute FROM analyst.pace
