@@ -369,7 +369,7 @@ public struct DeliveryLedger: Sendable {
     /// earlier step is still in flight is looked at again after `stepPoll`;
     /// one a later step superseded has nothing left to send (`herald_step_state`).
     public func nextDue(campaign: Int64, excludingApps apps: [String] = []) async throws -> Duration? {
-        let poll = Double(Self.stepPoll.components.seconds) + Double(Self.stepPoll.components.attoseconds) / 1e18
+        let poll = Self.stepPoll.inSeconds
         let rows = try await client.query("""
             SELECT CASE s.state WHEN 'superseded' THEN NULL WHEN 'waits' THEN greatest(q.wait, \(poll)) ELSE q.wait END
             FROM (SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8 AS wait

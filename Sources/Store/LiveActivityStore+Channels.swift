@@ -141,7 +141,7 @@ extension LiveActivityStore {
     /// superseded this one); a step waiting for an earlier one is looked at again after
     /// `DeliveryLedger.stepPoll`.
     public func nextChannelPush(step: Int64) async throws -> Date? {
-        let poll = Double(DeliveryLedger.stepPoll.components.seconds) + Double(DeliveryLedger.stepPoll.components.attoseconds) / 1e18
+        let poll = DeliveryLedger.stepPoll.inSeconds
         for try await next in try await client.query("""
             SELECT CASE s.state WHEN 'superseded' THEN NULL
                                 WHEN 'waits' THEN greatest(q.next, now() + make_interval(secs => \(poll))) ELSE q.next END
