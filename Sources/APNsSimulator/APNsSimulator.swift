@@ -388,11 +388,12 @@ final class SimulatorState {
         if configuration.recordAccepted { accepted.append(notification) }
     }
 
-    /// One attempt at a device and the status it was answered (`attemptsLogPath`).
-    func recordAttempt(token: String, status: Int, collapseID: String?) {
+    /// One attempt at a device, the status it was answered and what authenticated it (`attemptsLogPath`).
+    func recordAttempt(token: String, status: Int, collapseID: String?, credential: String? = nil) {
         guard attemptsHandle != nil else { return }
         var line = "{\"at\":\(Int64(Date().timeIntervalSince1970 * 1000)),\"token\":\"\(token)\",\"status\":\(status)"
         if let collapseID { line += ",\"apns-collapse-id\":\(jsonString(collapseID))" }
+        if let credential { line += ",\"credential\":\(jsonString(credential))" }
         attemptsBuffer.append(contentsOf: (line + "}\n").utf8)
         if attemptsBuffer.count > 1 << 16 { flushLog() }
     }

@@ -44,6 +44,7 @@ struct AuthRegistry {
     /// `teamID`, `signingKeys` and `allowedTopics` make one token team; `apps` add to it.
     init(_ configuration: SimulatorConfiguration) {
         for (keyID, key) in configuration.signingKeys { keys[keyID] = (configuration.teamID, key) }
+        revokedCertificates = Set(configuration.revokedCertificateSerials.map { $0.lowercased() })
         for topic in configuration.allowedTopics { tokenTopics[topic] = configuration.teamID }
         for app in configuration.apps {
             switch app.auth {

@@ -84,6 +84,9 @@ public struct SimulatorConfiguration: Sendable {
     /// Append-only JSON lines of every attempt at a device, whatever its answer (its `status`):
     /// what a pace holds, refused attempts included.
     public var attemptsLogPath: String? = nil
+    /// Client certificates refused from the start (serial numbers, lowercase hex), as Apple
+    /// refuses a certificate revoked in the developer account.
+    public var revokedCertificateSerials: Set<String> = []
     /// Keep accepted notifications in memory for `accepted` (tests); off for long runs.
     public var recordAccepted: Bool
     /// The simulator's clock, for `iat` checks.

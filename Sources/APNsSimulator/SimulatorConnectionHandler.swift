@@ -226,7 +226,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if role == .push, !request.broadcast {
             var collapseID: String?
             for (name, value, _) in stream.headers where name == "apns-collapse-id" { collapseID = value }
-            state.recordAttempt(token: request.deviceToken, status: verdict.status, collapseID: collapseID)
+            state.recordAttempt(token: request.deviceToken, status: verdict.status, collapseID: collapseID,
+                                credential: request.credential)
         }
         if verdict.status == 200, role == .push {
             var headerMap: [String: String] = [:]
@@ -356,6 +357,9 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         var bundle = ""
         /// A Live Activity start accepted with `input-push-channel`: the device subscribes.
         var startsOnChannel: String?
+        /// What authenticated the request, for the attempts log: `key KID` (a provider token's
+        /// key id) or `certificate SERIAL` (the connection's client certificate).
+        var credential: String?
 
         init(headers: HPACKHeaders) {
             for (name, value, _) in headers {
@@ -418,6 +422,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         let configuration = state.configuration
         // A connection with a client certificate is authorized by it, and needs no token.
         if let certificate = clientCertificate {
+            request.credential = "certificate \(certificate.serialNumber)"
             if state.auth.revokedCertificates.contains(certificate.serialNumber) { return .reject(403, "BadCertificate") }
             raiseStreamLimitIfNeeded()
             guard let topic else { return .reject(400, "MissingTopic") }
@@ -443,6 +448,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             case .success(let token): verified = token
             }
         }
+        request.credential = "key \(verified.keyID)"
         // A key revoked since this connection's token was accepted.
         if state.auth.key(verified.keyID) == nil { return .reject(403, "InvalidProviderToken") }
         if verified.issuedAt > now + 60 { return .reject(403, "InvalidProviderToken") }

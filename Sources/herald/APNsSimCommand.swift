@@ -70,8 +70,14 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Append accepted notifications to this file as JSON lines.")
     var log: String?
 
-    @Option(name: .customLong("attempts-log"), help: "Append every attempt at a device, whatever its answer, to this file as JSON lines (at, token, status).")
+    @Option(name: .customLong("attempts-log"), help: "Append every attempt at a device, whatever its answer, to this file as JSON lines (at, token, status, and the credential: key KID or certificate SERIAL).")
     var attemptsLog: String?
+
+    @Option(
+        name: .customLong("revoke-client-cert"),
+        help: ArgumentHelp("Refuse the client certificate of this serial number (hex, as the attempts log names it), as a revoked one; repeatable.", valueName: "serial")
+    )
+    var revokeClientCert: [String] = []
 
     @Flag(name: .customLong("keep-certs"), help: "Reuse the CA, certificate and key already in the cert dir, and the client CA (a restarted simulator keeps its clients' trust).")
     var keepCerts = false
@@ -79,7 +85,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("app"),
         help: ArgumentHelp(
-            "Another app, repeatable: topic=BUNDLE,key-id=K,team-id=T,public-key=PEM (token auth) or topic=BUNDLE,certificate (client certificate auth).",
+            "Another app, repeatable: topic=BUNDLE,key-id=K,team-id=T,public-key=PEM (token auth; the same topic again adds a key) or topic=BUNDLE,certificate (client certificate auth).",
             valueName: "spec"
         )
     )
@@ -88,7 +94,7 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("issue-client-cert"),
         help: ArgumentHelp(
-            "Issue a client certificate for this topic into the cert dir (client-TOPIC.pem, -key.pem, .p12, .p12.password); repeatable. Needs openssl for the .p12.",
+            "Issue a client certificate for this topic into the cert dir (client-TOPIC.pem, -key.pem, .p12, .p12.password; a topic given again: client-TOPIC-2…); repeatable. Needs openssl for the .p12.",
             valueName: "topic"
         )
     )
@@ -171,6 +177,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         configuration.channelsPort = channelsPort ?? (port == 0 ? 0 : port + 1)
         configuration.channelIDBytes = channelIDBytes
         configuration.attemptsLogPath = attemptsLog
+        configuration.revokedCertificateSerials = Set(revokeClientCert)
         let simulator = try APNsSimulator(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         // Bound before the service group runs, so the settings below carry the port.
         let boundPort = try await simulator.start()
@@ -189,15 +196,18 @@ struct APNsSimCommand: AsyncParsableCommand {
         // its topic and where each of its files was written.
         lines.append("APNS_CLIENT_CA_PATH=\(simulator.clientCACertificatePath)")
         for (index, topic) in issueClientCert.enumerated() {
+            // A topic given again gets a certificate of its own (a rotation's new one): client-TOPIC-2, -3.
+            let repeats = issueClientCert[..<index].filter { $0 == topic }.count
             let issued = try simulator.issueClientCertificate(
                 topics: [topic],
                 directory: certDir,
-                name: "client-\(topic)",
+                name: repeats == 0 ? "client-\(topic)" : "client-\(topic)-\(repeats + 1)",
                 password: Self.randomPassword()
             )
             let n = index + 1
             lines += [
                 "APNS_CLIENT_TOPIC_\(n)=\(topic)",
+                "APNS_CLIENT_SERIAL_\(n)=\(issued.serialNumber)",
                 "APNS_CLIENT_CERT_PATH_\(n)=\(issued.certificatePath)",
                 "APNS_CLIENT_KEY_PATH_\(n)=\(issued.privateKeyPath)",
                 "APNS_CLIENT_P12_PATH_\(n)=\(issued.p12Path)",

@@ -122,7 +122,7 @@ final class SimulatorProcess {
     let keyID = "FAULTKEY01"
     let teamID = "FAULTTEAM1"
     let topic = "com.example.herald"
-    let faults: [String]
+    var faults: [String]
     var port = 0
     var channelsPort = 0
     var child: Child?

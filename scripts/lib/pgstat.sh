@@ -1,5 +1,5 @@
-# PostgreSQL's own counters for the benchmarks (scripts/bench-run,
-# scripts/bench-ledger), on the server in $HERALD_PG_DIR (scripts/pg).
+# PostgreSQL's own counters for the benchmark (scripts/bench-run),
+# on the server in $HERALD_PG_DIR (scripts/pg).
 
 tck=$(getconf CLK_TCK)
 
