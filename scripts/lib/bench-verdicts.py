@@ -92,6 +92,31 @@ TARGETS = [
 ]
 
 
+# Targets between two runs of one sitting: (name, the run's label pattern, the label of the run it
+# is compared with, made from the pattern's groups, the figure, at most / at least, the bound).
+#   "at least": the run's figure over the other's at least x; "at most": at most x.
+PAIRS = [
+    # A Live Activity update to every activity within 10% of an alert's rate to the same devices.
+    ("an update within 10% of the alert's rate", r"^sale (\d+) step 1$", "alert {0}", "notif/s", "at least", 0.9),
+    # Text made for each person at no less than 0.9× the rate of the same poster without templates.
+    ("personalized at ≥ 0.9× the plain poster's rate", r"^poster personalized (\d+)$", "poster without templates {0}",
+     "notif/s", "at least", 0.9),
+]
+
+
+def pair_verdicts(figures_by_label):
+    out = []
+    for name, pattern, other, key, kind, x in PAIRS:
+        for label, f in figures_by_label.items():
+            m = re.match(pattern, label)
+            if not m or other.format(*m.groups()) not in figures_by_label:
+                continue
+            r = f[key] / figures_by_label[other.format(*m.groups())][key]
+            ok = r >= x if kind == "at least" else r <= x
+            out.append(f"  {label}: {name}: {'met' if ok else 'NOT MET'} ({r:.2f}×)")
+    return out
+
+
 def verdict(test, b, a=None):
     kind, key, x = test
     if key not in b:
@@ -120,13 +145,15 @@ def median_figures(rounds):
 def single(path):
     runs, sitting = load(path)
     print("targets (this build):")
-    for label, run in runs.items():
-        f = figures(run, sitting)
+    by_label = {label: figures(run, sitting) for label, run in runs.items()}
+    for label, f in by_label.items():
         for name, pattern, test in TARGETS:
             if re.match(pattern, label) and test[0] != "ratio":
                 v = verdict(test, f)
                 if v:
                     print(f"  {label}: {name}: {'met' if v[0] else 'NOT MET'} ({v[1]})")
+    for line in pair_verdicts(by_label):
+        print(line)
 
 
 def compare(name_a, name_b, rounds, folder):
@@ -152,10 +179,10 @@ def compare(name_a, name_b, rounds, folder):
                 continue
             av = [x[key] for x in a_rounds]
             bv = [x[key] for x in b_rounds]
-            pairs = [b / a if a else float("nan") for a, b in zip(av, bv)]
+            pairs = [b / a for a, b in zip(av, bv) if a]
+            ratios = f"{', '.join(f'{x:.2f}' for x in pairs)} ({statistics.median(pairs):.2f})" if len(pairs) == len(av) else "–"
             print(f"  {key:<24} {fmt(ma[key]) + ' (' + fmt(min(av)) + '-' + fmt(max(av)) + ')':>28}"
-                  f" {fmt(mb[key]) + ' (' + fmt(min(bv)) + '-' + fmt(max(bv)) + ')':>28}"
-                  f"   {', '.join(f'{x:.2f}' for x in pairs)} ({statistics.median(pairs):.2f})")
+                  f" {fmt(mb[key]) + ' (' + fmt(min(bv)) + '-' + fmt(max(bv)) + ')':>28}   {ratios}")
     print()
     print("targets, on the medians:")
     for label in labels:
