@@ -92,10 +92,11 @@ extension FaultSuite {
                 request.setValue("application/json", forHTTPHeaderField: "Content-Type")
                 request.httpBody = reply.body
                 request.timeoutInterval = 10
+                let sent = clock.now
                 if let (_, response) = try? await Self.replyClients.data(for: request),
                    let status = (response as? HTTPURLResponse)?.statusCode {
                     if status == 202 || status == 200 {
-                        await ledger.answered(reply.id, status: status)
+                        await ledger.answered(reply.id, status: status, sent: sent, at: clock.now)
                         return
                     }
                     #expect(status == 503, "reply \(reply.id) answered \(status)")
@@ -182,11 +183,20 @@ extension FaultSuite {
     actor ReplyLedger {
         private(set) var statuses: [UUID: Int] = [:]
         private(set) var retries = 0
+        /// When each answered reply's answered request was sent, and when its answer came.
+        private(set) var times: [(sent: ContinuousClock.Instant, answered: ContinuousClock.Instant)] = []
         var answered: Int { statuses.count }
 
-        func answered(_ id: UUID, status: Int) {
+        func answered(_ id: UUID, status: Int, sent: ContinuousClock.Instant, at: ContinuousClock.Instant) {
             #expect(statuses[id] == nil, "reply \(id) answered twice")
             statuses[id] = status
+            times.append((sent, at))
+        }
+
+        /// Replies sent while the database was down (`from..<to`) and answered 2xx once it was
+        /// back: the intake held them through the outage rather than refusing them.
+        func heldThrough(from: ContinuousClock.Instant, to: ContinuousClock.Instant) -> Int {
+            times.filter { $0.sent >= from && $0.sent < to && $0.answered > to }.count
         }
 
         func retried() { retries += 1 }
