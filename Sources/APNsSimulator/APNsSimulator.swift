@@ -389,7 +389,7 @@ final class SimulatorState {
     }
 
     /// One attempt at a device, the status it was answered and what authenticated it (`attemptsLogPath`).
-    func recordAttempt(token: String, status: Int, collapseID: String?, credential: String? = nil) {
+    func recordAttempt(token: String, status: Int, collapseID: String?, credential: String?) {
         guard attemptsHandle != nil else { return }
         var line = "{\"at\":\(Int64(Date().timeIntervalSince1970 * 1000)),\"token\":\"\(token)\",\"status\":\(status)"
         if let collapseID { line += ",\"apns-collapse-id\":\(jsonString(collapseID))" }

@@ -15,20 +15,6 @@ extension FaultSuite {
     static let rotatedTopic = APNsSimulatorHarness.companionTopic
     static let rotatedTeam = "COMPTEAM01"
 
-    struct CredentialAttempt {
-        var status: Int
-        var credential: String
-    }
-
-    static func credentialAttempts(_ sim: SimulatorProcess) -> [CredentialAttempt] {
-        guard let data = FileManager.default.contents(atPath: sim.attemptsPath) else { return [] }
-        return data.split(separator: UInt8(ascii: "\n")).compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                  let status = (object["status"] as? NSNumber)?.intValue else { return nil }
-            return CredentialAttempt(status: status, credential: object["credential"] as? String ?? "none")
-        }
-    }
-
     @Test(arguments: ["token", "certificate"])
     func anAPNsCredentialRotatesUnderRealRuns(kind: String) async throws {
         try await TestDatabase.with { client, database in
@@ -42,13 +28,6 @@ extension FaultSuite {
                     """)
                 try await client.exec(Fixtures.campaign(name: "Before"))
 
-                func write(_ name: String, _ text: String, mode: Int) throws -> String {
-                    let path = dir.appendingPathComponent(name).path
-                    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
-                        throw Timeout(what: "cannot write \(path)")
-                    }
-                    return path
-                }
                 // The two credentials, as the developer account hands them out, and what APNs knows of them.
                 let keys = [P256.Signing.PrivateKey(), P256.Signing.PrivateKey()]
                 let keyIDs = ["ROTATEOLD1", "ROTATENEW1"]
@@ -56,7 +35,7 @@ extension FaultSuite {
                 if kind == "token" {
                     appArguments = try (0..<2).flatMap { i in
                         ["--app", "topic=\(Self.rotatedTopic),key-id=\(keyIDs[i]),team-id=\(Self.rotatedTeam),public-key="
-                            + (try write("key\(i).pub.pem", keys[i].publicKey.pemRepresentation, mode: 0o644))]
+                            + (try dir.write("key\(i).pub.pem", keys[i].publicKey.pemRepresentation, mode: 0o644))]
                     }
                 } else {
                     appArguments = ["--app", "topic=\(Self.rotatedTopic),certificate"]
@@ -69,7 +48,7 @@ extension FaultSuite {
                 var named: [String] = []
                 if kind == "token" {
                     for i in 0..<2 {
-                        let path = try write("AuthKey_\(keyIDs[i]).p8", keys[i].pemRepresentation, mode: 0o600)
+                        let path = try dir.write("AuthKey_\(keyIDs[i]).p8", keys[i].pemRepresentation, mode: 0o600)
                         add.append(["--p8", path, "--key-id", keyIDs[i], "--team-id", Self.rotatedTeam])
                         named.append("key \(keyIDs[i])")
                     }
@@ -113,11 +92,11 @@ extension FaultSuite {
                 let earlyCode = try await early.wait(limit: .seconds(180))
                 #expect(earlyCode == 0 && lateCode == 0, "herald run exited \(earlyCode) and \(lateCode)\n\(early.tail())\n\(late.tail())")
                 try await sim.settledLog()
-                let during = Self.credentialAttempts(sim)
+                let during = try Self.attemptsAt(sim.attemptsPath)
                 let oldUsed = during.filter { $0.credential == named[0] }.count
                 let newUsed = during.filter { $0.credential == named[1] }.count
                 #expect(oldUsed > 0 && newUsed > 0, "the run under way sent on the old credential (\(oldUsed)), the later run on the new (\(newUsed))")
-                #expect(oldUsed + newUsed == during.count, "every attempt used one of the two: \(Set(during.map(\.credential)))")
+                #expect(oldUsed + newUsed == during.count, "every attempt used one of the two: \(Set(during.map { $0.credential ?? "none" }))")
                 #expect(during.allSatisfy { $0.status == 200 }, "APNs refused nothing: \(during.filter { $0.status != 200 }.prefix(3).map(\.status))")
                 #expect(try await FaultSuite.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'sent'") == devices)
 
@@ -136,10 +115,10 @@ extension FaultSuite {
                 let afterCode = try await after.wait(limit: .seconds(180))
                 #expect(afterCode == 0, "herald run exited \(afterCode)\n\(after.tail())")
                 try await sim.settledLog()
-                let since = Self.credentialAttempts(sim).dropFirst(during.count)
+                let since = try Self.attemptsAt(sim.attemptsPath).dropFirst(during.count)
                 #expect(since.count == devices, "\(since.count) attempts after the revocation")
                 #expect(since.allSatisfy { $0.credential == named[1] && $0.status == 200 },
-                        "after the retirement every attempt used the new credential and was accepted: \(Set(since.map { "\($0.credential) \($0.status)" }))")
+                        "after the retirement every attempt used the new credential and was accepted: \(Set(since.map { "\($0.credential ?? "none") \($0.status)" }))")
                 #expect(try await FaultSuite.count(client, "SELECT count(*) FROM delivery_status WHERE status = 'sent'") == 2 * devices)
                 try await sim.stop()
             }

@@ -99,19 +99,11 @@ struct DocumentedCommandsTests {
                     let status = try await child.wait(limit: .seconds(60))
                     return (status, child.text())
                 }
-                func write(_ name: String, _ text: String, mode: Int = 0o600) throws -> String {
-                    let path = scratch.appendingPathComponent(name).path
-                    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8),
-                                                         attributes: [.posixPermissions: mode]) else {
-                        throw Timeout(what: "cannot write \(path)")
-                    }
-                    return path
-                }
-                let backend = try write("shop-backend-public.pem", P256.Signing.PrivateKey().publicKey.pemRepresentation, mode: 0o644)
-                let backendNext = try write("new-public.pem", P256.Signing.PrivateKey().publicKey.pemRepresentation, mode: 0o644)
-                let key2026 = try write("AuthKey_ABC123DEFG.p8", P256.Signing.PrivateKey().pemRepresentation)
-                let key2027 = try write("AuthKey_XYZ987WVUT.p8", P256.Signing.PrivateKey().pemRepresentation)
-                let loose = try write("AuthKey_LOOSE.p8", P256.Signing.PrivateKey().pemRepresentation, mode: 0o644)
+                let backend = try scratch.write("shop-backend-public.pem", P256.Signing.PrivateKey().publicKey.pemRepresentation, mode: 0o644)
+                let backendNext = try scratch.write("new-public.pem", P256.Signing.PrivateKey().publicKey.pemRepresentation, mode: 0o644)
+                let key2026 = try scratch.write("AuthKey_ABC123DEFG.p8", P256.Signing.PrivateKey().pemRepresentation)
+                let key2027 = try scratch.write("AuthKey_XYZ987WVUT.p8", P256.Signing.PrivateKey().pemRepresentation)
+                let loose = try scratch.write("AuthKey_LOOSE.p8", P256.Signing.PrivateKey().pemRepresentation, mode: 0o644)
                 func count(_ sql: String) async throws -> Int64? { try await client.scalar(sql, as: Int64.self) }
 
                 // Before any app: the app default, on the APNS_* settings.

@@ -68,14 +68,15 @@ extension FaultSuite {
         String(format: "%.1f", Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18)
     }
 
-    /// Each line of the attempts log: its `at` (milliseconds) and the status it was answered.
-    static func attemptsAt(_ path: String) throws -> [(at: Int64, status: Int)] {
+    /// Each line of the attempts log: its `at` (milliseconds), the status it was answered, and
+    /// what authenticated it (`key KID` or `certificate SERIAL`).
+    static func attemptsAt(_ path: String) throws -> [(at: Int64, status: Int, credential: String?)] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         return try data.split(separator: UInt8(ascii: "\n")).compactMap { line in
             guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
                   let at = (object["at"] as? NSNumber)?.int64Value, let status = (object["status"] as? NSNumber)?.intValue
             else { return nil }
-            return (at, status)
+            return (at, status, object["credential"] as? String)
         }
     }
 

@@ -251,6 +251,16 @@ final class Scratch {
 
     func appendingPathComponent(_ name: String) -> URL { directory.appendingPathComponent(name) }
 
+    /// Writes `text` to the file `name` of the scenario's folder with `mode` (a secret's 0600 unless
+    /// told otherwise) and returns its path.
+    func write(_ name: String, _ text: String, mode: Int = 0o600) throws -> String {
+        let path = appendingPathComponent(name).path
+        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
+            throw Timeout(what: "cannot write \(path)")
+        }
+        return path
+    }
+
     /// Whatever is still running when the scenario ends (it failed midway) is killed.
     func killChildren() async {
         for child in children where child.isRunning {

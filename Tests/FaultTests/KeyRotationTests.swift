@@ -38,14 +38,9 @@ extension FaultSuite {
                 // The reply secrets live in files the configuration file names.
                 let oldSecret = ReplySecret.generate()
                 let newSecret = ReplySecret.generate()
-                let write = { (name: String, text: String) -> String in
-                    let path = dir.scratch.appendingPathComponent(name).path
-                    _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-                    return path
-                }
-                let oldFile = write("old.secret", oldSecret.base64EncodedString())
-                let newFile = write("new.secret", newSecret.base64EncodedString())
-                let config = write("herald.toml", "[reply]\nsecret_file = \"\(oldFile)\"\n")
+                let oldFile = try dir.scratch.write("old.secret", oldSecret.base64EncodedString())
+                let newFile = try dir.scratch.write("new.secret", newSecret.base64EncodedString())
+                let config = try dir.scratch.write("herald.toml", "[reply]\nsecret_file = \"\(oldFile)\"\n")
 
                 var env = ProcessInfo.processInfo.environment
                 for key in env.keys where key.hasPrefix("HERALD_") || key.hasPrefix("APNS_") { env[key] = nil }
@@ -104,7 +99,7 @@ extension FaultSuite {
 
                 // The reply secret: the new one signs; the old one's tokens are still taken until the stated time.
                 let until = ISO8601DateFormatter().string(from: Date(timeIntervalSinceNow: 3600))
-                _ = write("herald.toml", """
+                _ = try dir.scratch.write("herald.toml", """
                     [reply]
                     secret_file = "\(newFile)"
                     previous_secret_file = "\(oldFile)"
@@ -131,7 +126,7 @@ extension FaultSuite {
                 #expect(reloads() == 3)
 
                 // The grace period ends: the configuration file names the new secret alone.
-                _ = write("herald.toml", "[reply]\nsecret_file = \"\(newFile)\"\n")
+                _ = try dir.scratch.write("herald.toml", "[reply]\nsecret_file = \"\(newFile)\"\n")
                 try await reload("the previous reply secret retired")
 
                 // What was retired is refused now, with exactly the documented answer.
