@@ -61,12 +61,24 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_action_check(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_action_check() IS 'Checks an action''s localized titles: each key a locale tag, each entry a title and only the fields its kind has. Fired by actions_check.';
+
+--
 -- Name: herald_apns_id(bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_apns_id(id bigint, prefix text) RETURNS uuid
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN (((prefix || '8001'::text) || to_hex((id | ('-9223372036854775807'::bigint - 1)))))::uuid;
+
+--
+-- Name: FUNCTION herald_apns_id(id bigint, prefix text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_apns_id(id bigint, prefix text) IS 'The apns-id of a delivery from its id and a prefix: a UUIDv8 of the prefix and the id, so that every send of a delivery carries the same apns-id. Immutable, so that a claim reads the prefix once.';
 
 --
 -- Name: apns_id_prefix; Type: TABLE; Schema: public; Owner: -
@@ -80,12 +92,24 @@ CREATE TABLE public.apns_id_prefix (
 );
 
 --
+-- Name: TABLE apns_id_prefix; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.apns_id_prefix IS 'The deployment''s 48 random bits, chosen once (one row), that begin every apns-id herald_apns_id derives from a delivery id, so that every send of a delivery carries the same apns-id.';
+
+--
 -- Name: herald_apns_id(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_apns_id(id bigint) RETURNS uuid
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     RETURN public.herald_apns_id(id, (SELECT p.prefix FROM public.apns_id_prefix p));
+
+--
+-- Name: FUNCTION herald_apns_id(id bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_apns_id(id bigint) IS 'The apns-id of a delivery with this deployment''s prefix (apns_id_prefix), for readers.';
 
 --
 -- Name: herald_approval_open(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -97,6 +121,12 @@ CREATE FUNCTION public.herald_approval_open(p_campaign bigint) RETURNS boolean
     AS $$
     SELECT EXISTS (SELECT 1 FROM approval_grants WHERE xact = pg_current_xact_id() AND campaign_id = p_campaign)
 $$;
+
+--
+-- Name: FUNCTION herald_approval_open(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_approval_open(p_campaign bigint) IS 'Whether this transaction holds an approval grant for the campaign: what lets herald_campaign_approval_guard accept a change to the approval columns.';
 
 --
 -- Name: herald_approve(bigint, text); Type: FUNCTION; Schema: public; Owner: -
@@ -129,6 +159,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_approve(p_campaign bigint, p_reason text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_approve(p_campaign bigint, p_reason text) IS 'Approves a campaign as the calling role, which must be a member of herald_approver and not its author, and records it in campaign_approvals. The only way a campaign becomes approved.';
+
+--
 -- Name: herald_approved(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -140,6 +176,12 @@ CREATE FUNCTION public.herald_approved(p_campaign bigint) RETURNS boolean
                    WHERE c.id = coalesce((SELECT coalesce(sale_id, widgets_of) FROM campaigns WHERE id = p_campaign), p_campaign)
                      AND c.approved_at IS NOT NULL)
 $$;
+
+--
+-- Name: FUNCTION herald_approved(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_approved(p_campaign bigint) IS 'Whether a campaign may go out as far as approval goes: approval is not required, or the campaign (for a sale''s step or a widget push, the campaign it belongs to) is approved. The one rule, read by the due campaigns'' query and by every claim.';
 
 --
 -- Name: herald_apps_problem(text[]); Type: FUNCTION; Schema: public; Owner: -
@@ -157,6 +199,12 @@ CREATE FUNCTION public.herald_apps_problem(p_apps text[]) RETURNS text
 $$;
 
 --
+-- Name: FUNCTION herald_apps_problem(p_apps text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_apps_problem(p_apps text[]) IS 'What is wrong with a list of apps (empty, or naming an app that does not exist), or NULL: the one check of campaigns.apps and categories.apps.';
+
+--
 -- Name: herald_are_public_keys(text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -166,6 +214,12 @@ CREATE FUNCTION public.herald_are_public_keys(keys text[]) RETURNS boolean
     SELECT coalesce(bool_and(k IS NOT NULL AND k LIKE '-----BEGIN PUBLIC KEY-----%' AND k LIKE '%-----END PUBLIC KEY-----%'), true)
     FROM unnest(keys) k
 $$;
+
+--
+-- Name: FUNCTION herald_are_public_keys(keys text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_are_public_keys(keys text[]) IS 'Whether every element is a PEM public key: the check of apps.registration_keys.';
 
 --
 -- Name: runs; Type: TABLE; Schema: public; Owner: -
@@ -199,12 +253,24 @@ CREATE TABLE public.runs (
 );
 
 --
+-- Name: TABLE runs; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.runs IS 'One row per herald run: where it runs, its status, its lease (lease_expires_at) and session lock, the campaigns it claimed from, and its figures. A run holds what it claimed only while it is running and its lease has not lapsed.';
+
+--
 -- Name: herald_run_holds(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_run_holds(p_run bigint) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN ((p_run IS NOT NULL) AND (EXISTS (SELECT 1 FROM public.runs r WHERE ((r.id = herald_run_holds.p_run) AND (r.status = 'running'::text) AND (r.lease_expires_at >= now())))));
+
+--
+-- Name: FUNCTION herald_run_holds(p_run bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_run_holds(p_run bigint) IS 'Whether a run holds what it claimed: it is running and its lease has not lapsed. The rule of every claim and takeover.';
 
 --
 -- Name: deliveries; Type: TABLE; Schema: public; Owner: -
@@ -237,6 +303,12 @@ CREATE TABLE public.deliveries (
 PARTITION BY LIST (campaign_id);
 
 --
+-- Name: TABLE deliveries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.deliveries IS 'The delivery ledger: one row per campaign and device, plus test sends and config refresh pushes, each with its status, attempts and APNs answer, so that each device gets each campaign once through kills and outages. Partitioned by campaign, so that herald prune drops a finished campaign''s rows whole; readers read it through delivery_status, which applies the spans of rows sent by ranges.';
+
+--
 -- Name: delivery_spans; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -254,6 +326,12 @@ CREATE TABLE public.delivery_spans (
 );
 
 --
+-- Name: TABLE delivery_spans; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.delivery_spans IS 'The ledger by ranges: each span is a range (after, through] of a campaign''s delivery ids leased by one run (run_id), with its watermark `settled` (how far APNs accepted them) and the marks of each settlement. A batch row reads as its span says (delivery_status) until a settlement writes it.';
+
+--
 -- Name: herald_batch_left(bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -262,12 +340,24 @@ CREATE FUNCTION public.herald_batch_left(p_campaign bigint, p_held_too boolean) 
     RETURN ((EXISTS (SELECT 1 FROM public.delivery_spans s WHERE ((s.campaign_id = herald_batch_left.p_campaign) AND (s.settled < s.through) AND (herald_batch_left.p_held_too OR (NOT public.herald_run_holds(s.run_id))) AND (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_left.p_campaign) AND (d.status = 'batch'::text) AND (d.id > s.settled) AND (d.id <= s.through))))))) OR (EXISTS (SELECT 1 FROM public.deliveries d WHERE ((d.campaign_id = herald_batch_left.p_campaign) AND (d.status = 'batch'::text) AND (d.id > COALESCE((SELECT max(s.through) AS max FROM public.delivery_spans s WHERE (s.campaign_id = herald_batch_left.p_campaign)), (0)::bigint))))));
 
 --
+-- Name: FUNCTION herald_batch_left(p_campaign bigint, p_held_too boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_batch_left(p_campaign bigint, p_held_too boolean) IS 'Whether a campaign has a batch row still to send: above the watermark of a span (one no live run holds, unless p_held_too), or past every span.';
+
+--
 -- Name: herald_batch_done(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_batch_done(p_campaign bigint) RETURNS boolean
     LANGUAGE sql STABLE
     RETURN (NOT public.herald_batch_left(p_campaign, true));
+
+--
+-- Name: FUNCTION herald_batch_done(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_batch_done(p_campaign bigint) IS 'Whether every batch row of a campaign is settled or written; asked before a campaign completes.';
 
 --
 -- Name: herald_best_hours(); Type: FUNCTION; Schema: public; Owner: -
@@ -294,6 +384,12 @@ CREATE FUNCTION public.herald_best_hours() RETURNS TABLE(user_id bigint, hour in
 $$;
 
 --
+-- Name: FUNCTION herald_best_hours(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_best_hours() IS 'Each user''s best hour (0-23 on their own clock): the hour of most of their replies and conversions over settings.best_hour_days, for users with at least settings.best_hour_min_events of them; a tie goes to the earlier hour. Runs as the owner, so that analysts read the hours and not the replies.';
+
+--
 -- Name: herald_bucket10k(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -302,6 +398,12 @@ CREATE FUNCTION public.herald_bucket10k(t text) RETURNS integer
     AS $$
     SELECT (((('x' || left(md5(t), 8))::bit(32)::bigint) * 10000) >> 32)::integer
 $$;
+
+--
+-- Name: FUNCTION herald_bucket10k(t text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_bucket10k(t text) IS 'The documented hash of holdouts and the control group: 0 to 9999 from the first 32 bits of md5(text), stable per user on every PostgreSQL version.';
 
 --
 -- Name: herald_campaign_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
@@ -351,6 +453,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_approval_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_approval_guard() IS 'Keeps approval in the hands of its functions: the approval columns and the author change only under a grant of this transaction, and a change to a column that campaign_approval_columns says withdraws (or does not list) withdraws the approval, recorded with what changed. Fired by campaigns_approval_guard.';
+
+--
 -- Name: herald_campaign_archive(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -373,6 +481,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_archive(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_archive() IS 'Makes archiving final: an archived campaign never takes another status, and archiving cancels its queued deliveries and sets completed_at. Fired by campaigns_archive.';
+
+--
 -- Name: herald_campaign_cancelled(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -385,6 +499,12 @@ BEGIN
     WHERE campaign_id = NEW.id AND status = 'queued';
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_campaign_cancelled(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_cancelled() IS 'Cancels a cancelled campaign''s queued deliveries at once, whether or not a run is on it. Fired by campaigns_cancelled.';
 
 --
 -- Name: herald_campaign_check(); Type: FUNCTION; Schema: public; Owner: -
@@ -441,6 +561,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_check(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_check() IS 'The rules of a campaign row a marketer can break, with messages that say what to change: content for the default locale and well-formed text in each, media over https, a poster''s media, a flash sale''s end, a category where the kind needs one, a text input for feedback. Fired by campaigns_check.';
+
+--
 -- Name: herald_campaign_closed_batch(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -452,6 +578,12 @@ BEGIN
     PERFORM herald_close_batch(NEW.id, 'cancelled', TG_ARGV[0]);
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_campaign_closed_batch(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_closed_batch() IS 'Closes a cancelled or archived campaign''s batch rows that no run holds, as queued rows are cancelled; the trigger''s argument is the reason written. Fired by campaigns_cancelled_batch and campaigns_archived_batch.';
 
 --
 -- Name: herald_campaign_content_problem(jsonb); Type: FUNCTION; Schema: public; Owner: -
@@ -504,6 +636,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_content_problem(entry jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_content_problem(entry jsonb) IS 'What is wrong with one locale''s entry of campaign or variant content (literal title, subtitle and body, or keys of the app''s Localizable.strings with their arguments), or NULL. The one content rule, asked by herald_campaign_check and herald_campaign_variant_check.';
+
+--
 -- Name: herald_campaign_delete_check(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -522,6 +660,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_delete_check(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_delete_check() IS 'Refuses to delete a campaign that has deliveries or replies, with the hint to archive it instead; one without history (a draft) may go. Fired by campaigns_keep_history.';
+
+--
 -- Name: herald_campaign_local_send_at(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -534,6 +678,12 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+
+--
+-- Name: FUNCTION herald_campaign_local_send_at(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_local_send_at() IS 'Keeps send_at at the first moment any time zone reaches send_at_local (UTC+14), so that a campaign sent at local time is due then. Fired by campaigns_a_local_send_at.';
 
 --
 -- Name: herald_campaign_status_audit(); Type: FUNCTION; Schema: public; Owner: -
@@ -556,6 +706,12 @@ BEGIN
             coalesce(why, CASE WHEN NEW.status = 'failed' THEN NEW.failure_reason END));
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_campaign_status_audit(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_status_audit() IS 'Writes each status a campaign takes to campaign_status_changes, with the role, application name and reason (the herald.reason setting, else the failure reason). Runs as the owner, so that no role needs the right to write the audit.';
 
 --
 -- Name: herald_campaign_variant_check(); Type: FUNCTION; Schema: public; Owner: -
@@ -610,6 +766,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_variant_check(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_variant_check() IS 'The rules one variant row can break: content shaped like a campaign''s, media over https, at most four per campaign, and no variant added, renamed or reshared once the audience was assigned. The rules of the whole set (shares adding up to 100) are checked by the run. Fired by campaign_variants_check.';
+
+--
 -- Name: herald_campaign_variant_keep(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -629,6 +791,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_campaign_variant_keep(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_campaign_variant_keep() IS 'Refuses to delete a variant once the campaign''s audience was assigned to its variants. Fired by campaign_variants_keep.';
+
+--
 -- Name: herald_category_actions_check(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -646,6 +814,12 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_category_actions_check(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_category_actions_check() IS 'Refuses a category with more than four actions, as iOS shows at most four. Fired by category_actions_at_most_4.';
 
 --
 -- Name: herald_category_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
@@ -676,6 +850,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_category_approval_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_category_approval_guard() IS 'Withdraws the approval of the unfinished campaigns whose buttons changed: their category, its list of actions, or an action''s titles, kind or options. Fired by categories_approval_guard, category_actions_approval_guard and actions_approval_guard.';
+
+--
 -- Name: herald_category_apps_problem(text, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -693,6 +873,12 @@ CREATE FUNCTION public.herald_category_apps_problem(category text, category_apps
                    array_to_string(ARRAY(SELECT x FROM unnest(campaign_apps) x WHERE x <> ALL (category_apps) ORDER BY x), ', '))
     END
 $$;
+
+--
+-- Name: FUNCTION herald_category_apps_problem(category text, category_apps text[], campaign_apps text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_category_apps_problem(category text, category_apps text[], campaign_apps text[]) IS 'Why a campaign to some apps (NULL: every app) may not use a category of other apps, or NULL when it may. The one rule, asked by the campaign and the category triggers.';
 
 --
 -- Name: herald_check_campaign_apps(); Type: FUNCTION; Schema: public; Owner: -
@@ -716,6 +902,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_check_campaign_apps(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_check_campaign_apps() IS 'Checks a campaign''s apps (herald_apps_problem), and gives an occurrence the apps of its series. Fired by campaigns_apps_exist.';
+
+--
 -- Name: herald_check_campaign_category_apps(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -734,6 +926,12 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+
+--
+-- Name: FUNCTION herald_check_campaign_category_apps(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_check_campaign_category_apps() IS 'Refuses a campaign whose category does not belong to every app it goes to (herald_category_apps_problem). Fired by campaigns_category_apps.';
 
 --
 -- Name: herald_check_category_apps(); Type: FUNCTION; Schema: public; Owner: -
@@ -763,6 +961,12 @@ BEGIN
     END IF;
     RETURN NEW;
 END $$;
+
+--
+-- Name: FUNCTION herald_check_category_apps(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_check_category_apps() IS 'Checks a category''s apps (herald_apps_problem), and refuses apps that leave out an app of an unfinished campaign that uses the category. Fired by categories_apps_check.';
 
 --
 -- Name: herald_claim_span(bigint, bigint, integer, double precision); Type: FUNCTION; Schema: public; Owner: -
@@ -818,6 +1022,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_claim_span(p_campaign bigint, p_run bigint, p_n integer, p_lease double precision); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_claim_span(p_campaign bigint, p_run bigint, p_n integer, p_lease double precision) IS 'Claims a span of a campaign''s batch rows for a run: under the campaign''s lock and the live check (run running, campaign running and approved; the run''s lease renewed), takes over the lowest span no live run holds at its watermark, or makes the next p_n batch rows a new span. Returns the range the run now holds.';
+
+--
 -- Name: herald_clear_approval(bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -840,6 +1050,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_clear_approval(p_campaign bigint, p_reason text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_clear_approval(p_campaign bigint, p_reason text) IS 'Withdraws a campaign''s approval and records why; false when it had none. What every withdrawal goes through; granted to no role.';
+
+--
 -- Name: herald_close_approval(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -849,6 +1065,12 @@ CREATE FUNCTION public.herald_close_approval(p_campaign bigint) RETURNS void
     AS $$
     DELETE FROM approval_grants WHERE xact = pg_current_xact_id() AND campaign_id = p_campaign
 $$;
+
+--
+-- Name: FUNCTION herald_close_approval(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_close_approval(p_campaign bigint) IS 'Deletes this transaction''s approval grant for the campaign; called only by the functions that own approval.';
 
 --
 -- Name: herald_close_batch(bigint, text, text); Type: FUNCTION; Schema: public; Owner: -
@@ -880,6 +1102,12 @@ BEGIN
     SELECT count(*) INTO n FROM w;
     RETURN n;
 END $$;
+
+--
+-- Name: FUNCTION herald_close_batch(p_campaign bigint, p_status text, p_reason text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_close_batch(p_campaign bigint, p_status text, p_reason text) IS 'Writes cancelled or expired to a campaign''s batch rows that no live run holds (past every span, or above the watermark of a span that is open or whose run is gone), under the claims'' lock; returns how many rows.';
 
 --
 -- Name: herald_commit_replies(uuid[], bigint[], text[], boolean[], text[], double precision[], boolean[], text, integer, integer[], integer[]); Type: PROCEDURE; Schema: public; Owner: -
@@ -946,6 +1174,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_delivery_keeps_replies(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_delivery_keeps_replies() IS 'Refuses to delete a ledger row that has replies, as a foreign key would; checked when the statement ends, so that an erasure and a move between partitions go through. Fired by deliveries_keep_replies.';
+
+--
 -- Name: herald_delivery_partition(bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -998,12 +1232,24 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_delivery_partition(campaign bigint, written_once boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_delivery_partition(campaign bigint, written_once boolean) IS 'Makes a campaign''s own ledger partition (deliveries_c<id>) when its first run snapshots it, moving its rows out of deliveries_default; written_once gives fillfactor 100 to rows sent by ranges. Waits at most 5 s for its locks, else leaves the rows in deliveries_default; refuses a pruned campaign; runs as the owner.';
+
+--
 -- Name: herald_delivery_status(text, bigint, bigint, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_delivery_status(p_status text, p_id bigint, p_settled bigint, p_held boolean) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE WHEN (p_status IS DISTINCT FROM 'batch'::text) THEN p_status WHEN (p_id <= p_settled) THEN 'sent'::text WHEN p_held THEN 'in_flight'::text ELSE 'queued'::text END;
+
+--
+-- Name: FUNCTION herald_delivery_status(p_status text, p_id bigint, p_settled bigint, p_held boolean); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_delivery_status(p_status text, p_id bigint, p_settled bigint, p_held boolean) IS 'The effective status of a ledger row, the one rule: a batch row at or below its span''s watermark is sent, above it in flight while the span''s run holds it, else queued; any other row is what it says. delivery_status reads the ledger through it.';
 
 --
 -- Name: herald_device_deleted(); Type: FUNCTION; Schema: public; Owner: -
@@ -1022,6 +1268,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_device_deleted(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_device_deleted() IS 'Deletes the replies, then the ledger rows, of deleted devices, once per statement: the ledger and replies have no foreign keys to devices. Fired by devices_deleted_deliveries.';
+
+--
 -- Name: herald_held_out(bigint, bigint, numeric, numeric, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1035,6 +1287,12 @@ CREATE FUNCTION public.herald_held_out(p_campaign bigint, p_user bigint, p_holdo
             THEN 'held out to measure the campaign''s effect'
     END
 $$;
+
+--
+-- Name: FUNCTION herald_held_out(p_campaign bigint, p_user bigint, p_holdout_pct numeric, p_control_pct numeric, p_control_salt text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_held_out(p_campaign bigint, p_user bigint, p_holdout_pct numeric, p_control_pct numeric, p_control_salt text) IS 'Why a user is held out of a campaign (the global control group first, then the campaign''s own holdout), or NULL. The snapshot writes such users'' rows as held_out and never sends them.';
 
 --
 -- Name: herald_hold_run(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -1061,6 +1319,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_hold_run(p_run bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_hold_run(p_run bigint) IS 'Takes (or confirms) a run''s advisory lock on the calling session and records the server incarnation and time on the run; false when another session holds it. A run is alive while its own session holds this lock.';
+
+--
 -- Name: herald_is_locale(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1069,6 +1333,12 @@ CREATE FUNCTION public.herald_is_locale(tag text) RETURNS boolean
     AS $_$
     SELECT tag ~ '^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$'
 $_$;
+
+--
+-- Name: FUNCTION herald_is_locale(tag text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_is_locale(tag text) IS 'Whether a tag is a locale as apps report it (BCP 47: en, fr-CA, zh-Hans): the check of device, action and content locales.';
 
 --
 -- Name: herald_is_time_zone(text); Type: FUNCTION; Schema: public; Owner: -
@@ -1083,6 +1353,12 @@ BEGIN
 EXCEPTION WHEN invalid_parameter_value THEN
     RETURN false;
 END $$;
+
+--
+-- Name: FUNCTION herald_is_time_zone(tz text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_is_time_zone(tz text) IS 'Whether PostgreSQL knows a time zone name such as Europe/Paris: the check of users.time_zone.';
 
 --
 -- Name: herald_ledger_analyze(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -1103,12 +1379,24 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_ledger_analyze(campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_ledger_analyze(campaign bigint) IS 'Refreshes the planner''s statistics of a campaign''s ledger partition (or of the whole ledger) after a large snapshot, for runs, which may not ANALYZE themselves; runs as the owner.';
+
+--
 -- Name: herald_lock_spans(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_lock_spans(p_campaign bigint) RETURNS void
     LANGUAGE sql
     RETURN pg_advisory_xact_lock(1213352005, ((p_campaign % (2147483647)::bigint))::integer);
+
+--
+-- Name: FUNCTION herald_lock_spans(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_lock_spans(p_campaign bigint) IS 'Takes the campaign''s transaction-scoped advisory lock, so that one claim or close of its spans runs at a time (it works through a transaction pooler).';
 
 --
 -- Name: herald_next_local(text, timestamp with time zone, integer, integer); Type: FUNCTION; Schema: public; Owner: -
@@ -1121,6 +1409,12 @@ CREATE FUNCTION public.herald_next_local(zone text, after timestamp with time zo
                 ELSE (((after AT TIME ZONE zone)::date + 1) + make_time(hour, minute, 0)) AT TIME ZONE zone END
     FROM (SELECT (((after AT TIME ZONE zone)::date) + make_time(hour, minute, 0)) AT TIME ZONE zone AS t) x
 $$;
+
+--
+-- Name: FUNCTION herald_next_local(zone text, after timestamp with time zone, hour integer, minute integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_next_local(zone text, after timestamp with time zone, hour integer, minute integer) IS 'The first moment at or after a given one when a time zone''s clock shows hour:minute: where a best hour lands.';
 
 --
 -- Name: herald_occurrence(bigint, integer, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
@@ -1179,6 +1473,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_occurrence(p_series bigint, p_number integer, p_at timestamp with time zone, p_open_until timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_occurrence(p_series bigint, p_number integer, p_at timestamp with time zone, p_open_until timestamp with time zone) IS 'Makes occurrence p_number of a recurring or on-entry series: a campaign row copied from the series as it is now (content, media, segment, fields, variants, pace, holdout, conversions, expiry window), written by its author and approved as it is. Made once: NULL when another run made it.';
+
+--
 -- Name: herald_open_approval(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1189,6 +1489,12 @@ CREATE FUNCTION public.herald_open_approval(p_campaign bigint) RETURNS void
     INSERT INTO approval_grants (xact, campaign_id) VALUES (pg_current_xact_id(), p_campaign)
     ON CONFLICT DO NOTHING
 $$;
+
+--
+-- Name: FUNCTION herald_open_approval(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_open_approval(p_campaign bigint) IS 'Writes an approval grant for this transaction and campaign into approval_grants; called only by the functions that own approval.';
 
 --
 -- Name: herald_owner_writes_only(); Type: FUNCTION; Schema: public; Owner: -
@@ -1205,6 +1511,12 @@ BEGIN
     END IF;
     RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
 END $$;
+
+--
+-- Name: FUNCTION herald_owner_writes_only(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_owner_writes_only() IS 'Refuses a write by any role but the table''s owner, so that the tables only Herald''s own functions write (approval_grants, campaign_approvals, settings_changes) stay so whatever an operator grants.';
 
 --
 -- Name: herald_pace_reserve(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
@@ -1248,6 +1560,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_pace_reserve(p_campaign bigint, p_count integer, OUT first_in double precision, OUT spacing double precision); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_pace_reserve(p_campaign bigint, p_count integer, OUT first_in double precision, OUT spacing double precision) IS 'Takes a paced campaign''s next p_count send slots from its campaign_pace row: the seconds until the first and between two (NULL when it has no pace). Where the pace holds across every worker.';
+
+--
 -- Name: herald_pool_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1277,6 +1595,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_pool_approval_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_pool_approval_guard() IS 'Withdraws the approval of the approved, unfinished campaigns that draw from a pool whose codes were added, deleted or truncated. Fired by pool_codes_inserted, pool_codes_deleted and pool_codes_truncated.';
+
+--
 -- Name: herald_pool_code_changed(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1299,6 +1623,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_pool_code_changed(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_pool_code_changed() IS 'Withdraws the approval of the approved, unfinished campaigns that draw from a pool when the text of one of its codes changes (a draw writes other columns and withdraws nothing). Fired by pool_codes_code_changed.';
+
+--
 -- Name: herald_quiet_until(text, timestamp with time zone, time without time zone, time without time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1318,6 +1648,12 @@ CREATE FUNCTION public.herald_quiet_until(tz text, at timestamp with time zone, 
     END
     FROM l
 $$;
+
+--
+-- Name: FUNCTION herald_quiet_until(tz text, at timestamp with time zone, q_start time without time zone, q_end time without time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_quiet_until(tz text, at timestamp with time zone, q_start time without time zone, q_end time without time zone) IS 'When a device may be notified given quiet hours: the moment itself outside them, else their end on the user''s own clock. The audience snapshot gives each row its not_before with it.';
 
 --
 -- Name: herald_recipients_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
@@ -1350,6 +1686,12 @@ BEGIN
     END LOOP;
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_recipients_approval_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_recipients_approval_guard() IS 'Withdraws the approval of the approved, unfinished campaigns whose recipients (or their data) changed, once per statement and campaign. Fired by the campaign_recipients_* triggers.';
 
 --
 -- Name: herald_refusal_reasons(integer[], bigint[], text[], boolean[], boolean[]); Type: FUNCTION; Schema: public; Owner: -
@@ -1398,6 +1740,12 @@ CREATE FUNCTION public.herald_release_run(p_run bigint) RETURNS boolean
     AS $$ SELECT pg_advisory_unlock(1213352004, herald_run_lock_key(p_run)) $$;
 
 --
+-- Name: FUNCTION herald_release_run(p_run bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_release_run(p_run bigint) IS 'Gives a run''s advisory lock back on the calling session, before its connection goes back to a pool.';
+
+--
 -- Name: herald_release_spans(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1422,6 +1770,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_release_spans(p_run bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_release_spans(p_run bigint) IS 'Opens a run''s spans at their watermarks (its session ended, it stopped or was declared gone), so that any run may take over what is left of them.';
+
+--
 -- Name: herald_reopen_entries(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1438,6 +1792,12 @@ BEGIN
     GET DIAGNOSTICS v_rows = ROW_COUNT;
     RETURN v_rows;
 END $$;
+
+--
+-- Name: FUNCTION herald_reopen_entries(p_series bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_reopen_entries(p_series bigint) IS 'At each run, restarts the snapshot of an on-entry series'' open occurrences, so that the users who entered its segment since are added; returns how many.';
 
 --
 -- Name: herald_replies_delivery(); Type: FUNCTION; Schema: public; Owner: -
@@ -1466,6 +1826,12 @@ BEGIN
     END LOOP;
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_replies_delivery(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_replies_delivery() IS 'Checks, once per INSERT statement, that every new reply answers a delivery its campaign has, failing the statement otherwise, and records a test send''s kind on its replies. Fired by replies_added_delivery.';
 
 --
 -- Name: herald_reply_allowed(text, boolean, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
@@ -1503,6 +1869,12 @@ BEGIN
     NEW.delivery_kind := k;
     RETURN NEW;
 END $$;
+
+--
+-- Name: FUNCTION herald_reply_delivery(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_reply_delivery() IS 'Refuses an update that points a reply at a delivery its campaign does not have, and records the delivery''s kind on the reply. Fired by replies_delivery; new replies are checked per statement instead.';
 
 --
 -- Name: herald_reply_refusal(text, boolean, boolean, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
@@ -1580,12 +1952,24 @@ CREATE FUNCTION public.herald_run_gone(p_run bigint, p_grace interval DEFAULT '0
 $$;
 
 --
+-- Name: FUNCTION herald_run_gone(p_run bigint, p_grace interval); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_run_gone(p_run bigint, p_grace interval) IS 'Whether a run is gone: nobody holds its lock, and it held it on this server incarnation or has not confirmed it within p_grace (a restart or failover). What another run may then take over.';
+
+--
 -- Name: herald_run_lock_key(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_run_lock_key(p_run bigint) RETURNS integer
     LANGUAGE sql IMMUTABLE
     AS $$ SELECT (p_run % 2147483647)::integer $$;
+
+--
+-- Name: FUNCTION herald_run_lock_key(p_run bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_run_lock_key(p_run bigint) IS 'The second key of a run''s session advisory lock (the first, 1213352004, is Herald''s own).';
 
 --
 -- Name: herald_sale_status_follows(); Type: FUNCTION; Schema: public; Owner: -
@@ -1604,6 +1988,12 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_sale_status_follows(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_sale_status_follows() IS 'Passes a Live Activity sale''s pause, resume and cancel on to its steps not finished. Fired by campaigns_sale_status_follows.';
 
 --
 -- Name: herald_sale_steps(bigint, timestamp with time zone[], timestamp with time zone[]); Type: FUNCTION; Schema: public; Owner: -
@@ -1640,6 +2030,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_sale_steps(p_sale bigint, p_at timestamp with time zone[], p_until timestamp with time zone[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_sale_steps(p_sale bigint, p_at timestamp with time zone[], p_until timestamp with time zone[]) IS 'Makes the steps of a Live Activity sale (its updates and its end) as campaign rows of their own, at the times Herald read from its live_activity, when the sale starts. Made once: a second call makes nothing.';
+
+--
 -- Name: herald_segment_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1653,6 +2049,12 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+
+--
+-- Name: FUNCTION herald_segment_approval_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_segment_approval_guard() IS 'Withdraws the approval of the unfinished campaigns that use a segment whose rule changed. Fired by segments_approval_guard.';
 
 --
 -- Name: herald_series_status(); Type: FUNCTION; Schema: public; Owner: -
@@ -1679,6 +2081,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_series_status(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_series_status() IS 'Passes a series'' pause, resume and cancel on to its occurrences under way (moments that passed while it was paused are skipped). Fired by campaigns_series_status.';
+
+--
 -- Name: herald_settings_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1701,6 +2109,12 @@ BEGIN
     WHERE n.value IS DISTINCT FROM o.value;
     RETURN NEW;
 END $$;
+
+--
+-- Name: FUNCTION herald_settings_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_settings_guard() IS 'Lets only members of herald_admin (and the owner) change settings, and records each setting changed, with its old and new value, in settings_changes. Fired by settings_guard.';
 
 --
 -- Name: herald_settle(bigint, bigint[], bigint[], bigint[], bigint[], bigint[], bigint[], text[], text[], integer[], double precision[], double precision[]); Type: FUNCTION; Schema: public; Owner: -
@@ -1762,6 +2176,12 @@ CREATE FUNCTION public.herald_settle(p_run bigint, s_campaign bigint[], s_throug
 $$;
 
 --
+-- Name: FUNCTION herald_settle(p_run bigint, s_campaign bigint[], s_through bigint[], s_settled bigint[], e_campaign bigint[], e_id bigint[], e_device bigint[], e_status text[], e_error text[], e_attempts integer[], e_delay double precision[], e_invalid_since double precision[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_settle(p_run bigint, s_campaign bigint[], s_through bigint[], s_settled bigint[], e_campaign bigint[], e_id bigint[], e_device bigint[], e_status text[], e_error text[], e_attempts integer[], e_delay double precision[], e_invalid_since double precision[]) IS 'Settles a run''s spans in one transaction: each span it still holds moves to its new watermark with a mark, the batch rows whose outcome differs are written, and devices APNs called invalid are invalidated. Fenced: a span taken over meanwhile takes neither watermark nor row.';
+
+--
 -- Name: herald_snapshot_caps_done(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1775,12 +2195,24 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_snapshot_caps_done(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_snapshot_caps_done() IS 'Deletes a campaign''s snapshot_caps row when it ends before its snapshot''s last slice. Fired by campaigns_snapshot_caps_done.';
+
+--
 -- Name: herald_spans_due(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.herald_spans_due(p_campaign bigint) RETURNS boolean
     LANGUAGE sql STABLE
     RETURN public.herald_batch_left(p_campaign, false);
+
+--
+-- Name: FUNCTION herald_spans_due(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_spans_due(p_campaign bigint) IS 'Whether a claim of a campaign''s spans would find rows now; a run asks before it ends the campaign''s sending, so that rows committed after its last claim are not left to the next run.';
 
 --
 -- Name: herald_step_state(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -2066,6 +2498,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_store_receipts(p_ids bigint[], p_arrived timestamp with time zone[], p_sealed smallint[], p_media smallint[], OUT stored integer, OUT unknown bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_store_receipts(p_ids bigint[], p_arrived timestamp with time zone[], p_sealed smallint[], p_media smallint[], OUT stored integer, OUT unknown bigint[]) IS 'Stores a batch of delivery receipts, one per delivery (the first is kept): returns how many are new and the ids that are no delivery. How the intake writes receipts.';
+
+--
 -- Name: herald_two_sided_p(double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2078,6 +2516,12 @@ CREATE FUNCTION public.herald_two_sided_p(z double precision) RETURNS double pre
     FROM (SELECT abs(z) / sqrt(2.0) AS x) AS a,
          LATERAL (SELECT 1.0 / (1.0 + 0.3275911 * a.x) AS t) AS b
 $$;
+
+--
+-- Name: FUNCTION herald_two_sided_p(z double precision); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_two_sided_p(z double precision) IS 'The two-sided p-value of a standard normal z (Abramowitz and Stegun''s approximation of erfc), for analyst.variant_comparison and analyst.lift.';
 
 --
 -- Name: herald_user_deleted(); Type: FUNCTION; Schema: public; Owner: -
@@ -2094,6 +2538,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_user_deleted(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_user_deleted() IS 'Deletes the replies of deleted users, once per statement: replies have no foreign key to users. Fired by users_deleted_replies.';
+
+--
 -- Name: herald_variant_approval_guard(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2108,6 +2558,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_variant_approval_guard(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_variant_approval_guard() IS 'Withdraws a campaign''s approval when its variants change. Fired by campaign_variants_approval_guard.';
+
+--
 -- Name: herald_variant_bucket(bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2116,6 +2572,12 @@ CREATE FUNCTION public.herald_variant_bucket(campaign_id bigint, device_id bigin
     AS $$
     SELECT (((('x' || left(md5(campaign_id::text || ':' || device_id::text), 8))::bit(32)::bigint) * 100) >> 32)::integer
 $$;
+
+--
+-- Name: FUNCTION herald_variant_bucket(campaign_id bigint, device_id bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_variant_bucket(campaign_id bigint, device_id bigint) IS 'The documented hash that assigns a device to a campaign''s variant: a bucket from 0 to 99 from md5(''<campaign>:<device>''), the same on every PostgreSQL version and in any language, so that a device gets the same variant on every run.';
 
 --
 -- Name: herald_version(text); Type: FUNCTION; Schema: public; Owner: -
@@ -2127,6 +2589,12 @@ CREATE FUNCTION public.herald_version(v text) RETURNS integer[]
     SELECT coalesce(array_agg(coalesce(nullif(substring(part FROM '^[0-9]+'), '')::integer, 0) ORDER BY n), '{}')
     FROM unnest(string_to_array(v, '.')) WITH ORDINALITY AS t(part, n)
 $$;
+
+--
+-- Name: FUNCTION herald_version(v text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_version(v text) IS 'An app version as integers (''2.10.3'' is {2,10,3}; a part that is not a number counts as 0), so that segment rules compare versions numerically. NULL stays NULL and matches no version rule.';
 
 --
 -- Name: herald_widget_push(bigint); Type: FUNCTION; Schema: public; Owner: -
@@ -2155,6 +2623,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_widget_push(p_campaign bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_widget_push(p_campaign bigint) IS 'Makes a campaign''s widget push (a campaign row of its own, widgets_of, due now) when the campaign starts. Made once: returns its id only when this call made it.';
+
+--
 -- Name: herald_widgets_status_follows(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2173,6 +2647,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_widgets_status_follows(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_widgets_status_follows() IS 'Passes a campaign''s pause, resume and cancel on to its widget push not finished. Fired by campaigns_widgets_status_follows.';
+
+--
 -- Name: herald_withdraw_approval(bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2188,6 +2668,12 @@ BEGIN
     END IF;
     PERFORM herald_clear_approval(p_campaign, coalesce(p_reason, 'withdrawn by hand'));
 END $$;
+
+--
+-- Name: FUNCTION herald_withdraw_approval(p_campaign bigint, p_reason text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_withdraw_approval(p_campaign bigint, p_reason text) IS 'Withdraws a campaign''s approval by hand, for its author or a member of herald_approver.';
 
 --
 -- Name: herald_withdraw_users_of(bigint, text[], text); Type: FUNCTION; Schema: public; Owner: -
@@ -2211,6 +2697,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION herald_withdraw_users_of(p_segment bigint, p_categories text[], p_reason text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_withdraw_users_of(p_segment bigint, p_categories text[], p_reason text) IS 'Withdraws the approval of every approved, unfinished campaign that uses a segment or one of some categories, when what they show or whom they reach changed.';
+
+--
 -- Name: actions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2230,6 +2722,12 @@ CREATE TABLE public.actions (
     CONSTRAINT "action options: 1 authRequired, 2 destructive, 4 foreground" CHECK (((options >= 0) AND ((options & (~ 7)) = 0))),
     CONSTRAINT "only text_input actions have text_button_title/placeholder" CHECK (((kind = 'text_input'::text) OR ((text_button_title IS NULL) AND (text_placeholder IS NULL))))
 );
+
+--
+-- Name: TABLE actions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.actions IS 'The catalogue of notification actions (UNNotificationAction): a button or a text input, with its title (and text-input labels) in each locale. Categories list them; a reply names the action the user took.';
 
 --
 -- Name: campaigns; Type: TABLE; Schema: public; Owner: -
@@ -2332,6 +2830,12 @@ CREATE TABLE public.campaigns (
 );
 
 --
+-- Name: TABLE campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaigns IS 'Every campaign: what a marketer wrote (content, audience, schedule, pace, apps, approval) and the status runs move it through. Herald writes rows of its own here too, each sent as a campaign: the occurrences of a series, the steps of a Live Activity sale and widget pushes. A campaign with a history is archived, never deleted.';
+
+--
 -- Name: COLUMN campaigns.snapshot_through; Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -2402,6 +2906,12 @@ CREATE TABLE public.replies (
 );
 
 --
+-- Name: TABLE replies; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.replies IS 'What users answered: one row per tap, button or typed answer, keyed by its delivery and the app''s reply_id so that a retried reply is stored once. Roles other than the owner store replies only through herald_store_checked_replies (which herald_commit_replies calls), which checks each against its delivery and its campaign''s category; replies outlive a prune of their ledger.';
+
+--
 -- Name: action_breakdown; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2421,6 +2931,12 @@ CREATE VIEW analyst.action_breakdown AS
      LEFT JOIN public.actions a ON ((a.id = r.action)))
   WHERE (r.delivery_kind = 'campaign'::text)
   GROUP BY r.campaign_id, c.name, r.action, a.title;
+
+--
+-- Name: VIEW action_breakdown; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.action_breakdown IS 'Per campaign and action: how many replies took each button (or opened or dismissed the notification), and its share of the campaign''s replies. Replies to campaign deliveries only, not to test sends.';
 
 --
 -- Name: apps; Type: TABLE; Schema: public; Owner: -
@@ -2620,6 +3136,12 @@ UNION ALL
          OFFSET 0) d);
 
 --
+-- Name: VIEW delivery_status; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON VIEW public.delivery_status IS 'The ledger as readers know it: every delivery with its effective status (herald_delivery_status). A batch row reads as its span says (sent at its mark''s time with the derived apns-id, in flight under its run, or queued), every other row as it is; analyst views and every reader of statuses read the ledger through it.';
+
+--
 -- Name: devices; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2650,6 +3172,12 @@ CREATE TABLE public.devices (
 );
 
 --
+-- Name: TABLE devices; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.devices IS 'Each user''s devices as their app registered them: APNs token and environment, app, locale, app version, the notification-config ETag it reported, and the public key that seals sensitive fields. A device APNs called invalid keeps its row with invalidated_at set and is sent nothing more.';
+
+--
 -- Name: live_activities; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2671,6 +3199,12 @@ CREATE TABLE public.live_activities (
 );
 
 --
+-- Name: TABLE live_activities; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.live_activities IS 'Each Live Activity of a sale running on a device: its update token or broadcast channel, how it started, and the step the device last confirmed showing. Runs send a sale''s steps to them; analysts count what devices confirmed.';
+
+--
 -- Name: COLUMN live_activities.channel_id; Type: COMMENT; Schema: public; Owner: -
 --
 
@@ -2688,6 +3222,12 @@ CREATE TABLE public.pruned_delivery_counts (
     app text DEFAULT 'default'::text NOT NULL,
     variant text
 );
+
+--
+-- Name: TABLE pruned_delivery_counts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pruned_delivery_counts IS 'Of a pruned campaign, its campaign deliveries counted by app, variant, status and reason, so that the analyst views keep its figures.';
 
 --
 -- Name: receipts; Type: TABLE; Schema: public; Owner: -
@@ -2784,7 +3324,7 @@ CREATE VIEW analyst.apps AS
 -- Name: VIEW apps; Type: COMMENT; Schema: analyst; Owner: -
 --
 
-COMMENT ON VIEW analyst.apps IS 'each app: its devices, and its campaign deliveries sent, failed, delivered (a receipt or a reply) and replied to';
+COMMENT ON VIEW analyst.apps IS 'Each app: its devices, and its campaign deliveries sent, failed, delivered (a receipt, a reply, or for a Live Activity push the device''s confirmation) and replied to.';
 
 --
 -- Name: users; Type: TABLE; Schema: public; Owner: -
@@ -2803,6 +3343,12 @@ CREATE TABLE public.users (
 );
 
 --
+-- Name: TABLE users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.users IS 'The audience: one row per person, by the external id the marketer''s own systems know them by, with their locale, time zone, attributes (what segment rules read) and opt-out. Deleting a user erases their devices, deliveries and replies.';
+
+--
 -- Name: best_hours; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2813,6 +3359,12 @@ CREATE VIEW analyst.best_hours AS
     b.events
    FROM (public.herald_best_hours() b(user_id, hour, events)
      JOIN public.users u ON ((u.id = b.user_id)));
+
+--
+-- Name: VIEW best_hours; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.best_hours IS 'Each user''s best hour (0-23 on their own clock) and the replies and conversions it rests on, for the users with enough of them (herald_best_hours).';
 
 --
 -- Name: campaign_funnel; Type: VIEW; Schema: analyst; Owner: -
@@ -2885,6 +3437,12 @@ CREATE VIEW analyst.campaign_funnel AS
   WHERE (c.sale_id IS NULL);
 
 --
+-- Name: VIEW campaign_funnel; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.campaign_funnel IS 'Per campaign (a Live Activity sale''s steps are under analyst.live_activity_steps): how many devices were targeted and what became of them, and how users answered (replies, opens, dismissals, typed answers, response rate). Campaign deliveries only, live or kept by a prune.';
+
+--
 -- Name: campaign_status_changes; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2897,6 +3455,12 @@ CREATE TABLE public.campaign_status_changes (
     changed_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     reason text
 );
+
+--
+-- Name: TABLE campaign_status_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaign_status_changes IS 'The audit of every status a campaign took: from, to, which role (and application) changed it, when and why. Written only by the trigger campaigns_status_audit.';
 
 --
 -- Name: campaign_status_changes; Type: VIEW; Schema: analyst; Owner: -
@@ -2914,6 +3478,12 @@ CREATE VIEW analyst.campaign_status_changes AS
      JOIN public.campaigns c ON ((c.id = h.campaign_id)));
 
 --
+-- Name: VIEW campaign_status_changes; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.campaign_status_changes IS 'Who paused, resumed, cancelled or failed which campaign, when and why (campaign_status_changes with the campaign''s name).';
+
+--
 -- Name: code_pools; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -2922,6 +3492,12 @@ CREATE TABLE public.code_pools (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT "code pool name: 1 to 100 characters, no spaces" CHECK ((name ~ '^[A-Za-z0-9_.:-]{1,100}$'::text))
 );
+
+--
+-- Name: TABLE code_pools; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.code_pools IS 'Named pools of codes handed out once (coupons, vouchers); a campaign that names one in campaigns.code_pool gives each user it reaches one code.';
 
 --
 -- Name: pool_codes; Type: TABLE; Schema: public; Owner: -
@@ -2938,6 +3514,12 @@ CREATE TABLE public.pool_codes (
 );
 
 --
+-- Name: TABLE pool_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pool_codes IS 'The codes of each pool, and who drew each: the run writes the campaign, user and time when it gives a code, so that a code goes to one user only and a user gets the same code on each device. A change to a pool''s codes withdraws the approval of the campaigns that draw from it.';
+
+--
 -- Name: code_pools; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -2949,6 +3531,12 @@ CREATE VIEW analyst.code_pools AS
    FROM (public.code_pools p
      LEFT JOIN public.pool_codes pc ON ((pc.pool = p.name)))
   GROUP BY p.name;
+
+--
+-- Name: VIEW code_pools; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.code_pools IS 'How much of each code pool is left: its codes, those drawn and those remaining.';
 
 --
 -- Name: conversions; Type: TABLE; Schema: public; Owner: -
@@ -2969,6 +3557,12 @@ CREATE TABLE public.conversions (
     CONSTRAINT "conversion event: 1 to 100 characters, no spaces" CHECK ((event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
     CONSTRAINT "conversion idempotency_key: 1 to 200 characters" CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200)))
 );
+
+--
+-- Name: TABLE conversions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.conversions IS 'What users did that campaigns want to move (a purchase, a sign-up): posted by an app''s backend, inserted, or loaded by herald ingest-conversions, each stored once by its idempotency_key. analyst.lift compares the treated users'' conversions with the held-out users''; best hours count them too.';
 
 --
 -- Name: codes_given; Type: VIEW; Schema: analyst; Owner: -
@@ -2993,6 +3587,12 @@ CREATE VIEW analyst.codes_given AS
   WHERE (pc.campaign_id IS NOT NULL);
 
 --
+-- Name: VIEW codes_given; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.codes_given IS 'Who got which code of a pool, from which campaign and when, with the conversions that name that code and their amount.';
+
+--
 -- Name: config_refreshes; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3006,6 +3606,12 @@ CREATE VIEW analyst.config_refreshes AS
    FROM public.deliveries d
   WHERE (d.kind = 'config_refresh'::text)
   GROUP BY d.prompted_by, d.config_etag, d.status;
+
+--
+-- Name: VIEW config_refreshes; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.config_refreshes IS 'The config refresh pushes (which make a device fetch the notification config before a campaign uses a category it lacks), by the campaign that prompted them, ETag and status.';
 
 --
 -- Name: pruned_answered_deliveries; Type: TABLE; Schema: public; Owner: -
@@ -3090,6 +3696,12 @@ CREATE VIEW analyst.delivery_confirmation AS
      LEFT JOIN arrival a ON ((a.campaign_id = f.campaign_id)));
 
 --
+-- Name: VIEW delivery_confirmation; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.delivery_confirmation IS 'Delivered beside sent, per campaign: the campaign deliveries a receipt or a reply confirmed, and the time from sent to arrival (median and 90th percentile), live or kept by a prune.';
+
+--
 -- Name: delivery_problems; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3115,6 +3727,12 @@ CREATE VIEW analyst.delivery_problems AS
   GROUP BY p.campaign_id, p.status, p.reason;
 
 --
+-- Name: VIEW delivery_problems; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.delivery_problems IS 'Why deliveries did not go out: per campaign, the invalid, failed, expired, skipped and cancelled campaign deliveries counted by reason, live or kept by a prune.';
+
+--
 -- Name: feedback_text; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3130,6 +3748,12 @@ CREATE VIEW analyst.feedback_text AS
      JOIN public.campaigns c ON ((c.id = r.campaign_id)))
      JOIN public.users u ON ((u.id = r.user_id)))
   WHERE ((r.text IS NOT NULL) AND (r.delivery_kind = 'campaign'::text));
+
+--
+-- Name: VIEW feedback_text; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.feedback_text IS 'What users typed into feedback prompts, verbatim, with their locale and when; replies to campaign deliveries only.';
 
 --
 -- Name: pruned_lift_assignments; Type: TABLE; Schema: public; Owner: -
@@ -3295,6 +3919,12 @@ CREATE VIEW analyst.lift AS
      JOIN public.campaigns c ON ((c.id = s.campaign_id)));
 
 --
+-- Name: VIEW lift; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.lift IS 'Did it work: per campaign with a conversion_event and a holdout (its own or the global control group), and per variant, the conversion rate of treated users against held-out users within the attribution window, by intention to treat. Gives the absolute lift with a 95% interval, the relative lift, z, p-value and the smallest lift a test of this size could detect.';
+
+--
 -- Name: channel_pushes; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3363,6 +3993,12 @@ CREATE VIEW analyst.live_activity_steps AS
   GROUP BY st.id, st.sale_id, st.sale_step, st.send_at, st.expires_at, st.status;
 
 --
+-- Name: VIEW live_activity_steps; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.live_activity_steps IS 'Per Live Activity sale and step: when it was due and superseded, its status, its pushes by status (live or kept by a prune), its broadcasts per channel, and the step''s own campaign row (step_campaign_id).';
+
+--
 -- Name: activity_channels; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3419,6 +4055,12 @@ CREATE VIEW analyst.live_activities AS
   GROUP BY s.id, s.name;
 
 --
+-- Name: VIEW live_activities; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.live_activities IS 'Per Live Activity sale: the activities started (by push-to-start and by the app), those that confirmed an update and those ended on the device, its broadcast channels and what they carried, beside its steps'' pushes.';
+
+--
 -- Name: live_activity_devices; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3434,6 +4076,12 @@ CREATE VIEW analyst.live_activity_devices AS
     la.ended_at
    FROM (public.live_activities la
      JOIN public.devices dv ON ((dv.id = la.device_id)));
+
+--
+-- Name: VIEW live_activity_devices; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.live_activity_devices IS 'Per device and Live Activity sale: how its activity started, whether it listens on a channel, the step it last confirmed showing, and when it ended.';
 
 --
 -- Name: occurrences; Type: VIEW; Schema: analyst; Owner: -
@@ -3461,6 +4109,12 @@ CREATE VIEW analyst.occurrences AS
    FROM ((public.campaigns o
      JOIN public.campaigns s ON ((s.id = o.series_id)))
      JOIN analyst.campaign_funnel f ON ((f.campaign_id = o.id)));
+
+--
+-- Name: VIEW occurrences; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.occurrences IS 'Each occurrence of a recurring or on-entry series, with its figures from analyst.campaign_funnel.';
 
 --
 -- Name: pruned_sent_minutes; Type: TABLE; Schema: public; Owner: -
@@ -3528,6 +4182,12 @@ CREATE VIEW analyst.pace AS
      JOIN analyst.campaign_funnel f ON ((f.campaign_id = c.id)));
 
 --
+-- Name: VIEW pace; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.pace IS 'A paced campaign''s pace as set (rate_per_minute or finish_within) and as achieved: the rate over its sending span and its busiest minute, live or kept by a prune.';
+
+--
 -- Name: replies_over_time; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3539,6 +4199,12 @@ CREATE VIEW analyst.replies_over_time AS
    FROM public.replies r
   WHERE (r.delivery_kind = 'campaign'::text)
   GROUP BY r.campaign_id, (date_trunc('minute'::text, (r.occurred_at AT TIME ZONE 'UTC'::text))), r.action;
+
+--
+-- Name: VIEW replies_over_time; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.replies_over_time IS 'Replies per campaign, UTC minute (of when the user answered) and action, as herald report --html charts them.';
 
 --
 -- Name: runs; Type: VIEW; Schema: analyst; Owner: -
@@ -3563,6 +4229,12 @@ CREATE VIEW analyst.runs AS
     runs.expired,
     runs.requeued
    FROM public.runs;
+
+--
+-- Name: VIEW runs; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.runs IS 'Each batch run with its duration, status, error and figures (targeted, sent, invalid, failed, retried, skipped, expired, requeued).';
 
 --
 -- Name: series; Type: VIEW; Schema: analyst; Owner: -
@@ -3592,6 +4264,12 @@ SELECT
     NULL::numeric AS response_rate_pct;
 
 --
+-- Name: VIEW series; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.series IS 'Each recurring or on-entry series: its schedule, how many occurrences it made, and their figures summed.';
+
+--
 -- Name: pruned_test_deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3615,6 +4293,12 @@ CREATE TABLE public.pruned_test_deliveries (
     prompted_by bigint,
     variant text
 );
+
+--
+-- Name: TABLE pruned_test_deliveries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pruned_test_deliveries IS 'Of a pruned campaign, its test sends kept whole (they are few), for analyst.test_sends.';
 
 --
 -- Name: test_sends; Type: VIEW; Schema: analyst; Owner: -
@@ -3654,6 +4338,12 @@ CREATE VIEW analyst.test_sends AS
      JOIN public.users u ON ((u.id = d.user_id)));
 
 --
+-- Name: VIEW test_sends; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.test_sends IS 'The test sends (herald send-test) one by one, with what APNs answered, live or kept by a prune. Test sends never count in a campaign''s figures.';
+
+--
 -- Name: variant_actions; Type: VIEW; Schema: analyst; Owner: -
 --
 
@@ -3686,6 +4376,12 @@ CREATE VIEW analyst.variant_actions AS
   GROUP BY r.campaign_id, c.name, dl.variant, r.action, a.title;
 
 --
+-- Name: VIEW variant_actions; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.variant_actions IS 'Per campaign, variant and action: which buttons the users of each variant pressed, and their share of that variant''s replies.';
+
+--
 -- Name: campaign_variants; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3703,6 +4399,12 @@ CREATE TABLE public.campaign_variants (
     CONSTRAINT "variant name is 1 to 40 characters, no control characters" CHECK ((((char_length(name) >= 1) AND (char_length(name) <= 40)) AND (name !~ '[[:cntrl:]]'::text) AND (name = btrim(name)))),
     CONSTRAINT "variant share is a whole percent from 1 to 99" CHECK (((share >= 1) AND (share <= 99)))
 );
+
+--
+-- Name: TABLE campaign_variants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaign_variants IS 'A campaign''s A/B variants (2 to 4), each with a whole-percent share of the audience: a variant replaces the campaign''s text in the locales it gives, and may replace its media or ask for best_hour. Each device is assigned one at the snapshot (herald_variant_bucket), and from then on the set cannot change.';
 
 --
 -- Name: variant_comparison; Type: VIEW; Schema: analyst; Owner: -
@@ -3819,6 +4521,12 @@ CREATE VIEW analyst.variant_comparison AS
    FROM cmp;
 
 --
+-- Name: VIEW variant_comparison; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.variant_comparison IS 'Per campaign and A/B variant: targeted, sent and how users answered, and each variant''s response rate against the baseline (the first variant by name) as a pooled two-proportion z and its two-sided p-value. Live and pruned figures alike.';
+
+--
 -- Name: app_credentials; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3863,6 +4571,12 @@ CREATE VIEW public.app_current_credentials AS
   ORDER BY a.name, e.environment, c.added_at DESC, c.name;
 
 --
+-- Name: VIEW app_current_credentials; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON VIEW public.app_current_credentials IS 'The APNs credential a run uses for each app and environment: the newest that is not retired (NULL: none; the app default then uses the APNS_* settings).';
+
+--
 -- Name: approval_grants; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3870,6 +4584,12 @@ CREATE TABLE public.approval_grants (
     xact xid8 NOT NULL,
     campaign_id bigint NOT NULL
 );
+
+--
+-- Name: TABLE approval_grants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.approval_grants IS 'The grants that open herald_campaign_approval_guard for one campaign within one transaction. Written and deleted only by the functions that own approval (herald_open_approval, herald_close_approval), so that no client role can approve a campaign by writing its columns.';
 
 --
 -- Name: campaign_approval_columns; Type: TABLE; Schema: public; Owner: -
@@ -3884,6 +4604,12 @@ CREATE TABLE public.campaign_approval_columns (
 );
 
 --
+-- Name: TABLE campaign_approval_columns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaign_approval_columns IS 'For every column of campaigns: who writes it (a marketer, or Herald itself) and what a change to it withdraws the approval as (NULL: nothing). herald_campaign_approval_guard and herald_marketer''s column grants follow it; a change to a column missing from it withdraws the approval.';
+
+--
 -- Name: campaign_approvals; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3896,6 +4622,12 @@ CREATE TABLE public.campaign_approvals (
     reason text,
     CONSTRAINT campaign_approvals_action_check CHECK ((action = ANY (ARRAY['approved'::text, 'withdrawn'::text])))
 );
+
+--
+-- Name: TABLE campaign_approvals; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaign_approvals IS 'The history of approval: every approval and withdrawal of a campaign, by which role, when and why. Written only by Herald''s approval functions; campaign_approvals_owner_only refuses anyone else.';
 
 --
 -- Name: campaign_approvals_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -3927,6 +4659,12 @@ CREATE TABLE public.campaign_pace (
 );
 
 --
+-- Name: TABLE campaign_pace; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaign_pace IS 'The pace of each paced campaign: its next free send slot and the rate in force. Every worker takes its send slots from this one row (herald_pace_reserve), so that together they never send faster than rate_per_minute or finish_within allows.';
+
+--
 -- Name: campaign_recipients; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3936,6 +4674,12 @@ CREATE TABLE public.campaign_recipients (
     data jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT "recipient data must be a JSON object" CHECK ((jsonb_typeof(data) = 'object'::text))
 );
+
+--
+-- Name: TABLE campaign_recipients; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.campaign_recipients IS 'A campaign''s own list of recipients, by the users'' external ids, each with a JSON object of data its templates read as recipient.<key>; used when campaigns.audience is ''recipients''. A change to the list withdraws the campaign''s approval.';
 
 --
 -- Name: campaign_status_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -3984,6 +4728,12 @@ CREATE TABLE public.categories (
 );
 
 --
+-- Name: TABLE categories; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.categories IS 'The catalogue of notification categories (UNNotificationCategory) that the apps'' notification-config documents declare. A campaign''s category decides which buttons its notification shows and which actions a reply to it may name; a category is shared by every app (apps NULL) or belongs to the apps it names.';
+
+--
 -- Name: category_actions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -3992,6 +4742,12 @@ CREATE TABLE public.category_actions (
     action_id text NOT NULL,
     "position" integer NOT NULL
 );
+
+--
+-- Name: TABLE category_actions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.category_actions IS 'Which actions each category shows, in order, at most four (as iOS shows). A reply is accepted only for an action of its campaign''s category.';
 
 --
 -- Name: config_documents; Type: TABLE; Schema: public; Owner: -
@@ -4004,6 +4760,12 @@ CREATE TABLE public.config_documents (
     first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT "config_documents categories must be a JSON object" CHECK ((jsonb_typeof(categories) = 'object'::text))
 );
+
+--
+-- Name: TABLE config_documents; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.config_documents IS 'Every notification-config document Herald has served or announced, by ETag, with the definition hash of each category in it. A device whose reported ETag holds the current definition of a campaign''s category needs no config refresh push before that campaign.';
 
 --
 -- Name: conversions_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -4070,6 +4832,12 @@ CREATE TABLE public.deliveries_default (
 WITH (fillfactor='40');
 
 --
+-- Name: TABLE deliveries_default; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.deliveries_default IS 'The ledger partition for campaign rows written before their campaign had a partition of its own; herald_delivery_partition moves them out when it makes one. A campaign''s partition copies its storage parameters unless its rows are written once.';
+
+--
 -- Name: deliveries_refresh; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4100,6 +4868,12 @@ CREATE TABLE public.deliveries_refresh (
 WITH (fillfactor='40');
 
 --
+-- Name: TABLE deliveries_refresh; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.deliveries_refresh IS 'The ledger partition of the config refresh pushes, the rows of no campaign (campaign_id NULL); never pruned.';
+
+--
 -- Name: delivery_id_ranges; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4107,6 +4881,12 @@ CREATE TABLE public.delivery_id_ranges (
     campaign_id bigint NOT NULL,
     ids int8range NOT NULL
 );
+
+--
+-- Name: TABLE delivery_id_ranges; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.delivery_id_ranges IS 'Which campaign each range of delivery ids belongs to, recorded by every statement that writes ledger rows. The reply intake knows only a delivery''s id: with these ranges it reads that campaign''s partition instead of every partition (herald_reply_targets, herald_store_checked_replies). Kept after a prune.';
 
 --
 -- Name: devices_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -4137,6 +4917,12 @@ CREATE TABLE public.pruned_campaigns (
 );
 
 --
+-- Name: TABLE pruned_campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.pruned_campaigns IS 'The campaigns whose ledger partition herald prune dropped: when, how many deliveries, and where they were exported. herald_delivery_partition refuses new deliveries for them.';
+
+--
 -- Name: push_to_start_tokens; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4148,6 +4934,12 @@ CREATE TABLE public.push_to_start_tokens (
     CONSTRAINT "push-to-start attributes_type must be HeraldSaleAttributes" CHECK ((attributes_type = 'HeraldSaleAttributes'::text)),
     CONSTRAINT "push-to-start token must be hex, 64 to 200 characters" CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
 );
+
+--
+-- Name: TABLE push_to_start_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.push_to_start_tokens IS 'Each device''s push-to-start token for Live Activity sales, as its app registered it; a sale''s start reaches the device through it.';
 
 --
 -- Name: replies_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -4210,6 +5002,12 @@ CREATE TABLE public.sale_stock (
 );
 
 --
+-- Name: TABLE sale_stock; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.sale_stock IS 'The marketer''s own system''s count of what is left of a Live Activity sale, which the sale''s pushes show as stockLeft when its live_activity takes the stock from this table.';
+
+--
 -- Name: segments; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4220,6 +5018,12 @@ CREATE TABLE public.segments (
     description text,
     CONSTRAINT "segment rule must be a JSON object" CHECK ((jsonb_typeof(rule) = 'object'::text))
 );
+
+--
+-- Name: TABLE segments; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.segments IS 'A marketer''s named rule over users and their devices (README, "Segments"); a campaign reaches the users its segment matches. A change to a rule withdraws the approval of the unfinished campaigns that use it.';
 
 --
 -- Name: segments_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -4261,6 +5065,12 @@ CREATE TABLE public.settings (
 );
 
 --
+-- Name: TABLE settings; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.settings IS 'The deployment''s settings, in one row: the frequency cap and its window, quiet hours, whether campaigns need approval, the global control group and the best-hour window. Every run reads it; only members of herald_admin and the owner change it, and settings_guard records each change in settings_changes.';
+
+--
 -- Name: settings_changes; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4272,6 +5082,12 @@ CREATE TABLE public.settings_changes (
     old_value text,
     new_value text
 );
+
+--
+-- Name: TABLE settings_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.settings_changes IS 'Every change to settings: which setting, its old and new value, which role and when. Written only by the trigger settings_guard.';
 
 --
 -- Name: settings_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -4333,6 +5149,12 @@ CREATE TABLE public.widget_tokens (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT "widget token must be hex, 64 to 200 characters" CHECK ((token ~ '^[0-9a-f]{64,200}$'::text))
 );
+
+--
+-- Name: TABLE widget_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.widget_tokens IS 'Each device''s widget push token, as its app registered it. A campaign with widgets_push sends one widgets push to each device of its audience that has one.';
 
 --
 -- Name: deliveries_default; Type: TABLE ATTACH; Schema: public; Owner: -
@@ -5061,10 +5883,22 @@ CREATE OR REPLACE VIEW analyst.series AS
 CREATE TRIGGER actions_approval_guard AFTER UPDATE ON public.actions FOR EACH ROW EXECUTE FUNCTION public.herald_category_approval_guard();
 
 --
+-- Name: TRIGGER actions_approval_guard ON actions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER actions_approval_guard ON public.actions IS 'A change to an action withdraws the approval of the unfinished campaigns whose category shows it (herald_category_approval_guard).';
+
+--
 -- Name: actions actions_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER actions_check BEFORE INSERT OR UPDATE ON public.actions FOR EACH ROW EXECUTE FUNCTION public.herald_action_check();
+
+--
+-- Name: TRIGGER actions_check ON actions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER actions_check ON public.actions IS 'An action''s localized titles are checked when it is written (herald_action_check).';
 
 --
 -- Name: approval_grants approval_grants_owner_only; Type: TRIGGER; Schema: public; Owner: -
@@ -5073,10 +5907,22 @@ CREATE TRIGGER actions_check BEFORE INSERT OR UPDATE ON public.actions FOR EACH 
 CREATE TRIGGER approval_grants_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.approval_grants FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
 
 --
+-- Name: TRIGGER approval_grants_owner_only ON approval_grants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER approval_grants_owner_only ON public.approval_grants IS 'Only Herald''s approval functions write approval_grants (herald_owner_writes_only).';
+
+--
 -- Name: campaign_approvals campaign_approvals_owner_only; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaign_approvals_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.campaign_approvals FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
+
+--
+-- Name: TRIGGER campaign_approvals_owner_only ON campaign_approvals; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_approvals_owner_only ON public.campaign_approvals IS 'Only Herald''s approval functions write campaign_approvals (herald_owner_writes_only).';
 
 --
 -- Name: campaign_recipients campaign_recipients_deleted; Type: TRIGGER; Schema: public; Owner: -
@@ -5085,10 +5931,22 @@ CREATE TRIGGER campaign_approvals_owner_only BEFORE INSERT OR DELETE OR UPDATE O
 CREATE TRIGGER campaign_recipients_deleted AFTER DELETE ON public.campaign_recipients REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
 
 --
+-- Name: TRIGGER campaign_recipients_deleted ON campaign_recipients; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_recipients_deleted ON public.campaign_recipients IS 'Recipients deleted withdraw the approval of their campaign (herald_recipients_approval_guard).';
+
+--
 -- Name: campaign_recipients campaign_recipients_inserted; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaign_recipients_inserted AFTER INSERT ON public.campaign_recipients REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
+
+--
+-- Name: TRIGGER campaign_recipients_inserted ON campaign_recipients; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_recipients_inserted ON public.campaign_recipients IS 'Recipients added withdraw the approval of their campaign (herald_recipients_approval_guard).';
 
 --
 -- Name: campaign_recipients campaign_recipients_truncated; Type: TRIGGER; Schema: public; Owner: -
@@ -5097,10 +5955,22 @@ CREATE TRIGGER campaign_recipients_inserted AFTER INSERT ON public.campaign_reci
 CREATE TRIGGER campaign_recipients_truncated AFTER TRUNCATE ON public.campaign_recipients FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
 
 --
+-- Name: TRIGGER campaign_recipients_truncated ON campaign_recipients; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_recipients_truncated ON public.campaign_recipients IS 'Emptying campaign_recipients withdraws the approval of every campaign that reaches a recipients list (herald_recipients_approval_guard).';
+
+--
 -- Name: campaign_recipients campaign_recipients_updated; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaign_recipients_updated AFTER UPDATE ON public.campaign_recipients REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_recipients_approval_guard();
+
+--
+-- Name: TRIGGER campaign_recipients_updated ON campaign_recipients; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_recipients_updated ON public.campaign_recipients IS 'Recipients changed withdraw the approval of their campaign (herald_recipients_approval_guard).';
 
 --
 -- Name: campaign_variants campaign_variants_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -5109,10 +5979,22 @@ CREATE TRIGGER campaign_recipients_updated AFTER UPDATE ON public.campaign_recip
 CREATE TRIGGER campaign_variants_approval_guard AFTER INSERT OR DELETE OR UPDATE ON public.campaign_variants FOR EACH ROW EXECUTE FUNCTION public.herald_variant_approval_guard();
 
 --
+-- Name: TRIGGER campaign_variants_approval_guard ON campaign_variants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_variants_approval_guard ON public.campaign_variants IS 'A change to a campaign''s variants withdraws its approval (herald_variant_approval_guard).';
+
+--
 -- Name: campaign_variants campaign_variants_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaign_variants_check BEFORE INSERT OR UPDATE ON public.campaign_variants FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_variant_check();
+
+--
+-- Name: TRIGGER campaign_variants_check ON campaign_variants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_variants_check ON public.campaign_variants IS 'The rules of one variant are checked when it is written (herald_campaign_variant_check).';
 
 --
 -- Name: campaign_variants campaign_variants_keep; Type: TRIGGER; Schema: public; Owner: -
@@ -5121,10 +6003,22 @@ CREATE TRIGGER campaign_variants_check BEFORE INSERT OR UPDATE ON public.campaig
 CREATE TRIGGER campaign_variants_keep BEFORE DELETE ON public.campaign_variants FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_variant_keep();
 
 --
+-- Name: TRIGGER campaign_variants_keep ON campaign_variants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaign_variants_keep ON public.campaign_variants IS 'A variant stays once the audience was assigned to the variants (herald_campaign_variant_keep).';
+
+--
 -- Name: campaigns campaigns_a_local_send_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_a_local_send_at BEFORE INSERT OR UPDATE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_local_send_at();
+
+--
+-- Name: TRIGGER campaigns_a_local_send_at ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_a_local_send_at ON public.campaigns IS 'send_at follows send_at_local (herald_campaign_local_send_at); named to fire before campaigns_approval_guard (triggers fire in name order), so that moving send_at_local changes the schedule the approval covers.';
 
 --
 -- Name: campaigns campaigns_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -5133,10 +6027,22 @@ CREATE TRIGGER campaigns_a_local_send_at BEFORE INSERT OR UPDATE ON public.campa
 CREATE TRIGGER campaigns_approval_guard BEFORE INSERT OR UPDATE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_approval_guard();
 
 --
+-- Name: TRIGGER campaigns_approval_guard ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_approval_guard ON public.campaigns IS 'Approval changes only through Herald''s approval functions, and a change to what or when a campaign sends withdraws it (herald_campaign_approval_guard).';
+
+--
 -- Name: campaigns campaigns_apps_exist; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_apps_exist BEFORE INSERT OR UPDATE OF apps ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_check_campaign_apps();
+
+--
+-- Name: TRIGGER campaigns_apps_exist ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_apps_exist ON public.campaigns IS 'A campaign''s apps must exist; an occurrence takes its series'' apps (herald_check_campaign_apps).';
 
 --
 -- Name: campaigns campaigns_archive; Type: TRIGGER; Schema: public; Owner: -
@@ -5145,10 +6051,22 @@ CREATE TRIGGER campaigns_apps_exist BEFORE INSERT OR UPDATE OF apps ON public.ca
 CREATE TRIGGER campaigns_archive BEFORE UPDATE OF status ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_archive();
 
 --
+-- Name: TRIGGER campaigns_archive ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_archive ON public.campaigns IS 'Archiving is final and cancels what is queued (herald_campaign_archive).';
+
+--
 -- Name: campaigns campaigns_archived_batch; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'archived'::text) AND (old.status IS DISTINCT FROM 'archived'::text))) EXECUTE FUNCTION public.herald_campaign_closed_batch('campaign archived');
+
+--
+-- Name: TRIGGER campaigns_archived_batch ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_archived_batch ON public.campaigns IS 'Archiving a campaign closes its batch rows that no run holds (herald_campaign_closed_batch).';
 
 --
 -- Name: campaigns campaigns_cancelled; Type: TRIGGER; Schema: public; Owner: -
@@ -5157,10 +6075,22 @@ CREATE TRIGGER campaigns_archived_batch AFTER UPDATE OF status ON public.campaig
 CREATE TRIGGER campaigns_cancelled AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_cancelled();
 
 --
+-- Name: TRIGGER campaigns_cancelled ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_cancelled ON public.campaigns IS 'Cancelling a campaign cancels its queued deliveries at once (herald_campaign_cancelled).';
+
+--
 -- Name: campaigns campaigns_cancelled_batch; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.status = 'cancelled'::text) AND (old.status IS DISTINCT FROM 'cancelled'::text))) EXECUTE FUNCTION public.herald_campaign_closed_batch('campaign cancelled');
+
+--
+-- Name: TRIGGER campaigns_cancelled_batch ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_cancelled_batch ON public.campaigns IS 'Cancelling a campaign closes its batch rows that no run holds (herald_campaign_closed_batch).';
 
 --
 -- Name: campaigns campaigns_category_apps; Type: TRIGGER; Schema: public; Owner: -
@@ -5169,10 +6099,22 @@ CREATE TRIGGER campaigns_cancelled_batch AFTER UPDATE OF status ON public.campai
 CREATE TRIGGER campaigns_category_apps BEFORE INSERT OR UPDATE OF category_id, apps ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_check_campaign_category_apps();
 
 --
+-- Name: TRIGGER campaigns_category_apps ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_category_apps ON public.campaigns IS 'A campaign''s category must belong to every app it goes to (herald_check_campaign_category_apps); fires after campaigns_apps_exist, so that an occurrence is checked with its series'' apps.';
+
+--
 -- Name: campaigns campaigns_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_check BEFORE INSERT OR UPDATE OF kind, content, default_locale, media_url, expires_at, category_id ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_check();
+
+--
+-- Name: TRIGGER campaigns_check ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_check ON public.campaigns IS 'The rules of a campaign a marketer can break are checked when it is written (herald_campaign_check).';
 
 --
 -- Name: campaigns campaigns_keep_history; Type: TRIGGER; Schema: public; Owner: -
@@ -5181,10 +6123,22 @@ CREATE TRIGGER campaigns_check BEFORE INSERT OR UPDATE OF kind, content, default
 CREATE TRIGGER campaigns_keep_history BEFORE DELETE ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_delete_check();
 
 --
+-- Name: TRIGGER campaigns_keep_history ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_keep_history ON public.campaigns IS 'A campaign with deliveries or replies is archived, not deleted (herald_campaign_delete_check).';
+
+--
 -- Name: campaigns campaigns_sale_status_follows; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_sale_status_follows AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN (((new.live_activity IS NOT NULL) AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION public.herald_sale_status_follows();
+
+--
+-- Name: TRIGGER campaigns_sale_status_follows ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_sale_status_follows ON public.campaigns IS 'A Live Activity sale''s pause, resume and cancel reach its steps (herald_sale_status_follows).';
 
 --
 -- Name: campaigns campaigns_series_status; Type: TRIGGER; Schema: public; Owner: -
@@ -5193,10 +6147,22 @@ CREATE TRIGGER campaigns_sale_status_follows AFTER UPDATE OF status ON public.ca
 CREATE TRIGGER campaigns_series_status BEFORE UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION public.herald_series_status();
 
 --
+-- Name: TRIGGER campaigns_series_status ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_series_status ON public.campaigns IS 'A series'' pause, resume and cancel reach its occurrences (herald_series_status).';
+
+--
 -- Name: campaigns campaigns_snapshot_caps_done; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_snapshot_caps_done AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.status = ANY (ARRAY['completed'::text, 'cancelled'::text, 'failed'::text, 'archived'::text]))) EXECUTE FUNCTION public.herald_snapshot_caps_done();
+
+--
+-- Name: TRIGGER campaigns_snapshot_caps_done ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_snapshot_caps_done ON public.campaigns IS 'A campaign that ends drops its snapshot_caps row (herald_snapshot_caps_done).';
 
 --
 -- Name: campaigns campaigns_status_audit; Type: TRIGGER; Schema: public; Owner: -
@@ -5205,10 +6171,22 @@ CREATE TRIGGER campaigns_snapshot_caps_done AFTER UPDATE OF status ON public.cam
 CREATE TRIGGER campaigns_status_audit AFTER INSERT OR UPDATE OF status ON public.campaigns FOR EACH ROW EXECUTE FUNCTION public.herald_campaign_status_audit();
 
 --
+-- Name: TRIGGER campaigns_status_audit ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_status_audit ON public.campaigns IS 'Every status a campaign takes is recorded in campaign_status_changes (herald_campaign_status_audit).';
+
+--
 -- Name: campaigns campaigns_widgets_status_follows; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER campaigns_widgets_status_follows AFTER UPDATE OF status ON public.campaigns FOR EACH ROW WHEN ((new.widgets_push AND (old.status IS DISTINCT FROM new.status))) EXECUTE FUNCTION public.herald_widgets_status_follows();
+
+--
+-- Name: TRIGGER campaigns_widgets_status_follows ON campaigns; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER campaigns_widgets_status_follows ON public.campaigns IS 'A campaign''s pause, resume and cancel reach its widget push (herald_widgets_status_follows).';
 
 --
 -- Name: categories categories_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -5217,10 +6195,22 @@ CREATE TRIGGER campaigns_widgets_status_follows AFTER UPDATE OF status ON public
 CREATE TRIGGER categories_approval_guard AFTER UPDATE ON public.categories FOR EACH ROW EXECUTE FUNCTION public.herald_category_approval_guard();
 
 --
+-- Name: TRIGGER categories_approval_guard ON categories; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER categories_approval_guard ON public.categories IS 'A change to a category withdraws the approval of the unfinished campaigns that use it (herald_category_approval_guard).';
+
+--
 -- Name: categories categories_apps_check; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER categories_apps_check BEFORE INSERT OR UPDATE OF apps ON public.categories FOR EACH ROW EXECUTE FUNCTION public.herald_check_category_apps();
+
+--
+-- Name: TRIGGER categories_apps_check ON categories; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER categories_apps_check ON public.categories IS 'A category''s apps are checked when they are written (herald_check_category_apps).';
 
 --
 -- Name: category_actions category_actions_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -5229,10 +6219,22 @@ CREATE TRIGGER categories_apps_check BEFORE INSERT OR UPDATE OF apps ON public.c
 CREATE TRIGGER category_actions_approval_guard AFTER INSERT OR DELETE OR UPDATE ON public.category_actions FOR EACH ROW EXECUTE FUNCTION public.herald_category_approval_guard();
 
 --
+-- Name: TRIGGER category_actions_approval_guard ON category_actions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER category_actions_approval_guard ON public.category_actions IS 'A change to a category''s actions withdraws the approval of the unfinished campaigns that use it (herald_category_approval_guard).';
+
+--
 -- Name: category_actions category_actions_at_most_4; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE CONSTRAINT TRIGGER category_actions_at_most_4 AFTER INSERT OR UPDATE ON public.category_actions NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION public.herald_category_actions_check();
+
+--
+-- Name: TRIGGER category_actions_at_most_4 ON category_actions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER category_actions_at_most_4 ON public.category_actions IS 'A category has at most four actions (herald_category_actions_check).';
 
 --
 -- Name: deliveries deliveries_keep_replies; Type: TRIGGER; Schema: public; Owner: -
@@ -5241,10 +6243,22 @@ CREATE CONSTRAINT TRIGGER category_actions_at_most_4 AFTER INSERT OR UPDATE ON p
 CREATE TRIGGER deliveries_keep_replies AFTER DELETE ON public.deliveries FOR EACH ROW EXECUTE FUNCTION public.herald_delivery_keeps_replies();
 
 --
+-- Name: TRIGGER deliveries_keep_replies ON deliveries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER deliveries_keep_replies ON public.deliveries IS 'A ledger row with replies is not deleted (herald_delivery_keeps_replies); each partition has a clone of this trigger.';
+
+--
 -- Name: devices devices_deleted_deliveries; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER devices_deleted_deliveries AFTER DELETE ON public.devices REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_device_deleted();
+
+--
+-- Name: TRIGGER devices_deleted_deliveries ON devices; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER devices_deleted_deliveries ON public.devices IS 'Deleting devices deletes their replies and ledger rows (herald_device_deleted).';
 
 --
 -- Name: pool_codes pool_codes_code_changed; Type: TRIGGER; Schema: public; Owner: -
@@ -5253,10 +6267,22 @@ CREATE TRIGGER devices_deleted_deliveries AFTER DELETE ON public.devices REFEREN
 CREATE TRIGGER pool_codes_code_changed AFTER UPDATE OF code ON public.pool_codes FOR EACH ROW WHEN ((old.code IS DISTINCT FROM new.code)) EXECUTE FUNCTION public.herald_pool_code_changed();
 
 --
+-- Name: TRIGGER pool_codes_code_changed ON pool_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER pool_codes_code_changed ON public.pool_codes IS 'A code''s text changed withdraws the approval of the campaigns that draw from its pool (herald_pool_code_changed).';
+
+--
 -- Name: pool_codes pool_codes_deleted; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER pool_codes_deleted AFTER DELETE ON public.pool_codes REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_pool_approval_guard();
+
+--
+-- Name: TRIGGER pool_codes_deleted ON pool_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER pool_codes_deleted ON public.pool_codes IS 'Codes deleted from a pool withdraw the approval of the campaigns that draw from it (herald_pool_approval_guard).';
 
 --
 -- Name: pool_codes pool_codes_inserted; Type: TRIGGER; Schema: public; Owner: -
@@ -5265,10 +6291,22 @@ CREATE TRIGGER pool_codes_deleted AFTER DELETE ON public.pool_codes REFERENCING 
 CREATE TRIGGER pool_codes_inserted AFTER INSERT ON public.pool_codes REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_pool_approval_guard();
 
 --
+-- Name: TRIGGER pool_codes_inserted ON pool_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER pool_codes_inserted ON public.pool_codes IS 'Codes added to a pool withdraw the approval of the campaigns that draw from it (herald_pool_approval_guard).';
+
+--
 -- Name: pool_codes pool_codes_truncated; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER pool_codes_truncated AFTER TRUNCATE ON public.pool_codes FOR EACH STATEMENT EXECUTE FUNCTION public.herald_pool_approval_guard();
+
+--
+-- Name: TRIGGER pool_codes_truncated ON pool_codes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER pool_codes_truncated ON public.pool_codes IS 'Emptying pool_codes withdraws the approval of every campaign that draws from a pool (herald_pool_approval_guard).';
 
 --
 -- Name: replies replies_added_delivery; Type: TRIGGER; Schema: public; Owner: -
@@ -5277,10 +6315,22 @@ CREATE TRIGGER pool_codes_truncated AFTER TRUNCATE ON public.pool_codes FOR EACH
 CREATE TRIGGER replies_added_delivery AFTER INSERT ON public.replies REFERENCING NEW TABLE AS added FOR EACH STATEMENT WHEN ((current_setting('herald.replies_checked'::text, true) IS DISTINCT FROM 'on'::text)) EXECUTE FUNCTION public.herald_replies_delivery();
 
 --
+-- Name: TRIGGER replies_added_delivery ON replies; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER replies_added_delivery ON public.replies IS 'New replies must answer a delivery of their campaign, checked once per statement (herald_replies_delivery); skipped for the INSERTs of herald_store_checked_replies, which checked them already.';
+
+--
 -- Name: replies replies_delivery; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON public.replies FOR EACH ROW EXECUTE FUNCTION public.herald_reply_delivery();
+
+--
+-- Name: TRIGGER replies_delivery ON replies; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER replies_delivery ON public.replies IS 'A reply moved to another delivery or campaign must answer one that exists (herald_reply_delivery).';
 
 --
 -- Name: segments segments_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -5289,10 +6339,22 @@ CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON pub
 CREATE TRIGGER segments_approval_guard AFTER UPDATE ON public.segments FOR EACH ROW EXECUTE FUNCTION public.herald_segment_approval_guard();
 
 --
+-- Name: TRIGGER segments_approval_guard ON segments; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER segments_approval_guard ON public.segments IS 'A change to a segment''s rule withdraws the approval of the unfinished campaigns that use it (herald_segment_approval_guard).';
+
+--
 -- Name: settings_changes settings_changes_owner_only; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER settings_changes_owner_only BEFORE INSERT OR DELETE OR UPDATE ON public.settings_changes FOR EACH ROW EXECUTE FUNCTION public.herald_owner_writes_only();
+
+--
+-- Name: TRIGGER settings_changes_owner_only ON settings_changes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER settings_changes_owner_only ON public.settings_changes IS 'Only Herald''s own functions write settings_changes (herald_owner_writes_only).';
 
 --
 -- Name: settings settings_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -5301,10 +6363,22 @@ CREATE TRIGGER settings_changes_owner_only BEFORE INSERT OR DELETE OR UPDATE ON 
 CREATE TRIGGER settings_guard BEFORE UPDATE ON public.settings FOR EACH ROW EXECUTE FUNCTION public.herald_settings_guard();
 
 --
+-- Name: TRIGGER settings_guard ON settings; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER settings_guard ON public.settings IS 'Only members of herald_admin and the owner change settings, and each change is recorded in settings_changes (herald_settings_guard).';
+
+--
 -- Name: users users_deleted_replies; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER users_deleted_replies AFTER DELETE ON public.users REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.herald_user_deleted();
+
+--
+-- Name: TRIGGER users_deleted_replies ON users; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER users_deleted_replies ON public.users IS 'Deleting users deletes their replies (herald_user_deleted).';
 
 --
 -- Name: activity_channels activity_channels_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
