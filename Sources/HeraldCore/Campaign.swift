@@ -135,10 +135,6 @@ public struct Campaign: Sendable, Hashable {
     /// The campaign whose widget push this row is (its devices with a widget token get one `widgets` push).
     public var widgetsOf: Int64?
 
-    /// Whether its deliveries due at once are sent by ranges (docs/DESIGN.md, "The ledger by
-    /// ranges"): every campaign but a paced one and a sale's or widget's pushes, which go row by row.
-    public var sendsBySpans: Bool { pace == nil && liveActivity == nil && saleID == nil && widgetsOf == nil }
-
     public init(
         id: Int64, name: String, kind: CampaignKind, status: CampaignStatus = .scheduled,
         content: [String: LocalizedText], defaultLocale: String = "en",

@@ -38,17 +38,10 @@ public struct PreparedCampaign: Sendable {
     /// The segment's rule, checked: it compiles. The statement that selects
     /// the audience compiles it again into its own SQL (the store owns it).
     public let segmentRule: JSONValue
-    /// A Live Activity sale's steps and which of them this row sends (nil: an alert campaign).
-    /// The sale itself reads it here; a step's row is given its sale's by the run.
-    public var activity: ActivityPlan?
 
     public init(campaign: Campaign, segmentName: String?, segmentRule: JSONValue) throws(CampaignProblem) {
         self.campaign = campaign
         self.segmentRule = segmentRule
-        if let json = campaign.liveActivity, campaign.saleID == nil {
-            let sale = try LiveActivitySale(json: json, sendAt: campaign.sendAt, expiresAt: campaign.expiresAt)
-            activity = ActivityPlan(payload: try ActivityPayload(sale: sale, campaign: campaign), step: 0)
-        }
         do {
             _ = try SegmentCompiler().compile(segmentRule)
         } catch {

@@ -6,14 +6,14 @@ import Store
 
 extension CampaignRun {
     /// A dry run of one campaign: its queued deliveries go through the same
-    /// engine and are built as a run builds them (`CampaignClaims.notification`:
-    /// each device's own app's topic and credential, its payload and reply
+    /// engine and are built by the campaign's plan as a run builds them
+    /// (each device's own app's topic and credential, its payload and reply
     /// token), then written to the sink as JSON lines instead of sent.
     /// Nothing is claimed or recorded; the ledger is only read.
-    func printPayloads(_ prepared: PreparedCampaign, summary: inout CampaignSummary) async throws {
+    func printPayloads(_ plan: any CampaignPlan, summary: inout CampaignSummary) async throws {
         guard let sink else { return }
-        let printer = DryRunPrinter(prepared: prepared, sink: sink)
-        let source = DryRunClaims(ledger: stores.ledger, db: db, prepared: prepared, options: options,
+        let printer = DryRunPrinter(prepared: plan.prepared, sink: sink)
+        let source = DryRunClaims(ledger: stores.ledger, db: db, plan: plan, options: options,
                                   personalizer: personalizer, printer: printer)
         let engine = SendingEngine(transport: DryRunTransport(printer: printer), options: options, leases: nil, logger: logger)
         var tally = SendTally()
@@ -83,17 +83,18 @@ final class DryRunPrinter: Sendable {
 }
 
 /// A dry run's deliveries: the campaign's queued rows read in order, never
-/// claimed, built exactly as `CampaignClaims` builds them.
+/// claimed, built by the campaign's plan exactly as a run builds them.
 struct DryRunClaims: ClaimSource {
     let ledger: DeliveryLedger
     let db: DatabaseRetry
-    let prepared: PreparedCampaign
+    let plan: any CampaignPlan
     let options: RunOptions
     let personalizer: any DeliveryPersonalizer
     let printer: DryRunPrinter
 
     func claim(after cursor: Int64, excludingApps: [String]) async throws -> ClaimBatch<ClaimedDelivery> {
-        let (ledger, campaign, limit) = (ledger, prepared.campaign.id, options.batchSize)
+        let (ledger, prepared, limit) = (ledger, plan.prepared, options.batchSize)
+        let campaign = prepared.campaign.id
         var rows = try await db("read queued deliveries") {
             try await ledger.peekQueued(campaign: campaign, afterID: cursor, limit: limit)
         }
@@ -103,7 +104,7 @@ struct DryRunClaims: ClaimSource {
     }
 
     func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
-        CampaignClaims.notification(prepared: prepared, target: item.target, apps: options.apps, personalizer: personalizer)
+        plan.notification(for: item.target, apps: options.apps, personalizer: personalizer)
     }
 
     /// Nothing goes to the ledger; a device skipped gets its line.

@@ -11,10 +11,11 @@ extension CampaignRun {
     ///
     /// `snapshotting`, when the campaign's audience is still being written:
     /// sending waits for the next slice instead of ending.
-    func send(_ prepared: PreparedCampaign, summary: inout CampaignSummary, state: inout RunState,
+    func send(_ plan: any CampaignPlan, summary: inout CampaignSummary, state: inout RunState,
               logger: Logger, snapshotting: SnapshotWriting? = nil) async throws {
         guard let transport else { return }
-        let source = CampaignClaims(ledger: stores.ledger, campaigns: stores.campaigns, db: db, prepared: prepared, runID: state.runID, options: options,
+        let prepared = plan.prepared
+        let source = CampaignClaims(ledger: stores.ledger, campaigns: stores.campaigns, db: db, plan: plan, runID: state.runID, options: options,
                                     personalizer: personalizer, snapshotting: snapshotting, writer: state.writer)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger,
                                    budget: state.budget)

@@ -26,6 +26,8 @@ public struct CampaignRun: Sendable {
     public let channels: (any ChannelTransport)?
     public let sink: (any PayloadSink)?
     public let logger: Logger
+    /// The kinds of push this run knows (`PlanChoice`).
+    var plans = PlanChoice.standard
 
     /// A run that sends through `transport`.
     public init(stores: RunStores, options: RunOptions, personalizer: any DeliveryPersonalizer,
@@ -97,7 +99,7 @@ public struct CampaignRun: Sendable {
                     }
                     expired = try await db("expire campaigns") { try await campaigns.expireCampaigns() }
                     state.figures.expired += expired
-                    try await deleteEndedChannels(logger: logger)
+                    try await context(runID: runID, logger: logger).deleteEndedChannels()
                     let seriesStore = stores.series
                     series = try await db("advance recurring and on-entry campaigns") { try await seriesStore.advance() }
                     if !series.made.isEmpty {
@@ -246,66 +248,28 @@ public struct CampaignRun: Sendable {
         var logger = logger
         logger[metadataKey: "campaign"] = "\(id)"
         var summary = CampaignSummary(id: id, name: "")
-        let (campaigns, audience) = (stores.campaigns, stores.audience)
-        let dryRun = options.dryRun
+        let campaigns = stores.campaigns
+        let run = context(runID: state.runID, logger: logger)
         do {
             let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
             summary.name = due.campaign.name
             summary.kind = due.campaign.kind
-            var prepared = try PreparedCampaign(
-                campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
-            let firstSlice = options.firstSnapshotSlice
-            let snap: SnapshotResult
-            if let sale = due.campaign.saleID, let step = due.campaign.saleStep {
-                // A step of a Live Activity sale: its sale's steps, its audience the sale's activities.
-                prepared.activity = try await saleStep(sale: sale, step: step)
-                // Its rows are claimed once no earlier step is in flight (Sql/0050): written now.
-                let activities = stores.liveActivities
-                snap = try await db("snapshot the step's activities") {
-                    try await activities.snapshotStep(id, sale: sale, start: !dryRun)
-                }
-                if !dryRun, let plan = prepared.activity {
-                    try await broadcast(step: id, plan: plan, state: state, logger: logger)
-                }
-            } else if let campaign = due.campaign.widgetsOf {
-                // A widget push: the campaign's devices with a widget token, once its audience is written.
-                let widgets = stores.widgets
-                guard let written = try await db("snapshot the widget push", { try await widgets.snapshot(id, of: campaign, start: !dryRun) }) else {
-                    logger.info("widget push waits for its campaign's audience")
-                    return summary
-                }
-                snap = written
-            } else {
-                if due.campaign.widgetsPush, !dryRun {
-                    let widgets = stores.widgets
-                    if let made = try await db("make the widget push", { try await widgets.makeWidgetPush(campaign: id) }) {
-                        state.widgetPushes.append(made)
-                    }
-                }
-                if let plan = prepared.activity {
-                    try await startSale(id, plan: plan, prepared: &prepared, dryRun: dryRun)
-                    if !dryRun, plan.payload.sale.channel {
-                        guard let channels = try await makeChannels(sale: id, logger: logger) else {
-                            return summary
-                        }
-                        prepared.activity?.channels = channels
-                    }
-                }
-                snap = try await db("snapshot the audience") {
-                    try await audience.snapshot(due, start: !dryRun, firstSlice: firstSlice, spans: options.spans)
-                }
-            }
+            var plan = try plans.plan(for: due)
+            let start = try await plan.begin(in: run)
+            state.widgetPushes += start.followUps
+            guard !start.waits, let snap = try await plan.snapshot(in: run) else { return summary }
+            try await plan.afterSnapshot(in: run)
             summary.snapshot = snap
             state.figures.targeted += snap.inserted
             state.figures.skipped += snap.skipped
             if options.dryRun {
                 logSnapshot(snap, logger: logger)
-                try await printPayloads(prepared, summary: &summary)
+                try await printPayloads(plan, summary: &summary)
             } else if snap.complete {
                 logSnapshot(snap, logger: logger)
-                try await send(prepared, summary: &summary, state: &state, logger: logger)
+                try await send(plan, summary: &summary, state: &state, logger: logger)
             } else {
-                try await sendWhileSnapshotting(due, prepared, summary: &summary, state: &state, logger: logger)
+                try await sendWhileSnapshotting(plan, in: run, summary: &summary, state: &state, logger: logger)
             }
         } catch let problem as CampaignProblem {
             summary.personNeeded = problem.personNeeded
@@ -321,41 +285,10 @@ public struct CampaignRun: Sendable {
         return summary
     }
 
-    /// A Live Activity sale starts: the rows of its steps after the start are made (once,
-    /// whichever run gets there first), and the stock is read for its start.
-    private func startSale(_ id: Int64, plan: ActivityPlan, prepared: inout PreparedCampaign, dryRun: Bool) async throws {
-        // Devices of an app on a certificate get the alert; a sale none of whose apps could
-        // start an activity is refused before anything is sent.
-        let campaigns = stores.campaigns
-        let apps = try await db("read the campaign's apps") { try await campaigns.apps(id) } ?? options.apps.routes.keys.sorted()
-        if let refusal = options.apps.liveActivityRefusal(apps: apps) { throw CampaignProblem(refusal) }
-        let activities = stores.liveActivities
-        let sale = plan.payload
-        if !dryRun {
-            let later = Array(sale.steps.dropFirst())
-            try await db("make the sale's steps") {
-                try await activities.makeSteps(sale: id, at: later.map(\.at), until: later.map { sale.expiration($0) })
-            }
-        }
-        if sale.sale.stockFromTable {
-            prepared.activity?.stockLeft = try await db("read the sale's stock") { try await activities.stockLeft(sale: id) }
-        }
-    }
-
-    /// The plan of step `step` of sale `sale`, read from the sale as it is now (a sale that no
-    /// longer reads, or has no such step, fails this step alone with the reason).
-    private func saleStep(sale: Int64, step: Int) async throws -> ActivityPlan {
-        let (campaigns, activities) = (stores.campaigns, stores.liveActivities)
-        let due = try await db("load the step's sale") { try await campaigns.loadCampaign(sale) }
-        let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
-        guard let plan = prepared.activity, step < plan.payload.steps.count else {
-            throw CampaignProblem("sale \(sale) no longer has a step \(step): its live_activity changed after it started")
-        }
-        var stock: Int?
-        if plan.payload.sale.stockFromTable {
-            stock = try await db("read the sale's stock") { try await activities.stockLeft(sale: sale) }
-        }
-        return ActivityPlan(payload: plan.payload, step: step, stockLeft: stock)
+    /// What a campaign's plan reads and calls of this run.
+    func context(runID: Int64, logger: Logger) -> PlanContext {
+        PlanContext(stores: stores, options: options, db: db, channels: options.dryRun ? nil : channels,
+                    runID: runID, logger: logger)
     }
 
     private func logSnapshot(_ snap: SnapshotResult, logger: Logger) {
@@ -373,14 +306,12 @@ public struct CampaignRun: Sendable {
     /// started and the one under way is waited for. An error of a slice
     /// (its own data, or the database away beyond the budget) is thrown
     /// once sending has ended.
-    private func sendWhileSnapshotting(_ due: DueCampaign, _ prepared: PreparedCampaign, summary: inout CampaignSummary,
+    private func sendWhileSnapshotting(_ plan: any CampaignPlan, in run: PlanContext, summary: inout CampaignSummary,
                                        state: inout RunState, logger: Logger) async throws {
-        let audience = stores.audience
-        let db = self.db
         let options = self.options
         // A paced campaign's audience is written as before, in its first
         // minutes: paced over hours, its slices would pick their devices hours apart.
-        let lead = prepared.campaign.pace == nil ? options.snapshotLead : .max
+        let lead = plan.prepared.campaign.pace == nil ? options.snapshotLead : .max
         let writing = SnapshotWriting(written: summary.snapshot?.inserted ?? 0, lead: lead)
         try await withThrowingTaskGroup(of: SnapshotResult.self) { group in
             group.addTask {
@@ -391,16 +322,15 @@ public struct CampaignRun: Sendable {
                         try? await Task.sleep(for: .milliseconds(20))
                         continue
                     }
-                    let slice = try await db("snapshot the audience") {
-                        try await audience.snapshot(due, start: true, firstSlice: options.firstSnapshotSlice, spans: options.spans)
-                    }
+                    // Only a plan whose snapshot is written in slices comes here.
+                    guard let slice = try await plan.snapshot(in: run) else { break }
                     rest.add(slice)
                     writing.wrote(slice.inserted)
                 }
                 return rest
             }
             do {
-                try await send(prepared, summary: &summary, state: &state, logger: logger, snapshotting: writing)
+                try await send(plan, summary: &summary, state: &state, logger: logger, snapshotting: writing)
             } catch {
                 writing.requestStop()
                 throw error

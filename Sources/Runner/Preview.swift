@@ -124,12 +124,13 @@ public struct CampaignPreview: Sendable {
         let topic = preview.apps.first?.topic ?? routes.defaultTopic
         preview.variants = c.variants.map { ($0.name, $0.share) }
         // The checks a run makes before touching any device.
-        var prepared: PreparedCampaign?
+        var plan: (any CampaignPlan)?
         do {
-            prepared = try PreparedCampaign(campaign: c, segmentName: due.segmentName, segmentRule: due.segmentRule)
+            plan = try PlanChoice.standard.plan(for: due)
         } catch {
             preview.problems.append(error.message)
         }
+        let prepared = plan?.prepared
         let builder = prepared?.builder ?? (try? PayloadBuilder(campaign: c))
         let variants: [String?] = c.variants.isEmpty ? [nil] : c.variants.map(\.name)
         for variant in variants {
@@ -145,9 +146,7 @@ public struct CampaignPreview: Sendable {
             }
         }
 
-        if let plan = prepared?.activity {
-            try await previewSale(plan, apps: names, routes: routes, stores: stores, into: &preview)
-        }
+        try await plan?.preview(into: &preview, apps: names, routes: routes, stores: stores)
 
         // The audience, with the run's statement in a transaction rolled back
         // (and, for templates, each of its devices rendered inside it).
@@ -165,39 +164,6 @@ public struct CampaignPreview: Sendable {
             if !preview.problems.contains(problem.message) { preview.problems.append(problem.message) }
         }
         return preview
-    }
-
-    /// A sale's steps, its start's payload, and what its apps and devices allow (as a run's
-    /// `startSale` decides it).
-    static func previewSale(_ plan: ActivityPlan, apps names: [String], routes: AppRoutes, stores: RunStores,
-                            into preview: inout CampaignPreview) async throws {
-        let sale = plan.payload
-        preview.activitySteps = sale.steps.map { step in
-            var parts = LiveActivitySale.Field.allCases.compactMap { field -> String? in
-                guard let value = step.state[field] else { return nil }
-                if case .string(let text) = value { return "\(field.rawValue) \(text)" }
-                if case .int(let n) = value { return "\(field.rawValue) \(n)" }
-                return nil
-            }
-            if sale.sale.stockFromTable, step.event != .end { parts.append("stockLeft from sale_stock") }
-            return ActivityStepPreview(step: step.number, event: step.event.rawValue, at: step.at, priority: sale.priority(step),
-                                       expiresAt: sale.expiration(step), state: parts.joined(separator: ", "), alerts: step.alert != nil)
-        }
-        let start = sale.start(at: max(Date(), sale.steps[0].at))
-        preview.activityStart = sale.payload(start, address: sale.sale.channel ? .startOnChannel("(the channel's id)") : .startByToken,
-                                             locale: sale.campaign.defaultLocale)
-        let certificates = names.filter(routes.certificateApps.contains)
-        if let refusal = routes.liveActivityRefusal(apps: names) {
-            preview.problems.append(refusal)
-        } else if !certificates.isEmpty {
-            preview.notes.append("apps \(certificates.joined(separator: ", ")) send with a client certificate: their devices get the sale's alert")
-        }
-        let channels = try await stores.liveActivities.channelsNeeded(apps: names)
-        let registered = try await stores.liveActivities.pushToStartDevices(apps: names)
-        preview.notes.append("\(registered) devices of its apps registered a push-to-start token: those in the audience get the start, the others its alert")
-        if sale.sale.channel {
-            preview.notes.append("its updates and its end go once to a broadcast channel per app and environment, made when it starts (\(channels.count) now: \(channels.map { "\($0.app) \($0.environment.rawValue)" }.joined(separator: ", ")))")
-        }
     }
 
     /// "every day at UTC; next 2026-12-02T09:00:00Z, …; 3 occurrences so far".

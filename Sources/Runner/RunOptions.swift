@@ -56,7 +56,7 @@ public struct RunOptions: Sendable {
     /// Due campaigns sent at once (in `DueOrder`), sharing the run's
     /// concurrency and repeat bound; 1: one after another.
     public var campaignsAtOnce = 4
-    /// Campaigns that allow it (`Campaign.sendsBySpans`) are written as batch rows and sent by
+    /// Campaigns whose plan allows it (`CampaignPlan.sendsBySpans`) are written as batch rows and sent by
     /// ranges (docs/DESIGN.md, "The ledger by ranges"); false: every row by row, as the tests
     /// that compare the two ledgers on the same runs ask.
     public var spans = true

@@ -208,8 +208,9 @@ final class TestSendClaims: ClaimSource, Sendable {
     }
 
     func notification(for item: ClaimedDelivery) -> Result<APNsNotification, CampaignProblem> {
-        let built = CampaignClaims.notification(prepared: prepared, target: item.target, apps: options.apps,
-                                                personalizer: personalizer)
+        // A test send shows the campaign's alert, whatever its kind: it starts no activity.
+        let built = AlertPlan.notification(prepared: prepared, target: item.target, apps: options.apps,
+                                           personalizer: personalizer)
         if case .success(let n) = built {
             state.withLockedValue { $0.payloadBytes[item.target.deliveryID] = n.payload.count }
         }

@@ -93,8 +93,8 @@ public struct AudienceStore: Sendable {
     /// each slice three times as large as all before it). Without `start`
     /// (a dry run) the whole audience is written in one statement, and the
     /// campaign stays as it was.
-    /// `spans`: rows due at once are written as batch rows, sent by ranges, when the campaign
-    /// allows it (`Campaign.sendsBySpans`; a run passes `RunOptions.spans`); false: every row
+    /// `spans`: rows due at once are written as batch rows, sent by ranges (the campaign's
+    /// plan decides, `CampaignPlan.sendsBySpans`, with `RunOptions.spans`); false: every row
     /// goes row by row.
     public func snapshot(_ due: DueCampaign, start: Bool, firstSlice: Int64 = defaultFirstSlice,
                          spans: Bool = false) async throws -> SnapshotResult {
@@ -106,7 +106,7 @@ public struct AudienceStore: Sendable {
             SELECT (snapshot_at IS NULL OR snapshot_through IS NOT NULL) AND status IN ('scheduled', 'running')
             FROM campaigns WHERE id = \(c.id)
             """, logger: logger).decode(Bool.self) where pending {
-            if try await !ensurePartition(campaign: c.id, writtenOnce: spans && c.sendsBySpans) {
+            if try await !ensurePartition(campaign: c.id, writtenOnce: spans) {
                 logger.warning("the campaign's ledger partition could not be made now (a lock was busy); its deliveries go to deliveries_default",
                                metadata: ["campaign": "\(c.id)"])
             }
@@ -155,7 +155,7 @@ public struct AudienceStore: Sendable {
             let storedCaps = start && c.frequencyCapped && !(low == 0 && last)
             if storedCaps { try await Self.storeCaps(campaign: c.id, on: conn, logger: logger) }
             let query = try Self.snapshotQuery(due, devices: low...high, skippingWritten: written, storedCaps: storedCaps,
-                                               spans: spans && c.sendsBySpans)
+                                               spans: spans)
             var done = try await Self.insertAudience(query, on: conn, logger: logger)
             done.complete = last
             if start {

@@ -53,6 +53,12 @@ public struct DueCampaign: Sendable {
     /// (`series`: its id, or this campaign's own for the series row), or not
     /// within `resendAfter` seconds.
     public var entry: (series: Int64, resendAfter: Double?)?
+
+    public init(campaign: Campaign, segmentName: String?, segmentRule: JSONValue) {
+        self.campaign = campaign
+        self.segmentName = segmentName
+        self.segmentRule = segmentRule
+    }
 }
 
 /// What a run orders its due campaigns by.

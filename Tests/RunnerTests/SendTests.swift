@@ -15,15 +15,17 @@ func sendRun(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = 
                       options: RunOptions(topic: apns.topic, batchSize: batchSize, concurrency: concurrency))
 }
 
-/// The same with any run options (the fault settings under test).
+/// The same with any run options (the fault settings under test); `adjust` changes the run
+/// before it starts (the kinds of push it knows).
 func sendRun(_ client: Database, apns: APNsConfiguration, secret: ReplySecret = .generate(),
-             options: RunOptions) async throws -> RunSummary {
+             options: RunOptions, adjust: (inout CampaignRun) -> Void = { _ in }) async throws -> RunSummary {
     let stores = RunStores(client: client, logger: TestDatabase.logger)
     let apnsClient = try APNsClient(configuration: apns, logger: TestDatabase.logger)
     let channels = APNsChannels(configuration: apns, apps: options.apps)
-    let run = CampaignRun(stores: stores, options: options,
+    var run = CampaignRun(stores: stores, options: options,
                           personalizer: ReplyLoopPersonalizer(tokens: ReplyTokens(secret: secret)),
                           transport: apnsClient, channels: channels, logger: TestDatabase.logger)
+    adjust(&run)
     do {
         let summary = try await withThrowingTaskGroup(of: RunSummary?.self) { group in
             group.addTask {

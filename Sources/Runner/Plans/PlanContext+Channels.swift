@@ -6,12 +6,12 @@ import Store
 
 /// A sale's broadcast channels (DESIGN, contract 10, "Broadcast channels"): made before its
 /// start, sent each update and the end once, deleted after its dismissal date.
-extension CampaignRun {
+extension PlanContext {
     /// The channels of sale `sale`, one per app and environment of its push-to-start devices,
     /// made now where missing. A channel APNs refuses to make fails the sale with its reason;
     /// nil when a transient answer (429, 5xx, no connection) outlasted the attempts of this run:
     /// the sale is left as it was, for the next run.
-    func makeChannels(sale: Int64, logger: Logger) async throws -> [ChannelKey: String]? {
+    func makeChannels(sale: Int64) async throws -> [ChannelKey: String]? {
         guard let channels else {
             throw CampaignProblem("live_activity.channel: this run has no broadcast channel client")
         }
@@ -84,7 +84,7 @@ extension CampaignRun {
     /// Sends step `step` of a sale once to each of its channels (the rows its snapshot wrote),
     /// under the run's lease as deliveries are: a transient answer is tried again (in this run
     /// while its wait is short, else by the next), a refusal is recorded with its reason.
-    func broadcast(step: Int64, plan: ActivityPlan, state: RunState, logger: Logger) async throws {
+    func broadcast(step: Int64, plan: ActivityPlan) async throws {
         guard let channels else { return }
         let activities = stores.liveActivities
         let sale = plan.payload
@@ -92,7 +92,7 @@ extension CampaignRun {
         let payload = sale.payload(due, address: .activity, locale: sale.campaign.defaultLocale, stockLeft: plan.stockLeft)
         let clock = ContinuousClock()
         while !options.stop.isRequested {
-            let claimed = try await db("claim the step's broadcasts") { try await activities.claimChannelPushes(step: step, run: state.runID) }
+            let claimed = try await db("claim the step's broadcasts") { try await activities.claimChannelPushes(step: step, run: runID) }
             for push in claimed {
                 let outcome: ChannelPushOutcome
                 if payload.count > PayloadBuilder.broadcastMaxBytes {
@@ -113,7 +113,7 @@ extension CampaignRun {
                     }
                 }
                 try await db("record the step's broadcast") {
-                    try await activities.recordChannelPush(step: step, key: push.key, run: state.runID, outcome: outcome)
+                    try await activities.recordChannelPush(step: step, key: push.key, run: runID, outcome: outcome)
                 }
                 var metadata: Logger.Metadata = ["app": "\(push.key.app)", "environment": "\(push.key.environment.rawValue)",
                                                  "step": "\(plan.step)", "attempt": "\(push.attempts)"]
@@ -137,7 +137,7 @@ extension CampaignRun {
     /// Deletes the channels of sales whose dismissal date has passed (or that were cancelled).
     /// A channel APNs no longer knows counts as deleted; a transient answer leaves it for the
     /// next run.
-    func deleteEndedChannels(logger: Logger) async throws {
+    func deleteEndedChannels() async throws {
         guard let channels else { return }
         let activities = stores.liveActivities
         let ended = try await db("find the channels of ended sales") { try await activities.channelsToDelete() }

@@ -29,12 +29,12 @@ struct CampaignItem: ClaimedItem {
 }
 
 /// A campaign's deliveries, claimed from its partition of the ledger under
-/// the run's lease.
+/// the run's lease; its plan says how they are claimed and built.
 struct CampaignClaims: ClaimSource {
     let ledger: DeliveryLedger
     let campaigns: CampaignStore
     let db: DatabaseRetry
-    let prepared: PreparedCampaign
+    let plan: any CampaignPlan
     let runID: Int64
     let options: RunOptions
     let personalizer: any DeliveryPersonalizer
@@ -45,10 +45,12 @@ struct CampaignClaims: ClaimSource {
     /// The spans this session holds (docs/DESIGN.md, "The ledger by ranges").
     let book = SpanBookBox()
 
+    var prepared: PreparedCampaign { plan.prepared }
+
     /// Batch rows are claimed by span first; then the rows claimed row by row (deferred,
     /// given back, retries, a gone run's stragglers).
     func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<CampaignItem> {
-        if prepared.campaign.sendsBySpans, options.spans, let batch = try await claimSpan(after: cursor) {
+        if plan.sendsBySpans, options.spans, let batch = try await claimSpan(after: cursor) {
             return batch
         }
         return try await claimRows(after: cursor, excludingApps: apps)
@@ -92,7 +94,7 @@ struct CampaignClaims: ClaimSource {
         let inClaim = DeliveryLedger.claimReads(variables)
         let answer = try await db("claim deliveries") {
             try await ledger.claimNext(campaign: campaign, run: run, limit: limit, lease: lease, after: cursor,
-                                       excludingApps: apps, personal: inClaim ? variables : [], token: claimToken)
+                                       excludingApps: apps, personal: inClaim ? variables : [], token: plan.claimToken)
         }
         snapshotting?.claimed(read: answer.read, empty: answer.deliveries.isEmpty, slicesBefore: slicesBefore)
         var deliveries = answer.deliveries
@@ -133,13 +135,6 @@ struct CampaignClaims: ClaimSource {
         }
     }
 
-    /// A sale's start also reads each device's push-to-start token; its steps their activity's token.
-    var claimToken: ClaimToken {
-        if prepared.campaign.widgetsOf != nil { return .widget }
-        guard let plan = prepared.activity else { return .device }
-        return plan.step == 0 ? .pushToStart : .activity(sale: plan.payload.campaign.id)
-    }
-
     /// Sealed fields cost about 130 µs of CPU a notification: built on every core.
     var buildsOffLoop: Bool { prepared.builder.seals }
 
@@ -159,79 +154,8 @@ struct CampaignClaims: ClaimSource {
 
     func notification(for item: CampaignItem) -> Result<APNsNotification, CampaignProblem> {
         if let skip = item.delivery.skip { return .failure(CampaignProblem(skip)) }
-        return Self.notification(prepared: prepared, target: item.delivery.target, apps: options.apps, personalizer: personalizer)
+        return plan.notification(for: item.delivery.target, apps: options.apps, personalizer: personalizer)
     }
-
-    /// A campaign's notification for one device: its payload (with the reply
-    /// token and sealed fields) and headers, as a run and a test send build it.
-    static func notification(prepared: PreparedCampaign, target: DeliveryTarget, apps: AppRoutes,
-                             personalizer: any DeliveryPersonalizer) -> Result<APNsNotification, CampaignProblem> {
-        if prepared.campaign.widgetsOf != nil { return widgetNotification(target: target, apps: apps) }
-        if let plan = prepared.activity, let step = activityNotification(plan, target: target, apps: apps) { return step }
-        let parts: PayloadBuilder.Parts
-        do {
-            parts = try prepared.builder.parts(for: target)
-        } catch {
-            return .failure(CampaignProblem(error.description))
-        }
-        return personalizer.extras(for: prepared, target: target, sealing: parts.sensitive).flatMap { extras in
-            let payload = prepared.builder.payload(parts, for: target, replyToken: extras.replyToken, sealed: extras.sealed)
-            // Only a template's text can make one device's payload larger
-            // than the campaign's checked bound: that device alone is skipped.
-            guard payload.count <= PayloadBuilder.maxBytes else {
-                return .failure(CampaignProblem(PayloadBuilder.tooLarge))
-            }
-            let headers = prepared.builder.headers(for: target, topic: apps.topic(app: target.app))
-            return .success(APNsNotification(
-                deviceToken: target.deviceToken, environment: target.environment,
-                pushType: headers.pushType, priority: headers.priority, expiration: headers.expiration,
-                collapseID: headers.collapseID, apnsID: headers.apnsID, topic: headers.topic, payload: payload,
-                credential: apps.credential(app: target.app, environment: target.environment)))
-        }
-    }
-
-    /// A sale's step for one device (DESIGN, contract 10): its start by push-to-start, with the
-    /// state current now; an update or the end to its activity's update token. Nil: the device
-    /// has no push-to-start token, and gets the sale's alert instead.
-    static func activityNotification(_ plan: ActivityPlan, target: DeliveryTarget,
-                                     apps: AppRoutes, now: Date = Date()) -> Result<APNsNotification, CampaignProblem>? {
-        guard let token = target.activityToken, !apps.certificateApps.contains(target.app) else {
-            // No push-to-start token, or an app on a certificate (Apple takes none for Live
-            // Activities): the device gets the sale's alert.
-            return plan.step == 0 ? nil : .failure(CampaignProblem("activity ended or gave no update token"))
-        }
-        let sale = plan.payload
-        let step = plan.step == 0 ? sale.start(at: now) : sale.steps[plan.step]
-        let address: ActivityAddress = if plan.step > 0 {
-            .activity
-        } else if let channel = plan.channels[ChannelKey(app: target.app, environment: target.environment)] {
-            .startOnChannel(channel)
-        } else {
-            .startByToken
-        }
-        let payload = sale.payload(step, address: address, locale: target.locale, stockLeft: plan.stockLeft, now: now)
-        guard payload.count <= PayloadBuilder.maxBytes else { return .failure(CampaignProblem(PayloadBuilder.tooLarge)) }
-        return .success(APNsNotification(
-            deviceToken: token, environment: target.environment, pushType: "liveactivity",
-            priority: sale.priority(step), expiration: Int(sale.expiration(step).timeIntervalSince1970),
-            apnsID: target.apnsID, topic: PushTopic.liveActivity(apps.topic(app: target.app)), payload: payload,
-            credential: apps.credential(app: target.app, environment: target.environment)))
-    }
-
-    /// A campaign's widget push for one device (DESIGN, contract 10, "Widget pushes"): its widget
-    /// token, `apns-push-type: widgets`, priority 5, `{"aps":{"content-changed":true}}`.
-    static func widgetNotification(target: DeliveryTarget, apps: AppRoutes) -> Result<APNsNotification, CampaignProblem> {
-        guard let token = target.activityToken else { return .failure(CampaignProblem("no widget token")) }
-        guard !apps.certificateApps.contains(target.app) else {
-            return .failure(CampaignProblem("app \(target.app) sends with a client certificate, and Apple takes none for widget pushes"))
-        }
-        return .success(APNsNotification(
-            deviceToken: token, environment: target.environment, pushType: "widgets", priority: 5, expiration: nil,
-            apnsID: target.apnsID, topic: PushTopic.widgets(apps.topic(app: target.app)), payload: Self.widgetPayload,
-            credential: apps.credential(app: target.app, environment: target.environment)))
-    }
-
-    static let widgetPayload = Array(#"{"aps":{"content-changed":true}}"#.utf8)
 
     /// Span rows' outcomes become their spans' settlements; the others are written row by row.
     func record(_ outcomes: [DeliveryOutcome]) async throws {
@@ -242,7 +166,7 @@ struct CampaignClaims: ClaimSource {
     /// Batch rows a span claim would find are due at once (a slice committed after the last claim).
     func nextDue(excludingApps apps: [String]) async throws -> Duration? {
         let (ledger, campaign) = (ledger, prepared.campaign.id)
-        if prepared.campaign.sendsBySpans, options.spans,
+        if plan.sendsBySpans, options.spans,
            try await db("find batch rows to claim", { try await ledger.spansDue(campaign: campaign) }) {
             return .zero
         }
