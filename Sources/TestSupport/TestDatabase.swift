@@ -123,7 +123,7 @@ public enum TestDatabase {
                             let building = name + "_new"
                             try await conn.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(building) WITH (FORCE)"), logger: logger)
                             try await conn.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(building) TEMPLATE template0"), logger: logger)
-                            try await withPostgres(server.with(database: building), logger: logger) { c in
+                            _ = try await withPostgres(server.with(database: building), logger: logger) { c in
                                 try await Migrator(directory: sqlDirectory).migrate(client: c, logger: logger)
                             }
                             try await conn.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \(building) RENAME TO \(name)"), logger: logger)

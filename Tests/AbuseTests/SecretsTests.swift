@@ -25,10 +25,9 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        let all = metadata.merging(extra ?? [:]) { $1 }
-        let text = "\(level) \(source) \(message) " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let text = "\(event.level) \(event.source) \(event.message) " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         lines.withLockedValue { $0.append(text) }
     }
 }

@@ -234,7 +234,7 @@ struct AppLoopTests {
         let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
         let client = try APNsClient(configuration: sim.clientConfiguration, logger: TestDatabase.logger)
         let payload = Array(#"{"aps":{"content-available":1},"herald":{"config":"\"x\""}}"#.utf8)
-        let results = try await withThrowingTaskGroup(of: [APNsResult]?.self) { group in
+        let results = await withThrowingTaskGroup(of: [APNsResult]?.self) { group in
             group.addTask {
                 try await client.run()
                 return nil

@@ -24,7 +24,7 @@ extension FaultSuite {
             do {
                 let first = try DatabaseConfiguration(url: primary.url, maxConnections: 4)
                 let replyDB = first.with(database: "replies")
-                try await withPostgres(first, logger: TestDatabase.logger) { client in
+                _ = try await withPostgres(first, logger: TestDatabase.logger) { client in
                     try await client.query("CREATE DATABASE replies", logger: TestDatabase.logger)
                 }
                 let devices = 4000

@@ -8,8 +8,10 @@ import Testing
 struct PrometheusTests {
     @Test func aRegistryEmitsTextThatParses() throws {
         let registry = PrometheusCollectorRegistry()
-        registry.makeCounter(name: "herald_test_sent_total", labels: [("campaign", "3")]).increment(by: Int64(1500))
-        registry.makeGauge(name: "herald_test_rate", labels: [("campaign", "3")]).set(12_500.5)
+        registry.makeCounter(descriptor: MetricNameDescriptor(metricName: "herald_test_sent", unitName: "total", helpText: "Sent"),
+                             labels: [("campaign", "3")]).increment(by: Int64(1500))
+        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: "herald_test_rate", unitName: "", helpText: "Rate"),
+                           labels: [("campaign", "3")]).set(12_500.5)
         let text = registry.emitToString()
         let samples = try PrometheusExposition.parse(text)
         #expect(samples["herald_test_sent_total{campaign=\"3\"}"] == 1500)

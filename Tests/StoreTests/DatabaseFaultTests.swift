@@ -43,7 +43,7 @@ struct DatabaseFaultTests {
             }
             // Inside a transaction, what failed first decides.
             do {
-                try await client.withTransaction(logger: TestDatabase.logger) { conn in
+                _ = try await client.withTransaction(logger: TestDatabase.logger) { conn in
                     try await conn.query("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40P01'; END $$", logger: TestDatabase.logger)
                 }
                 Issue.record("no error")
