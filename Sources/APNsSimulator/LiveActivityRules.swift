@@ -98,7 +98,7 @@ struct ChannelRegistry {
     }
 
     mutating func subscribe(_ device: String, to id: String, of bundle: String) {
-        // A set: a million devices starting on one channel, checked one by one, took the simulator minutes.
+        // A set: a channel may have millions of subscribers, too many to check one by one.
         guard channel(id, of: bundle) != nil, channels[id]?.subscribed.insert(device).inserted == true else { return }
         channels[id]?.subscribers.append(device)
     }

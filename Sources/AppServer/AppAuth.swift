@@ -32,7 +32,7 @@ public struct AppTokenError: Error, Hashable, Sendable, CustomStringConvertible 
 /// Verifies app registration tokens with an app's public keys (PEM; ES256
 /// P-256 or EdDSA Ed25519): the key configured by
 /// `HERALD_APP_JWT_PUBLIC_KEY` / `HERALD_APP_JWT_PUBLIC_KEY_FILE` for the
-/// app `default`, and the `registration_keys` of each app (Sql/0027). An app
+/// app `default`, and the `registration_keys` of each app (`apps`). An app
 /// holds several keys while its backend's key is replaced: a token verifies
 /// with any of them.
 public struct AppTokenVerifier: Sendable {

@@ -11,8 +11,8 @@ public enum IntakeMetrics {
     public static let receiptsStored = "herald_receipts_stored_total"
     public static let receiptsRefused = "herald_receipts_refused_total"
 
-    /// Counted once per batch of the intake (a counter looked up per reply
-    /// was 1% of `herald serve`'s CPU under load).
+    /// Counted once per batch of the intake: a counter looked up per reply
+    /// costs too much under load.
     static func replies(stored: Int, duplicates: Int) {
         if stored > 0 { Counter(label: repliesStored).increment(by: stored) }
         if duplicates > 0 { Counter(label: repliesDuplicate).increment(by: duplicates) }

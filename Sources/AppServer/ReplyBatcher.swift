@@ -17,7 +17,7 @@ public struct ReplyBatching: Sendable, Hashable {
     /// lone reply is stored at once and a busy server stores many per commit.
     /// One by default: a batch costs round trips and a commit whatever its
     /// size, so under load one batch of everything that waits beats two of
-    /// half (measured).
+    /// half.
     public var maxConcurrentBatches: Int
     /// Replies waiting for a batch at most; past it a reply is answered 503
     /// with `Retry-After` instead of queueing without end.
@@ -131,7 +131,7 @@ final class ReplyBatcher: Sendable {
         }
     }
 
-    /// One `herald_commit_replies` call for the batch (Sql/0018, 0019): it
+    /// One `herald_commit_replies` call for the batch: it
     /// looks the deliveries up, stores what passes the checks that need them,
     /// says why it refused the rest and commits before it answers. Of two
     /// replies with the same delivery and `reply_id`, the first that passes

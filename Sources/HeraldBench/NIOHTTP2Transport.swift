@@ -1,8 +1,8 @@
 // A second APNs sender for the benchmark, built on swift-nio-http2's `NIOHTTP2Handler` instead of
 // the project's hand-written framing (Sources/APNs): the A/B of `herald-bench --transport nio-http2`.
 //
-// Its shape is the one measured cheapest for swift-nio-http2 before the project's client was
-// written, so that the comparison is with a well-built client, not a straw man:
+// Its shape is the cheapest found for swift-nio-http2, so that the comparison is with a
+// well-built client, not a straw man:
 // - one connection-level handler after `NIOHTTP2Handler` that writes and reads `HTTP2Frame`s and
 //   assigns its own stream ids (no stream multiplexer, no channel per stream);
 // - the frames of one event-loop tick coalesced into one buffer (`WriteCoalescer`, between TLS

@@ -57,7 +57,7 @@ public struct LocalizedText: Sendable, Hashable {
     static let needsTitleAndBody = "needs a text \"title\" and \"body\" (or \"title-loc-key\" and \"loc-key\")"
 
     /// What is wrong with one entry of a campaign's `content`, in the words
-    /// and order of `herald_campaign_content_problem` (Sql/0005), which
+    /// and order of `herald_campaign_content_problem`, which
     /// checks each campaign when it is written; nil when nothing is. A
     /// golden table of entries holds the two to the same answers (StoreTests).
     public static func problem(_ entry: JSONValue) -> String? {
@@ -116,9 +116,9 @@ public struct Campaign: Sendable, Hashable {
     public var sound: String?
     public var quietHours: Bool
     public var frequencyCapped: Bool
-    /// The pool its `{{ code }}` draws from (Sql/0038; nil: none).
+    /// The pool its `{{ code }}` draws from (`code_pools`; nil: none).
     public var codePool: String?
-    /// Each user at their best hour (Sql/0039), unless a variant says otherwise.
+    /// Each user at their best hour (`herald_best_hours`), unless a variant says otherwise.
     public var bestHour = false
     /// The campaign's A/B variants in name order (the first is the
     /// baseline); empty when it has none.
@@ -202,7 +202,7 @@ public struct Campaign: Sendable, Hashable {
     }
 }
 
-/// One A/B variant of a campaign (Sql/0009_variants.sql): its own text in
+/// One A/B variant of a campaign (`campaign_variants`): its own text in
 /// the locales it gives, optionally its own media, and its share of the
 /// audience in whole percent.
 public struct CampaignVariant: Sendable, Hashable {
@@ -268,7 +268,7 @@ extension Campaign {
     }
 
     /// Each variant's lower bound among the 100 buckets of
-    /// `herald_variant_bucket` (Sql/0009): shares laid end to end from 0.
+    /// `herald_variant_bucket`: shares laid end to end from 0.
     public var variantLowerBounds: [Int] {
         var bounds: [Int] = []
         var at = 0
@@ -321,8 +321,7 @@ public enum LocaleMatch {
     }
 
     /// `_` as `-`, lower case. Tags are ASCII, handled without Foundation:
-    /// a run normalizes every device's locale, and NSString's replacing took
-    /// 15% of a run's event-loop CPU (measured with perf, 200,000 devices).
+    /// a run normalizes every device's locale, too often for NSString's replacing.
     public static func normalize(_ tag: String) -> String {
         guard tag.utf8.allSatisfy({ $0 < 0x80 }) else {
             return tag.replacingOccurrences(of: "_", with: "-").lowercased()

@@ -2,7 +2,7 @@ import Foundation
 
 /// How fast a campaign may go out (docs/marketers.md, "Pace"): at most so
 /// many notifications a minute, or as fast as finishing within a time needs.
-/// The run takes evenly spaced send slots from the database (Sql/0020), so
+/// The run takes evenly spaced send slots from the database (`herald_pace_reserve`), so
 /// the pace holds across every worker and survives kills and restarts.
 public enum CampaignPace: Sendable, Hashable, CustomStringConvertible {
     /// `rate_per_minute`.

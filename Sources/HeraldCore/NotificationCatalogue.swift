@@ -52,7 +52,7 @@ public struct NotificationCatalogue: Sendable, Hashable {
         public var options: Int
         /// Action ids in display order.
         public var actions: [String]
-        /// The apps whose documents hold it (Sql/0028); nil: every app's.
+        /// The apps whose documents hold it (`categories.apps`); nil: every app's.
         public var apps: [String]?
 
         public init(id: String, options: Int, actions: [String], apps: [String]? = nil) {

@@ -137,8 +137,9 @@ public struct PayloadBuilder: Sendable {
 
     /// The rendering a delivery of `variant` gets (the campaign's own without
     /// one). A delivery always names a variant of the loaded campaign: the
-    /// snapshot assigns from that list, and Sql/0009 refuses to rename or
-    /// delete a variant once the audience is assigned.
+    /// snapshot assigns from that list, and `campaign_variants_check` and
+    /// `campaign_variants_keep` refuse to rename or delete a variant once the
+    /// audience is assigned.
     private func rendering(_ variant: String?) -> Rendering {
         variant.flatMap { byVariant[$0] } ?? base
     }

@@ -22,9 +22,8 @@ struct ReplyFields: Hashable {
 /// or says what is wrong with it. What it accepts, `StrictJSON` accepts too,
 /// with the same values (a test compares them on generated bodies).
 ///
-/// Hand-written because it was measured: reading a reply through the
-/// general reader (a `JSONValue` tree and a dictionary of members) was half
-/// of `herald ingest`'s CPU per line.
+/// Hand-written because the general reader (a `JSONValue` tree and a
+/// dictionary of members) is too slow for `herald ingest`, which reads a reply a line.
 enum PlainReply {
     static func scan(_ bytes: [UInt8]) -> ReplyFields? {
         bytes.withUnsafeBytes { raw in

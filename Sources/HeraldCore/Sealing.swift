@@ -56,8 +56,7 @@ public struct DeviceKey: Sendable, Hashable, CustomStringConvertible {
 
     /// The public key of standard base64 text, checked as `init(base64:)`
     /// checks it, without its key id (SHA-256 of the key: a seal names the
-    /// key id the device registered, and the hash was 2% of a sealing run's
-    /// CPU).
+    /// key id the device registered, so hashing it again is wasted).
     public static func publicKey(base64 text: String) throws(DeviceKeyError) -> Curve25519.KeyAgreement.PublicKey {
         try checkedKey(try bytes(base64: text))
     }

@@ -4,9 +4,8 @@ import Foundation
 /// parsed once per campaign and rendered for each device (DESIGN, "Personal
 /// text"; the subset is docs/marketers.md, "Text made for each person").
 ///
-/// Hand-written: Stencil 0.15.1 (the only library in reach that reads this
-/// syntax) took 54.7 µs a render of a three-output text in release, against
-/// a budget of 2, and renders a missing variable as an empty text.
+/// Hand-written: Stencil (the only library in reach that reads this syntax)
+/// is far over a render's budget, and renders a missing variable as an empty text.
 public struct Template: Sendable, Hashable {
     public enum Segment: Sendable, Hashable {
         case text(String)

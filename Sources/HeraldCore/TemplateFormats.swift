@@ -45,7 +45,7 @@ public struct TemplateFormats: Sendable {
 }
 
 /// A number written plainly (`-1250.5`): grouped by hand, because a
-/// NumberFormatter took 2.2 µs a number here against a budget of 2 a device.
+/// NumberFormatter alone is over a device's render budget.
 struct PlainNumber {
     var negative: Bool
     var whole: ArraySlice<UInt8>

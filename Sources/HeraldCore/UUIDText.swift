@@ -3,10 +3,10 @@ import Foundation
 /// UUIDs in their 36-character text form (8-4-4-4-12 hexadecimal digits,
 /// either case), read and written without Foundation's C formatting: on Linux
 /// `UUID(uuidString:)` goes through `sscanf` and `uuidString` through
-/// `snprintf`, measured at 5% and 3% of `herald ingest`'s CPU for a reply
-/// each. Reads the canonical form only, as Foundation does on Apple's
-/// platforms; Foundation on Linux also takes a sign, an `0x` or a space
-/// inside a field, which `sscanf` allows (a test compares them).
+/// `snprintf`, too slow to run for every reply. Reads the canonical form
+/// only, as Foundation does on Apple's platforms; Foundation on Linux also
+/// takes a sign, an `0x` or a space inside a field, which `sscanf` allows
+/// (a test compares them).
 public enum UUIDText {
     /// The UUID of `text`, or nil when it is not one.
     public static func parse(_ text: String) -> UUID? {

@@ -260,7 +260,7 @@ public struct ReportData: Sendable {
         /// Its A/B variants side by side (empty when it has none).
         public var variants: [Variant] = []
         /// A recurring or on-entry campaign (a series): how it is sent, and
-        /// its occurrences, oldest first (Sql/0023).
+        /// its occurrences, oldest first (`analyst.series`, `analyst.occurrences`).
         public var series: String?
         public var occurrences: [Occurrence] = []
         /// An occurrence: its series and number.
@@ -286,7 +286,7 @@ public struct ReportData: Sendable {
         }
     }
 
-    /// An app of the deployment and its figures, from `analyst.apps` (Sql/0027).
+    /// An app of the deployment and its figures, from `analyst.apps`.
     public struct App: Sendable, Equatable {
         public var name: String
         public var displayName: String

@@ -3,7 +3,7 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// An app as the database holds it (Sql/0027): its topic, its APNs
+/// An app as the database holds it (`apps`, `app_credentials`): its topic, its APNs
 /// credentials (the files that hold them, never key material) and the
 /// public keys that verify its backend's registration tokens.
 public struct AppRecord: Sendable, Hashable {

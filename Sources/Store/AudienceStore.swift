@@ -17,7 +17,7 @@ public struct SnapshotResult: Sendable, Hashable {
     /// Per variant (name order), when the campaign has variants: the
     /// devices assigned to it and how many of them are queued.
     public var variants: [VariantCount] = []
-    /// False while slices of the audience remain to be written (Sql/0014).
+    /// False while slices of the audience remain to be written (`campaigns.snapshot_through`).
     public var complete = true
 
     public init(inserted: Int = 0, queued: Int = 0, skipped: Int = 0, deferred: Int = 0,
@@ -66,7 +66,7 @@ public struct SnapshotResult: Sendable, Hashable {
 }
 
 /// The audience snapshot: a campaign's delivery rows written set-based, in
-/// slices of device ids (Sql/0014), into its own ledger partition.
+/// slices of device ids (`campaigns.snapshot_through`), into its own ledger partition.
 public struct AudienceStore: Sendable {
     public let client: Database
     public let logger: Logger
@@ -83,11 +83,11 @@ public struct AudienceStore: Sendable {
     /// campaign is snapshotted once, whether it is due as `scheduled` or was
     /// resumed as `running`; a device already in its ledger is left alone.
     ///
-    /// With `start` (a run) the audience is written in slices of device ids
-    /// (Sql/0014), each in a transaction of its own, and this writes the
+    /// With `start` (a run) the audience is written in slices of device ids,
+    /// each in a transaction of its own, and this writes the
     /// next slice only: the first moves the campaign to `running` and sets
     /// `snapshot_at` (the variants are frozen from then on), each records
-    /// how far it got (`snapshot_through`), the last clears it. The result
+    /// how far it got (`campaigns.snapshot_through`), the last clears it. The result
     /// says whether the snapshot is complete; the run sends the slices
     /// written while it writes the next (`firstSlice` device ids first, then
     /// each slice three times as large as all before it). Without `start`
@@ -143,14 +143,10 @@ public struct AudienceStore: Sendable {
                 SELECT EXISTS (SELECT 1 FROM deliveries WHERE campaign_id = \(c.id) AND kind = 'campaign'
                                                        AND device_id > \(low) AND device_id <= \(high))
                 """, logger: logger).decode(Bool.self) { written = exists }
-            // Not compiled by PostgreSQL's JIT: planned as lookups a device,
-            // a slice's cost estimate is far above `jit_above_cost`, and the
-            // compilation took 0.49 s a slice and saved nothing (ten million
-            // devices, slices of 200,000 and 1,000,000: 2.27/2.56 and
-            // 11.83/11.16 s with it, 2.04/2.02 and 10.79/10.72 without).
+            // No JIT: a slice's cost estimate calls for it, but its lookups a device gain nothing from it.
             try await conn.query("SET LOCAL jit = off", logger: logger)
             // A capped campaign's slices count the sends before the first
-            // one (Sql/0030): found once, not by each slice from the ledger.
+            // one (`snapshot_caps`): found once, not by each slice from the ledger.
             // (A snapshot of one slice finds them in its own statement.)
             let storedCaps = start && c.frequencyCapped && !(low == 0 && last)
             if storedCaps { try await Self.storeCaps(campaign: c.id, on: conn, logger: logger) }
@@ -183,12 +179,9 @@ public struct AudienceStore: Sendable {
     }
 
     /// Each next slice of a snapshot spans this many times the device ids
-    /// of all slices before it: 50,000, 200,000, 800,000 and 3,200,000 ids
-    /// (four statements for a million devices). Each slice is a statement
-    /// with fixed costs of its own (planning, its commit), so fewer
-    /// slices cost less; measured on 1,000,000 devices (when a slice still
-    /// joined the users whole), doubling slices (six statements) took 7.8 s
-    /// against 5.4 s for one.
+    /// of all slices before it (four statements for a million devices):
+    /// each slice has fixed costs of its own (planning, its commit), so
+    /// fewer slices cost less.
     static let sliceGrowth: Int64 = 3
 
     /// No slice spans more device ids than this, so no transaction grows
@@ -197,14 +190,13 @@ public struct AudienceStore: Sendable {
     /// does not read more of the users table as the audience grows.
     static let maxSlice: Int64 = 1_000_000
 
-    /// The device ids of a run's first snapshot slice: about a second of
-    /// PostgreSQL's work here, after which sending starts.
+    /// The device ids of a run's first snapshot slice: small, so that
+    /// sending starts soon.
     public static let defaultFirstSlice: Int64 = 50_000
 
     /// A snapshot of at least this many rows is followed by ANALYZE of the
     /// campaign's ledger rows: the statistics the claims are planned with
-    /// must know the campaign (measured: a first claim planned on statistics
-    /// that did not took 33 s for 1,000 rows of a 200,000-row campaign).
+    /// must know the campaign, or the claims are planned badly.
     public static let analyzeAfter = 10_000
 
     /// SQL: the users who got `settings.frequency_cap` campaigns within
@@ -224,7 +216,7 @@ public struct AudienceStore: Sendable {
     }
 
     /// Keeps the campaign's frequency-capped users for the slices of its
-    /// snapshot (Sql/0030), unless kept already (by an earlier slice, or
+    /// snapshot (`snapshot_caps`), unless kept already (by an earlier slice, or
     /// one before a crash): the first slice finds them, the next ones read
     /// them back, instead of each slice aggregating the window's whole
     /// ledger again.
@@ -239,13 +231,13 @@ public struct AudienceStore: Sendable {
     }
 
     /// Gives the campaign a partition of the ledger of its own, when it has
-    /// none yet (Sql/0010, `herald_delivery_partition`), in a transaction of
+    /// none yet (`herald_delivery_partition`), in a transaction of
     /// its own: the partition is made with locks a run must not hold while
     /// it writes. Returns false when the locks were busy and the campaign's
     /// rows go to the DEFAULT partition instead (correct, slower to prune).
     /// `writtenOnce`: the campaign is sent by ranges, so its partition is
-    /// made at fillfactor 100 (Sql/0046). Throws for a campaign whose ledger
-    /// was pruned.
+    /// made at fillfactor 100 (`herald_delivery_partition`'s `written_once`).
+    /// Throws for a campaign whose ledger was pruned.
     @discardableResult
     public func ensurePartition(campaign: Int64, writtenOnce: Bool = false) async throws -> Bool {
         let rows = try await client.query("SELECT herald_delivery_partition(\(campaign), \(writtenOnce))", logger: logger)
@@ -320,9 +312,7 @@ public struct AudienceStore: Sendable {
     /// `skippingWritten` leaves out the devices the campaign's ledger has
     /// already (`ON CONFLICT DO NOTHING`); without it the statement is a
     /// plain INSERT, for a campaign that has none, which PostgreSQL writes
-    /// without a speculative insertion per row (measured, 200,000 rows:
-    /// 1.25 s and 1.21M WAL records with the conflict clause, 0.98 s and
-    /// 1.01M without).
+    /// without a speculative insertion per row.
     /// `devices` bounds the device ids written (a slice: above its lower
     /// bound, up to its upper one).
     /// `storedCaps` reads the frequency-capped users from `snapshot_caps`
@@ -341,16 +331,16 @@ public struct AudienceStore: Sendable {
         binds.append(c.variantLowerBounds.map { Int32($0) })
         binds.append(devices.lowerBound)
         binds.append(devices.upperBound)
-        // On segment entry (Sql/0023): the series whose earlier rows leave a
+        // On segment entry (`campaigns.series_id`): the series whose earlier rows leave a
         // user out, and for how long (nil: for good).
         binds.append(due.entry != nil)
         binds.append(due.entry?.series)
         binds.append(due.entry?.resendAfter)
-        // Each user's best hour (Sql/0039): the campaign's choice, then each variant's.
+        // Each user's best hour (`herald_best_hours`): the campaign's choice, then each variant's.
         binds.append(c.bestHour || c.variants.contains { $0.bestHour == true })
         binds.append(c.variants.map { $0.bestHour ?? c.bestHour })
         binds.append(c.bestHour)
-        // Rows due at once are batch rows (Sql/0044), sent by ranges.
+        // Rows due at once are batch rows (`delivery_spans`), sent by ranges.
         binds.append(spans)
         // The segment's condition is compiled for this statement: its binds
         // follow the fifteen above, and it names devices `dv` and users `u`.

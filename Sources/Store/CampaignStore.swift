@@ -47,7 +47,7 @@ public struct DueCampaign: Sendable {
     public var campaign: Campaign
     public var segmentName: String?
     public var segmentRule: JSONValue
-    /// The series it is an occurrence of (Sql/0023), and which.
+    /// The series it is an occurrence of (`campaigns.series_id`), and which.
     public var series: (id: Int64, occurrence: Int)?
     /// Sent on segment entry: whoever in the segment has not had the series
     /// (`series`: its id, or this campaign's own for the series row), or not
@@ -142,7 +142,7 @@ public struct CampaignStore: Sendable {
         return nil
     }
 
-    /// Whether a campaign needs an approval and has one (Sql/0021).
+    /// Whether a campaign needs an approval and has one (`herald_approved`).
     public func approval(_ id: Int64) async throws -> CampaignApproval? {
         let rows = try await client.query("""
             SELECT coalesce((SELECT require_approval FROM settings), false), c.created_by, c.approved_by, c.approved_at
@@ -240,7 +240,7 @@ public struct CampaignStore: Sendable {
     /// A campaign's A/B variants in name order (byte order, as the analyst
     /// views order them); a row that cannot be read throws naming the variant.
     func loadVariants(_ id: Int64) async throws -> [CampaignVariant] {
-        // An occurrence's variants are copies: their best hour is the series' (Sql/0039).
+        // An occurrence's variants are copies: their best hour is the series' (`campaign_variants.best_hour`).
         let rows = try await client.query("""
             SELECT v.name, v.share, v.content::text, v.media_url, v.media_type, coalesce(sv.best_hour, v.best_hour)
             FROM campaign_variants v JOIN campaigns c ON c.id = v.campaign_id
@@ -311,7 +311,7 @@ public struct CampaignStore: Sendable {
         return false
     }
 
-    /// The apps a campaign goes to (Sql/0027): nil for every app.
+    /// The apps a campaign goes to (names in `apps`): nil for every app.
     public func apps(_ id: Int64) async throws -> [String]? {
         let rows = try await client.query("SELECT apps FROM campaigns WHERE id = \(id)", logger: logger)
         for try await apps in rows.decode([String]?.self) { return apps }
@@ -325,8 +325,8 @@ public struct CampaignStore: Sendable {
         return nil
     }
 
-    /// Takes the next `count` send slots of a paced campaign (Sql/0020,
-    /// `herald_pace_reserve`): nil when the campaign has no pace.
+    /// Takes the next `count` send slots of a paced campaign
+    /// (`herald_pace_reserve`): nil when the campaign has no pace.
     public func reservePace(campaign: Int64, count: Int) async throws -> PaceSlots? {
         let rows = try await client.query(
             "SELECT first_in, spacing FROM herald_pace_reserve(\(campaign), \(Int32(clamping: count)))", logger: logger)

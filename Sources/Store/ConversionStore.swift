@@ -3,7 +3,7 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// Conversions (Sql/0025): stored once per idempotency key.
+/// Conversions (`conversions`): stored once per idempotency key.
 public struct ConversionStore: Sendable {
     public let client: Database
     public let logger: Logger

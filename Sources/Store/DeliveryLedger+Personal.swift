@@ -95,7 +95,7 @@ extension DeliveryLedger {
     public static let undrawnCode = "CODE-DRAWN-AT-SEND"
 
     /// Draws a code from the campaign's pool for each user of these claimed
-    /// deliveries that has none yet (Sql/0038): the oldest free codes in
+    /// deliveries that has none yet (`pool_codes`): the oldest free codes in
     /// order, each to one user. A user whose code another worker is drawing
     /// at once, or whose free codes another worker holds for a moment, is
     /// drawn again; a user left without one when the pool has no free code

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 
-/// A range of a campaign's ledger ids a run holds (Sql/0044, `delivery_spans`): its batch rows
+/// A range of a campaign's ledger ids a run holds (`delivery_spans`): its batch rows
 /// above `after`, up to `through`.
 public struct SpanClaim: Sendable, Hashable {
     public var campaign: Int64
@@ -31,7 +31,7 @@ public struct SpanRow: Sendable, Hashable {
     }
 }
 
-/// What one settlement writes for one span (Sql/0044, `herald_settle`): its new watermark, the
+/// What one settlement writes for one span (`herald_settle`): its new watermark, the
 /// rows that differ (answers that are not 200) and the rows in flight behind the watermark.
 public struct SpanSettlement: Sendable, Hashable {
     public var span: SpanClaim
@@ -77,7 +77,7 @@ extension DeliveryLedger {
         let reads = Self.claimColumns(personal, campaign: span.campaign)
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { conn in
-            // Measured: a parallel worker started for each span cost PostgreSQL more CPU than the read.
+            // No parallel workers: starting one for each span costs PostgreSQL more CPU than the read.
             try await conn.query("SET LOCAL max_parallel_workers_per_gather = 0", logger: logger)
             let rows = try await conn.query("""
                 SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id,
@@ -112,7 +112,7 @@ extension DeliveryLedger {
         }
     }
 
-    /// Whether a span claim of the campaign would find rows now (Sql/0044, `herald_spans_due`).
+    /// Whether a span claim of the campaign would find rows now (`herald_spans_due`).
     public func spansDue(campaign: Int64) async throws -> Bool {
         for try await due in try await client.query("SELECT herald_spans_due(\(campaign))", logger: logger).decode(Bool.self) {
             return due
@@ -120,8 +120,8 @@ extension DeliveryLedger {
         return false
     }
 
-    /// Writes `run`'s settlements (of any campaigns) in one statement (Sql/0044,
-    /// `herald_settle`): fenced, so a span the run no longer holds takes nothing. Returns the
+    /// Writes `run`'s settlements (of any campaigns) in one statement
+    /// (`herald_settle`): fenced, so a span the run no longer holds takes nothing. Returns the
     /// spans the run no longer held.
     @discardableResult
     public func settle(_ settlements: [SpanSettlement], run: Int64) async throws -> [SpanClaim] {

@@ -11,7 +11,7 @@ public enum TestSendRecipient: Sendable, Hashable {
     case user(externalID: String)
 }
 
-/// The ledger's side of `herald send-test`: rows of kind 'test' (Sql/0008),
+/// The ledger's side of `herald send-test`: `deliveries` of kind 'test',
 /// which belong to the campaign (their reply tokens work) but never count in
 /// its figures, never block its real delivery to the device and never count
 /// towards a frequency cap.

@@ -9,7 +9,7 @@ public struct ClaimedDelivery: Sendable, Hashable {
     public var deviceID: Int64
     /// Attempts recorded before this claim (the retry backoff grows with them).
     public var attempts: Int = 0
-    /// A batch row's span (Sql/0044); nil: claimed row by row.
+    /// A batch row's span (`delivery_spans`); nil: claimed row by row.
     public var span: SpanClaim?
     /// Why a batch row is skipped rather than sent (its device or user changed since the snapshot).
     public var skip: String?
@@ -430,7 +430,7 @@ public struct DeliveryLedger: Sendable {
     ///
     /// The outcomes are of deliveries of `campaign` (nil: config refresh
     /// pushes), which lets the statement read that campaign's partition of
-    /// the ledger only (Sql/0010); an outcome of another campaign is not
+    /// `deliveries` only; an outcome of another campaign is not
     /// written.
     @discardableResult
     public func record(_ outcomes: [DeliveryOutcome], run: Int64, campaign: Int64?) async throws -> Int {

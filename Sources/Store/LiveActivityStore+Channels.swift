@@ -26,7 +26,7 @@ public struct ChannelToDelete: Sendable, Hashable {
     public var channel: String
 }
 
-/// A sale's broadcast channels (Sql/0041; DESIGN, contract 10): the channels it made, and each
+/// A sale's broadcast channels (`activity_channels`, `channel_pushes`; DESIGN, contract 10): the channels it made, and each
 /// step's pushes to them, claimed under the run's lease as deliveries are.
 extension LiveActivityStore {
     /// The sale's channels not yet deleted.
@@ -82,7 +82,7 @@ extension LiveActivityStore {
     public func claimChannelPushes(step: Int64, run: Int64) async throws -> [ChannelPush] {
         try await client.withTransaction(logger: logger) { conn in
             // A step whose earlier step is in flight, or that a later one superseded, claims
-            // nothing (Sql/0050); the sale's lock is held until this transaction ends.
+            // nothing (`herald_step_state`); the sale's lock is held until this transaction ends.
             var state = "clear"
             for try await s in try await conn.query("SELECT herald_step_state(\(step))", logger: logger).decode(String.self) {
                 state = s

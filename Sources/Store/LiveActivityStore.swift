@@ -3,7 +3,7 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// Flash sales as Live Activities (Sql/0040; DESIGN, contract 10): the steps a sale makes when it
+/// Flash sales as Live Activities (`herald_sale_steps`, `live_activities`; DESIGN, contract 10): the steps a sale makes when it
 /// starts, each step's audience, and what apps register (push-to-start tokens, running
 /// activities and what each device confirmed).
 public struct LiveActivityStore: Sendable {
@@ -55,7 +55,7 @@ public struct LiveActivityStore: Sendable {
                 )
                 SELECT count(*)::bigint FROM ins
                 """, logger: logger).decode(Int64.self) { inserted = Int(n) }
-            // The sale's channels each get the step once (Sql/0041).
+            // The sale's channels each get the step once (`channel_pushes`).
             try await conn.query("""
                 INSERT INTO channel_pushes (campaign_id, app, environment, channel_id)
                 SELECT \(step), app, environment, channel_id FROM activity_channels

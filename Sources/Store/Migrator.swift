@@ -97,9 +97,9 @@ public struct Migrator: Sendable {
     static let knownMarkers = [
         "0001_init.sql": "SELECT to_regclass('public.deliveries') IS NOT NULL",
         "0002_analyst.sql": "SELECT to_regclass('analyst.campaign_funnel') IS NOT NULL",
-        // Its index made way for deliveries_device_campaign_once (0046).
+        // Its index made way for deliveries_device_campaign_once.
         "0008_test_sends.sql": "SELECT to_regclass('public.deliveries_campaign_once') IS NOT NULL OR to_regclass('public.deliveries_device_campaign_once') IS NOT NULL",
-        // Their procedures made way for herald_commit_replies (0018).
+        // Their procedures made way for herald_commit_replies.
         "0016_store_replies.sql": Self.storedRepliesMarker("herald_store_replies(uuid[],bigint[],bigint[],bigint[],bigint[],text[],boolean[],text[],double precision[],text,uuid[])"),
         "0017_take_replies.sql": Self.storedRepliesMarker("herald_take_replies(uuid[],bigint[],text[],boolean[],text[],double precision[],boolean[],text,bigint[],bigint[],bigint[],bigint[],text[],boolean[],integer[],uuid[])"),
     ]

@@ -37,11 +37,11 @@ public struct PruneOutcome: Sendable, Hashable {
 }
 
 /// `herald prune`: drops the ledger partitions of finished campaigns
-/// (Sql/0010). Each campaign goes in one transaction that keeps what the
-/// analyst views read of its ledger (Sql/0033: pruned_delivery_counts,
-/// pruned_test_deliveries, pruned_answered_deliveries, pruned_sent_minutes,
-/// pruned_lift_assignments; the views add them to the live ledger), and
-/// detaches and drops its partition. Replies are never touched. Needs the
+/// (made by `herald_delivery_partition`). Each campaign goes in one
+/// transaction that keeps what the analyst views read of its ledger
+/// (pruned_delivery_counts, pruned_test_deliveries, pruned_answered_deliveries,
+/// pruned_sent_minutes, pruned_lift_assignments; the views add them to the
+/// live ledger), and detaches and drops its partition. Replies are never touched. Needs the
 /// schema owner: detaching and dropping a partition is the owner's right,
 /// not herald_job's.
 public struct PruneStore: Sendable {
@@ -171,7 +171,7 @@ public struct PruneStore: Sendable {
                 """, logger: logger).decode(Int64.self) {
                 dropped = n
             }
-            // What the analyst views read of the ledger, kept (Sql/0033):
+            // What the analyst views read of the ledger, kept in the pruned_* tables:
             // the counts by status, reason, app and variant (campaign_funnel,
             // delivery_problems, apps, variant_comparison); ...
             try await conn.query("""

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Delivery receipts (contract 8, Sql/0024): stored once per delivery.
+/// Delivery receipts (contract 8, `receipts`): stored once per delivery.
 public struct ReceiptStore: Sendable {
     public let client: Database
     public let logger: Logger

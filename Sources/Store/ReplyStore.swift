@@ -41,7 +41,7 @@ public struct ReplyStore: Sendable {
         /// Replies stored now.
         public var stored = 0
         /// The replies refused, ascending, each with why, as the database
-        /// decided it (Sql/0019).
+        /// decided it (`herald_refusal_reasons`).
         public var refused: [Int] { refusals.map(\.position) }
         public var refusals: [Refusal] = []
         /// The replies whose values the database itself refused (a
@@ -68,7 +68,7 @@ public struct ReplyStore: Sendable {
     }
 
     /// Why the database refused one reply of a batch: the one authority on
-    /// what needs the delivery and the catalogue (Sql/0019).
+    /// what needs the delivery and the catalogue (`herald_refusal_reasons`).
     public struct Refusal: Sendable, Hashable {
         public enum Reason: String, Sendable {
             /// No such delivery.
@@ -100,7 +100,7 @@ public struct ReplyStore: Sendable {
     /// Looks a batch's deliveries up, checks each reply against its
     /// campaign's category, stores what passes, says why the rest was
     /// refused and commits, with one statement: `herald_commit_replies`
-    /// (Sql/0018, explaining since Sql/0019), which commits before it answers, so that when this returns the replies are durable. A
+    /// (its reasons from `herald_refusal_reasons`), which commits before it answers, so that when this returns the replies are durable. A
     /// reply is identified by its delivery and `reply_id`: of two with the
     /// same, the first that passes is stored; one stored before is left
     /// alone. The batch goes sorted by delivery id, which lets PostgreSQL
@@ -197,13 +197,10 @@ public struct ReplyStore: Sendable {
         }
     }
 
-    /// How long `store` waits for its statement. A connection that closed
-    /// under a statement (PostgreSQL restarted) once left the statement
-    /// unanswered for good, and with it every reply batch behind it (the
-    /// reply fault scenario, about one run in eight); past this the batch
-    /// fails as a transient fault (503, the client retries with the same
-    /// `reply_id`) and the statement is left behind. A batch takes
-    /// milliseconds; the minute leaves room for a lock held a while (a
-    /// device's erasure waits for the batches storing replies, and they for it).
+    /// How long `store` waits for its statement: a connection closed under it
+    /// (PostgreSQL restarted) may never answer, so past this the batch fails as
+    /// a transient fault (503, the client retries with the same `reply_id`); the
+    /// minute leaves room for a lock held a while (a device's erasure and the
+    /// batches storing replies wait for each other).
     public static let storeDeadline: Duration = .seconds(60)
 }

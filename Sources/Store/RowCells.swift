@@ -3,8 +3,8 @@ import PostgresNIO
 /// One row's cells, decoded in order, each by code specialized for its
 /// type in this module. PostgresNIO's `decode` of a whole row as a tuple
 /// goes through a parameter pack that is not specialized: for the rows a
-/// run reads by the hundred thousand (claims) that generic path cost more
-/// than the decoding itself (measured).
+/// run reads by the hundred thousand (claims) that generic path costs more
+/// than the decoding itself.
 struct RowCells {
     private var cells: PostgresRow.Iterator
 

@@ -85,8 +85,8 @@ public struct RunStore: Sendable {
     /// the config refresh pushes' rows (`claimed_refreshes`). Statements
     /// that look for a run's in-flight rows name these, as binds that
     /// PostgreSQL prunes the other partitions with when it plans the
-    /// statement (Sql/0012: no index names `claimed_by`, so that a claim is
-    /// a HOT update).
+    /// statement (no index of `deliveries` names `claimed_by`, so that a
+    /// claim is a HOT update).
     struct ClaimedPartitions {
         var campaigns: [Int64] = []
         var refreshes = false
@@ -123,7 +123,7 @@ public struct RunStore: Sendable {
     }
 
     /// Takes (or confirms) `run`'s lock on the session of `connection`, a
-    /// connection the run keeps for its life (Sql/0034); false when another
+    /// connection the run keeps for its life (`herald_hold_run`); false when another
     /// session holds it.
     public func holdRun(_ run: Int64, on connection: PostgresConnection) async throws -> Bool {
         for try await held in try await connection.query("SELECT herald_hold_run(\(run))", logger: logger).decode(Bool.self) {
@@ -138,7 +138,7 @@ public struct RunStore: Sendable {
     }
 
     /// Other runs still marked running whose own database session is gone
-    /// (Sql/0034's rule, `herald_run_gone`), for `recoverAbandoned`.
+    /// (`herald_run_gone`), for `recoverAbandoned`.
     public func goneRuns(besides run: Int64) async throws -> [Int64] {
         let rows = try await client.query("""
             SELECT id FROM runs

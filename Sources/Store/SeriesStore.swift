@@ -15,7 +15,7 @@ public struct SeriesSummary: Sendable, Hashable {
     public init() {}
 }
 
-/// Recurring and on-entry campaigns (Sql/0023): reads the active series,
+/// Recurring and on-entry campaigns (`herald_occurrence`): reads the active series,
 /// asks `Series.step` what is due, and makes it. Every step is safe to
 /// repeat and to race: an occurrence is made once, whoever gets there first.
 public struct SeriesStore: Sendable {

@@ -3,7 +3,7 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// Widget pushes (Sql/0042; DESIGN, contract 10, "Widget pushes"): each device's widget token,
+/// Widget pushes (`widget_tokens`, `herald_widget_push`; DESIGN, contract 10, "Widget pushes"): each device's widget token,
 /// and a campaign's widget push, a campaign row of its own made when the campaign starts, whose
 /// audience is the campaign's devices with a widget token.
 public struct WidgetStore: Sendable {

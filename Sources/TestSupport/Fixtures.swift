@@ -66,7 +66,7 @@ public enum Fixtures {
 
     /// `threeDeliveries` as runs write them: each campaign's ledger in a
     /// partition of its own, its ids recorded in `delivery_id_ranges`, so that
-    /// replies are looked up one partition per range (Sql/0018's fast path)
+    /// replies are looked up one partition per range (`herald_store_checked_replies`' fast path)
     /// instead of by the general lookup that rows written by hand take.
     public static let threeDeliveriesAsRunsWriteThem = threeDeliveries + """
         ;

@@ -5,7 +5,7 @@ import Runner
 import Settings
 import Store
 
-/// `herald apps`: the apps one deployment serves (Sql/0027), their APNs
+/// `herald apps`: the apps one deployment serves (`apps`), their APNs
 /// credentials and registration keys. What it writes, SQL may write too; the
 /// command also reads each credential's files first, so a wrong path, a
 /// key file others may read or a wrong password is refused before any run
