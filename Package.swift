@@ -112,7 +112,7 @@ let package = Package(
         .target(
             name: "Store",
             dependencies: [
-                "HeraldCore", "Embedded",
+                "HeraldCore", "Embedded", "Lifecycle",
                 server("PostgresNIO", "postgres-nio"),
                 server("NIOConcurrencyHelpers", "swift-nio"),
                 server("NIOCore", "swift-nio"),
@@ -235,7 +235,8 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "HeraldCore", "Store", "APNs", "APNsSimulator",
+                "HeraldCore", "Store", "APNs", "APNsSimulator", "Lifecycle",
+                server("NIOConcurrencyHelpers", "swift-nio"),
                 server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 server("Logging", "swift-log"),
@@ -310,6 +311,13 @@ let package = Package(
                 server("PostgresNIO", "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        // The documents held to the code: README's layout and the tests it names, DESIGN's
+        // components, the commands the guides give (against the built herald's help), the
+        // fault table and the configuration table of docs/operators.md.
+        .testTarget(
+            name: "DocsTests",
+            dependencies: ["Settings"]
         ),
         .testTarget(
             name: "AppServerTests",

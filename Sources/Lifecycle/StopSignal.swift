@@ -25,8 +25,12 @@ public final class StopSignal: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// What `requestedAt` is read from: the clock of the run it stops.
+    private let clock: any HeraldClock
 
-    public init() {}
+    public init(clock: any HeraldClock = .system) {
+        self.clock = clock
+    }
 
     public var level: Level { state.withLockedValue { $0.level } }
 
@@ -42,7 +46,7 @@ public final class StopSignal: Sendable {
         let (raised, woken) = state.withLockedValue { state -> (Bool, [CheckedContinuation<Level, Never>]) in
             guard level > state.level else { return (false, []) }
             state.level = level
-            if state.requestedAt == nil { state.requestedAt = ContinuousClock().now }
+            if state.requestedAt == nil { state.requestedAt = clock.now }
             var woken: [CheckedContinuation<Level, Never>] = []
             state.waiters.removeAll { waiter in
                 guard waiter.level <= level else { return false }

@@ -19,7 +19,7 @@ extension CampaignRun {
                                     personalizer: personalizer, snapshotting: snapshotting, writer: state.writer)
         let engine = SendingEngine(transport: transport, options: options, leases: state.leases, logger: logger,
                                    budget: state.budget)
-        let clock = ContinuousClock()
+        let clock = options.clock
         var progress = CampaignProgress(campaign: prepared.campaign.id,
                                         total: summary.snapshot.flatMap { $0.complete ? $0.queued : nil }, now: clock.now)
         defer { progress.finish() }

@@ -57,12 +57,11 @@ public struct CampaignRun: Sendable {
 
     /// Database calls through transient faults, within the run's budget.
     var db: DatabaseRetry {
-        DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
-                      logger: logger)
+        DatabaseRetry(options, logger: logger)
     }
 
     public func execute() async throws -> RunSummary {
-        let clock = ContinuousClock()
+        let clock = options.clock
         let started = clock.now
         let (runs, campaigns) = (stores.runs, stores.campaigns)
         let options = self.options
@@ -83,7 +82,7 @@ public struct CampaignRun: Sendable {
         var series = SeriesSummary()
         // Not a child of the group below: a call on a connection that never
         // answers must not keep the run from ending; cancelled when it does.
-        let session = options.dryRun ? nil : Task { [logger] in await Self.holdSession(runs: runs, run: runID, logger: logger) }
+        let session = options.dryRun ? nil : Task { [logger] in await Self.holdSession(runs: runs, run: runID, clock: options.clock, logger: logger) }
         defer { session?.cancel() }
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -164,12 +163,12 @@ public struct CampaignRun: Sendable {
     /// Renews the run's leases every `renewEvery` until cancelled; each
     /// renewal that succeeds moves the lease deadline.
     static func renewLeases(runs: RunStore, run: Int64, options: RunOptions, leases: LeaseClock, logger: Logger) async {
-        let clock = ContinuousClock()
+        let clock = options.clock
         while !Task.isCancelled {
-            do { try await Task.sleep(for: options.renewEvery) } catch { return }
+            do { try await clock.sleep(for: options.renewEvery) } catch { return }
             let asked = clock.now
             do {
-                _ = try await DatabaseRetry.withDeadline(options.renewEvery, what: "renew leases") {
+                _ = try await DatabaseRetry.withDeadline(options.renewEvery, what: "renew leases", clock: clock) {
                     try await runs.renewLeases(run: run, lease: options.lease)
                 }
                 leases.renewed(asked: asked, seen: clock.now)
@@ -185,17 +184,17 @@ public struct CampaignRun: Sendable {
     /// connection after a restart or failover (Sql/0034): other runs read
     /// the run as gone once that session is, whatever host or PID namespace
     /// the two processes are in.
-    static func holdSession(runs: RunStore, run: Int64, logger: Logger) async {
+    static func holdSession(runs: RunStore, run: Int64, clock: any HeraldClock, logger: Logger) async {
         while !Task.isCancelled {
             do {
                 try await runs.client.withConnection { connection in
                     do {
                         while !Task.isCancelled {
-                            let held = try await DatabaseRetry.withDeadline(.seconds(5), what: "hold the run's session") {
+                            let held = try await DatabaseRetry.withDeadline(.seconds(5), what: "hold the run's session", clock: clock) {
                                 try await runs.holdRun(run, on: connection)
                             }
                             if !held { logger.warning("another session holds this run's lock") }
-                            try await Task.sleep(for: .seconds(2))
+                            try await clock.sleep(for: .seconds(2))
                         }
                     } catch is CancellationError {}
                     // The connection goes back to the pool: without its lock.
@@ -204,7 +203,7 @@ public struct CampaignRun: Sendable {
             } catch {
                 if Task.isCancelled { return }
                 logger.warning("could not hold the run's session", metadata: ["error": "\(ErrorText.describe(error))"])
-                do { try await Task.sleep(for: .seconds(1)) } catch { return }
+                do { try await clock.sleep(for: .seconds(1)) } catch { return }
             }
         }
     }
@@ -319,7 +318,7 @@ public struct CampaignRun: Sendable {
                 var rest = SnapshotResult(complete: false)
                 while !rest.complete, !writing.stopRequested, !options.stop.isRequested {
                     if !writing.mayWriteNext {
-                        try? await Task.sleep(for: .milliseconds(20))
+                        try? await options.clock.sleep(for: .milliseconds(20))
                         continue
                     }
                     // Only a plan whose snapshot is written in slices comes here.

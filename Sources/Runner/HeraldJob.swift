@@ -88,8 +88,7 @@ public struct HeraldJob: Sendable {
     func withApps(client: Database, options: RunOptions,
                   apns: APNsConfiguration) async throws -> (RunOptions, APNsConfiguration) {
         let store = AppStore(client: client, logger: logger)
-        let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
-                               logger: logger)
+        let db = DatabaseRetry(options, logger: logger)
         let apps = try await db("read the apps") { try await store.all() }
         let (credentials, problems) = AppCredentials.loadAll(apps)
         AppCredentials.warn(credentials, problems: problems, logger: logger)

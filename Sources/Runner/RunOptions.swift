@@ -1,5 +1,6 @@
 import Foundation
 import Lifecycle
+import Logging
 import Store
 
 /// How a batch run behaves.
@@ -43,6 +44,8 @@ public struct RunOptions: Sendable {
     /// instead of leaving them to the next run.
     public var retryWait: Duration
     /// Asked to stop (SIGTERM, SIGINT): stop claiming, finish, record.
+    /// The time the run goes by: every reading and every timed wait (tests give their own).
+    public var clock: any HeraldClock = .system
     public var stop: StopSignal
     /// Device ids in a campaign's first audience slice; sending starts once
     /// it is written, while the next slices are (Sql/0014).
@@ -93,4 +96,13 @@ public struct RunOptions: Sendable {
     /// not show yet, at any moment: what a kill -9 can make the next run
     /// send again (docs/operators.md, "Reliability").
     public var repeatBound: Int { concurrency + recordEvery }
+}
+
+extension DatabaseRetry {
+    /// A run's database calls: retried through transient faults for `HERALD_DB_OUTAGE_SECONDS`
+    /// at most, on the run's clock.
+    init(_ options: RunOptions, logger: Logger) {
+        self.init(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
+                  logger: logger, clock: options.clock)
+    }
 }

@@ -74,8 +74,7 @@ public struct TestSend: Sendable {
     /// APNs refuses the provider itself. A device APNs could not be reached
     /// for (an outage, a stop) is answered `unsent`, its row `cancelled`.
     public func send(campaign id: Int64, to recipient: TestSendRecipient, variant: String? = nil) async throws -> [TestSendAnswer] {
-        let db = DatabaseRetry(budget: options.databaseBudget, attemptTimeout: max(options.databaseBudget / 2, .seconds(5)),
-                               logger: logger)
+        let db = DatabaseRetry(options, logger: logger)
         let (campaigns, ledger) = (stores.campaigns, stores.ledger)
         let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
         let prepared = try PreparedCampaign(campaign: due.campaign, segmentName: due.segmentName, segmentRule: due.segmentRule)
@@ -184,7 +183,7 @@ final class TestSendClaims: ClaimSource, Sendable {
 
     init(ledger: DeliveryLedger, db: DatabaseRetry, prepared: PreparedCampaign, deliveries: [ClaimedDelivery],
          options: RunOptions, personalizer: any DeliveryPersonalizer) {
-        let now = ContinuousClock().now
+        let now = options.clock.now
         self.state = NIOLockedValueBox(State(waiting: deliveries.map { ($0, now) }))
         self.byID = Dictionary(deliveries.map { ($0.target.deliveryID, $0) }, uniquingKeysWith: { a, _ in a })
         self.ledger = ledger
@@ -195,7 +194,7 @@ final class TestSendClaims: ClaimSource, Sendable {
     }
 
     func claim(after cursor: Int64, excludingApps apps: [String]) async throws -> ClaimBatch<ClaimedDelivery> {
-        let now = ContinuousClock().now
+        let now = options.clock.now
         let due = state.withLockedValue { s -> [ClaimedDelivery] in
             let ready = { (w: (delivery: ClaimedDelivery, due: ContinuousClock.Instant)) in
                 w.due <= now && !apps.contains(w.delivery.target.app)
@@ -218,7 +217,7 @@ final class TestSendClaims: ClaimSource, Sendable {
     }
 
     func record(_ outcomes: [DeliveryOutcome]) async throws {
-        let now = ContinuousClock().now
+        let now = options.clock.now
         for outcome in outcomes {
             switch outcome.status {
             case .queued, .retry:
@@ -238,7 +237,7 @@ final class TestSendClaims: ClaimSource, Sendable {
     }
 
     func nextDue(excludingApps apps: [String]) async throws -> Duration? {
-        let now = ContinuousClock().now
+        let now = options.clock.now
         return state.withLockedValue { s in
             s.waiting.filter { !apps.contains($0.delivery.target.app) }.map(\.due).min().map { max($0 - now, .zero) }
         }

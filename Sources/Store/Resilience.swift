@@ -1,3 +1,4 @@
+import Lifecycle
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -113,21 +114,24 @@ public struct DatabaseRetry: Sendable {
     public var budget: Duration
     public var attemptTimeout: Duration
     public var logger: Logger
+    /// What the budget and the backoff are measured on.
+    public var clock: any HeraldClock
 
-    public init(budget: Duration = .seconds(120), attemptTimeout: Duration = .seconds(60), logger: Logger) {
+    public init(budget: Duration = .seconds(120), attemptTimeout: Duration = .seconds(60), logger: Logger,
+                clock: any HeraldClock = .system) {
         self.budget = budget
         self.attemptTimeout = attemptTimeout
         self.logger = logger
+        self.clock = clock
     }
 
     public func callAsFunction<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let clock = ContinuousClock()
         let start = clock.now
         var delay = Duration.milliseconds(200)
         var warned = false
         while true {
             do {
-                let result = try await Self.withDeadline(attemptTimeout, what: what, body)
+                let result = try await Self.withDeadline(attemptTimeout, what: what, clock: clock, body)
                 if warned { logger.notice("the database answers again", metadata: ["call": "\(what)"]) }
                 return result
             } catch where DatabaseFault(error) == .transient && !Task.isCancelled {
@@ -141,7 +145,7 @@ public struct DatabaseRetry: Sendable {
                     ])
                     warned = true
                 }
-                try await Task.sleep(for: delay)
+                try await clock.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
         }
@@ -151,14 +155,14 @@ public struct DatabaseRetry: Sendable {
     /// than `timeout`. The caller gets its answer at the deadline even when
     /// `body` does not honour cancellation (a connection that never
     /// answers): `body` is then cancelled and left to end on its own.
-    public static func withDeadline<T: Sendable>(_ timeout: Duration, what: String,
+    public static func withDeadline<T: Sendable>(_ timeout: Duration, what: String, clock: any HeraldClock = .system,
                                                  _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let outcome = FirstOutcome<T>()
         let work = Task {
             do { outcome.resolve(.success(try await body())) } catch { outcome.resolve(.failure(error)) }
         }
         let timer = Task {
-            try? await Task.sleep(for: timeout)
+            try? await clock.sleep(for: timeout)
             if outcome.resolve(.failure(DatabaseCallTimedOut(what: what))) { work.cancel() }
         }
         defer { timer.cancel() }

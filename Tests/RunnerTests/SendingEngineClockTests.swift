@@ -6,6 +6,7 @@ import NIOConcurrencyHelpers
 @testable import Runner
 import Store
 import Testing
+import TestSupport
 
 /// The sending engine's waits on an injected clock: an open breaker, retries
 /// coming due and an outage's budget pass in virtual time, and the engine
@@ -83,9 +84,8 @@ struct SendingEngineClockTests {
     static func engine(_ transport: Transport, clock: MockClock) -> SendingEngine {
         var options = RunOptions(topic: "com.example.app", concurrency: 3, recordEvery: 2, retryWait: .seconds(60))
         options.outageBudget = .seconds(300)
-        var engine = SendingEngine(transport: transport, options: options, leases: nil, logger: Logger(label: "test"))
-        engine.clock = clock
-        return engine
+        options.clock = clock
+        return SendingEngine(transport: transport, options: options, leases: nil, logger: Logger(label: "test"))
     }
 
     @Test func anOpenBreakerAndTheRetriesAreWaitedOutOnTheRunsClock() async throws {

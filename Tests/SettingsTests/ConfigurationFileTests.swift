@@ -259,21 +259,6 @@ struct ConfigurationFileTests {
         #expect(keyMessage.contains("apns.key_path") && keyMessage.contains(missingKey) && !keyMessage.contains(pemBody))
     }
 
-    @Test("every key in one place: each file key maps to one variable, docs/operators.md lists every key")
-    func readmeListsEveryKey() throws {
-        let environments = ConfigurationKey.all.map(\.environment)
-        #expect(Set(environments).count == environments.count)
-        let fileKeys = ConfigurationKey.all.compactMap(\.fileKey)
-        #expect(Set(fileKeys).count == fileKeys.count)
-        let guide = try String(contentsOf: TestDatabase.sqlDirectory.deletingLastPathComponent()
-            .appendingPathComponent("docs/operators.md"), encoding: .utf8)
-        let table = ConfigurationKey.markdownTable
-        #expect(guide.contains(table), """
-            docs/operators.md's "Configuration" table differs from the keys the code knows; replace it with:
-            \(table)
-            """)
-    }
-
     @Test("the example file in Jobs/ is valid and holds only known keys")
     func exampleFile() throws {
         let example = TestDatabase.sqlDirectory.deletingLastPathComponent().appendingPathComponent("Jobs/herald.toml").path

@@ -47,7 +47,7 @@ extension PlanContext {
                     logger.warning("broadcast channel not made yet; trying again", metadata: [
                         "app": "\(key.app)", "attempt": "\(attempt)", "error": "\(failure)",
                     ])
-                    try await Task.sleep(for: .seconds(DeliveryPolicy.backoff(status: failure.status, attempts: attempt)))
+                    try await options.clock.sleep(for: .seconds(DeliveryPolicy.backoff(status: failure.status, attempts: attempt)))
                 } catch let failure as APNsChannelClient.Failure where failure.transient {
                     logger.error("broadcast channel not made; the sale waits for the next run", metadata: [
                         "app": "\(key.app)", "error": "\(failure)",
@@ -90,7 +90,7 @@ extension PlanContext {
         let sale = plan.payload
         let due = sale.steps[plan.step]
         let payload = sale.payload(due, address: .activity, locale: sale.campaign.defaultLocale, stockLeft: plan.stockLeft)
-        let clock = ContinuousClock()
+        let clock = options.clock
         while !options.stop.isRequested {
             let claimed = try await db("claim the step's broadcasts") { try await activities.claimChannelPushes(step: step, run: runID) }
             for push in claimed {
@@ -129,7 +129,7 @@ extension PlanContext {
             guard Duration.seconds(wait) <= options.retryWait else { return }
             let deadline = clock.now + .seconds(wait)
             while clock.now < deadline, !options.stop.isRequested {
-                try await Task.sleep(for: min(.milliseconds(200), deadline - clock.now))
+                try await clock.sleep(for: min(.milliseconds(200), deadline - clock.now))
             }
         }
     }

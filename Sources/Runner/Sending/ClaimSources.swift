@@ -106,7 +106,7 @@ struct CampaignClaims: ClaimSource {
             // The slots are taken once the rows are: none is spent on a row another run holds.
             let (campaigns, count) = (campaigns, items.count)
             if let slots = try await db("take send slots", { try await campaigns.reservePace(campaign: campaign, count: count) }) {
-                let now = ContinuousClock().now
+                let now = options.clock.now
                 for i in items.indices { items[i].sendAt = slots.slot(i, from: now) }
             }
         }

@@ -66,7 +66,7 @@ actor OutcomeWriter {
     private func drain() async {
         while !waiting.isEmpty {
             if let budget, Set(waiting.map(\.campaign)).count < budget.sessions {
-                try? await Task.sleep(for: linger)
+                try? await db.clock.sleep(for: linger)
             }
             let group = waiting
             waiting.removeAll()

@@ -90,8 +90,8 @@ struct SendingEngine: Sendable {
     let logger: Logger
     /// The run's limits shared with the sessions of overlapping campaigns (nil: its own settings alone).
     var budget: RunBudget? = nil
-    /// The time the engine goes by; tests drive their own.
-    var clock: any RunClock = SystemClock()
+    /// The time the engine goes by: the run's.
+    var clock: any HeraldClock { options.clock }
 
     /// Sends what `source` has; each session starts from the run's breakers and adds what it learnt.
     /// `progressed` is told the figures so far after each ledger write.
