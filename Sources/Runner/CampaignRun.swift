@@ -98,7 +98,7 @@ public struct CampaignRun: Sendable {
                     }
                     expired = try await db("expire campaigns") { try await campaigns.expireCampaigns() }
                     state.figures.expired += expired
-                    try await context(runID: runID, logger: logger).deleteEndedChannels()
+                    try await context(state, logger: logger).deleteEndedChannels()
                     let seriesStore = stores.series
                     series = try await db("advance recurring and on-entry campaigns") { try await seriesStore.advance() }
                     if !series.made.isEmpty {
@@ -248,7 +248,7 @@ public struct CampaignRun: Sendable {
         logger[metadataKey: "campaign"] = "\(id)"
         var summary = CampaignSummary(id: id, name: "")
         let campaigns = stores.campaigns
-        let run = context(runID: state.runID, logger: logger)
+        let run = context(state, logger: logger)
         do {
             let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
             summary.name = due.campaign.name
@@ -285,9 +285,9 @@ public struct CampaignRun: Sendable {
     }
 
     /// What a campaign's plan reads and calls of this run.
-    func context(runID: Int64, logger: Logger) -> PlanContext {
+    func context(_ state: RunState, logger: Logger) -> PlanContext {
         PlanContext(stores: stores, options: options, db: db, channels: options.dryRun ? nil : channels,
-                    runID: runID, logger: logger)
+                    runID: state.runID, leases: state.leases, breakers: state.breakers, budget: state.budget, logger: logger)
     }
 
     private func logSnapshot(_ snap: SnapshotResult, logger: Logger) {

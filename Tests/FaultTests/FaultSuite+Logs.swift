@@ -17,7 +17,7 @@ extension FaultSuite {
         return most
     }
 
-    /// A paced send leaves within 250 ms of its slot or gives it up (SendingEngine.missedSlot):
+    /// A paced send leaves within 250 ms of its slot or gives it up (SendingSession.missedSlot):
     /// at most this many more than the pace in a window of arrivals (one more where a window's
     /// edges cut a millisecond).
     static func lateSends(perMinute: Int) -> Int {

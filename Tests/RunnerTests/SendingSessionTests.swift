@@ -15,6 +15,8 @@ struct SendingSessionTests {
         var environment = APNsEnvironment.production
         var app = "default"
         var priorAttempts = 0
+        /// Its pace's send slot (nil: not paced).
+        var sendAt: ContinuousClock.Instant?
     }
 
     typealias Session = SendingSession<Row>
@@ -49,6 +51,7 @@ struct SendingSessionTests {
         case .shutdownTransport: "shutdown"
         case .cancelSends: "cancel sends"
         case .wait: "wait"
+        case .waitForSlot(let slot): "wait for the slot at \(Int((slot - start) / .milliseconds(1))) ms"
         case .end(let end): "end \(end)"
         }
     }
@@ -287,5 +290,55 @@ struct SendingSessionTests {
         s.skipped(Row(deliveryID: 1), reason: "device has no registered key for the sealed fields")
         #expect(Self.name(s.next(Self.at(1))) == "send 2")
         #expect(s.tally.skipped == 1)
+    }
+
+    /// Paced rows: a session sends each at its slot, not before, and gives up a slot passed by
+    /// more than `missedSlot` without sending (the row goes back to the queue untried).
+    static func paced(_ id: Int64, slot ms: Int64) -> Row {
+        Row(deliveryID: id, sendAt: start + .milliseconds(ms))
+    }
+
+    @Test("a paced row waits for its slot, leaves at it, and a slot passed by more than 250 ms goes back untried")
+    func pacedRowsLeaveAtTheirSlots() {
+        var s = Self.session(concurrency: 5, repeatBound: 10)
+        #expect(Self.name(s.next(Self.at(0))) == "claim after 0")
+        s.claimAnswered(ClaimBatch(items: [Self.paced(1, slot: 100), Self.paced(2, slot: 600), Self.paced(3, slot: 700)], end: 3))
+        #expect(Self.name(s.next(Self.at(0))) == "claim after 3")
+        #expect(Self.name(s.next(Self.at(0))) == "wait for the slot at 100 ms")
+        #expect(s.waitCause == .slot)
+        #expect(Self.name(s.next(Self.at(99))) == "wait for the slot at 100 ms", "not a millisecond early")
+        #expect(Self.name(s.next(Self.at(100))) == "send 1")
+        #expect(Self.name(s.next(Self.at(100))) == "wait for the slot at 600 ms")
+        // Woken late (the process starved): at 850 ms, 2's slot is 250 ms past, so it still leaves.
+        #expect(Self.name(s.next(Self.at(850))) == "send 2")
+        s.sent(Self.paced(1, slot: 100), result: Self.ok, at: Self.start)
+        s.sent(Self.paced(2, slot: 600), result: Self.ok, at: Self.start)
+        #expect(Self.name(s.next(Self.at(951))) == "write 1:sent,2:sent")
+        s.recorded()
+        s.claimAnswered(ClaimBatch(items: [], end: 3))
+        // At 951 ms, 3's slot is 251 ms past: it goes back to the queue untried, and the session ends.
+        #expect(Self.name(s.next(Self.at(951))) == "write 3:queued")
+        s.recorded()
+        #expect(Self.name(s.next(Self.at(951))) == "end drained")
+        #expect(s.tally.sent == 2)
+        #expect(s.tally.requeued == 1, "3's slot was given up, nothing sent for it")
+        #expect(s.inFlight == 0)
+    }
+
+    @Test("a stop or a lapsed lease while a paced row waits for its slot sends nothing more and gives the row back")
+    func aStopWhileWaitingForASlotSendsNothing() {
+        for stop in [true, false] {
+            var s = Self.session(concurrency: 5, repeatBound: 10)
+            #expect(Self.name(s.next(Self.at(0))) == "claim after 0")
+            s.claimAnswered(ClaimBatch(items: [Self.paced(1, slot: 1000), Self.paced(2, slot: 2000)], end: 2))
+            #expect(Self.name(s.next(Self.at(0))) == "claim after 2")
+            #expect(Self.name(s.next(Self.at(0))) == "wait for the slot at 1000 ms")
+            s.claimAnswered(ClaimBatch(items: [], end: 2))
+            let c = stop ? Self.at(500, stop: Self.start + .milliseconds(400)) : Self.at(500, maySend: false)
+            #expect(Self.name(s.next(c)) == "write 1:queued,2:queued", "stop: \(stop)")
+            s.recorded()
+            #expect(Self.name(s.next(c)) == (stop ? "end stopped" : "end fenced"))
+            #expect(s.tally.sent == 0 && s.tally.requeued == 2)
+        }
     }
 }

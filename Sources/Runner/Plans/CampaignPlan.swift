@@ -62,6 +62,10 @@ struct PlanContext: Sendable {
     /// APNs' broadcast channels, for sales that use them (nil: none configured, or a dry run).
     let channels: (any ChannelTransport)?
     let runID: Int64
+    /// The run's leases, breakers and limits, which every send of the run goes by.
+    let leases: LeaseClock
+    let breakers: RunBreakers
+    let budget: RunBudget?
     let logger: Logger
 
     var dryRun: Bool { options.dryRun }

@@ -81,57 +81,19 @@ extension PlanContext {
     /// Attempts at making a channel within one run before the sale waits for the next.
     static var channelAttempts: Int { 4 }
 
-    /// Sends step `step` of a sale once to each of its channels (the rows its snapshot wrote),
-    /// under the run's lease as deliveries are: a transient answer is tried again (in this run
-    /// while its wait is short, else by the next), a refusal is recorded with its reason.
+    /// Sends step `step` of a sale once to each of its channels (the rows its snapshot wrote)
+    /// through the sending engine, under the run's lease, breakers and limits: a transient
+    /// answer is tried again (in this run while its wait is short, else by the next), a
+    /// refusal is recorded with its reason.
     func broadcast(step: Int64, plan: ActivityPlan) async throws {
         guard let channels else { return }
-        let activities = stores.liveActivities
-        let sale = plan.payload
-        let due = sale.steps[plan.step]
-        let payload = sale.payload(due, address: .activity, locale: sale.campaign.defaultLocale, stockLeft: plan.stockLeft)
-        let clock = options.clock
-        while !options.stop.isRequested {
-            let claimed = try await db("claim the step's broadcasts") { try await activities.claimChannelPushes(step: step, run: runID) }
-            for push in claimed {
-                let outcome: ChannelPushOutcome
-                if payload.count > PayloadBuilder.broadcastMaxBytes {
-                    outcome = .failed("payload of \(payload.count) bytes: a broadcast takes at most \(PayloadBuilder.broadcastMaxBytes)")
-                } else {
-                    let requestID = UUID()
-                    do {
-                        try await channels.broadcast(push.key, channel: push.channel, payload: payload, priority: sale.priority(due),
-                                                     expiration: sale.expiration(due), requestID: requestID)
-                        outcome = .sent(requestID: requestID)
-                    } catch let failure where failure.transient || failure.status == 403 {
-                        // 403: the app's credential, which a person fixes; the push waits for it.
-                        let wait = failure.status == 403 ? DeliveryPolicy.longestBackoff
-                            : DeliveryPolicy.backoff(status: failure.status, attempts: push.attempts)
-                        outcome = .retry(after: .seconds(wait), error: failure.description)
-                    } catch {
-                        outcome = .failed(error.description)
-                    }
-                }
-                try await db("record the step's broadcast") {
-                    try await activities.recordChannelPush(step: step, key: push.key, run: runID, outcome: outcome)
-                }
-                var metadata: Logger.Metadata = ["app": "\(push.key.app)", "environment": "\(push.key.environment.rawValue)",
-                                                 "step": "\(plan.step)", "attempt": "\(push.attempts)"]
-                switch outcome {
-                case .sent: logger.notice("step broadcast to its channel", metadata: metadata)
-                case .retry(_, let error), .failed(let error):
-                    metadata["error"] = "\(error)"
-                    logger.warning("step broadcast not sent", metadata: metadata)
-                }
-            }
-            guard let next = try await db("find the step's next broadcast", { try await activities.nextChannelPush(step: step) }) else { return }
-            let wait = max(next.timeIntervalSinceNow, 0.05)
-            guard Duration.seconds(wait) <= options.retryWait else { return }
-            let deadline = clock.now + .seconds(wait)
-            while clock.now < deadline, !options.stop.isRequested {
-                try await clock.sleep(for: min(.milliseconds(200), deadline - clock.now))
-            }
-        }
+        let source = ChannelPushClaims(activities: stores.liveActivities, db: db, step: step, sale: plan, runID: runID,
+                                       apps: options.apps, logger: logger)
+        let engine = SendingEngine(transport: ChannelPushTransport(channels: channels, pushes: source.pushes),
+                                   options: options, leases: leases, logger: logger, budget: budget)
+        var tally = SendTally()
+        let finish = try await engine.send(source, breakers: breakers, tally: &tally)
+        if finish != SendingFinish.done { logger.notice("the step's broadcasts wait", metadata: ["reason": "\(finish)"]) }
     }
 
     /// Deletes the channels of sales whose dismissal date has passed (or that were cancelled).

@@ -153,19 +153,13 @@ struct SendingEngine: Sendable {
         return !options.stop.isRequested
     }
 
-    /// How late a paced send may still leave after its slot; later, the slot is given up. So a
-    /// window of the pace holds at most its slots and 250 ms more of them (docs/marketers.md).
-    static let missedSlot = Duration.milliseconds(250)
-
-    /// A paced notification the run let go before its slot: given back
-    /// untried (the delivery policy leaves it queued as it was).
-    static let notSent = APNsResult(outcome: .failed(status: nil, reason: .clientShutdown), attempts: 0, retried: 0)
-
     private enum Event<Item: ClaimedItem>: Sendable {
         case sent(Item, APNsResult)
         /// No notification could be built for it (no key for the sealed fields…).
         case skipped(Item, String)
         case tick
+        /// A send slot the session waited for has come.
+        case slot(ContinuousClock.Instant)
         case recorded((any Error)?)
         case claimed(Result<ClaimBatch<Item>, any Error>)
     }
@@ -218,8 +212,11 @@ struct SendingEngine: Sendable {
         }
         let end = try await withThrowingTaskGroup(of: Event<Item>.self) { group -> SendingSession<Item>.End in
             var ticking = false
+            // The send slots a timer waits for.
+            var slots = Set<ContinuousClock.Instant>()
             while true {
-                switch machine.next(conditions()) {
+                let action = machine.next(conditions())
+                switch action {
                 case .claim(let after):
                     // Claims and writes are tasks of their own, awaited by a
                     // task of the group: cancelling the sends never cancels them.
@@ -232,7 +229,6 @@ struct SendingEngine: Sendable {
                     // send window holds, while this loop goes on deciding; a
                     // costly one (sealed) on the cooperative pool's threads,
                     // every core, then back to the loop to send.
-                    let engine = self
                     let offLoop = source.buildsOffLoop
                     group.addTask {
                         var notification: APNsNotification
@@ -243,19 +239,11 @@ struct SendingEngine: Sendable {
                         case .failure(let problem): return .skipped(item, problem.message)
                         case .success(let built): notification = built
                         }
-                        if let slot = item.sendAt {
-                            // Paced: one attempt a slot; a transient answer goes back to the
-                            // queue, and its next attempt takes a slot of its own.
+                        if item.sendAt != nil {
+                            // Paced (the session sends it at its slot): one attempt a slot; a
+                            // transient answer goes back to the queue, and its next attempt
+                            // takes a slot of its own.
                             notification.maxAttempts = 1
-                            // Sent at its slot, unless the run stops or its lease lapses first.
-                            if slot > clock.now {
-                                guard await engine.pause(until: slot), leases?.check(at: clock.now).maySend ?? true else {
-                                    return .sent(item, Self.notSent)
-                                }
-                            }
-                            // A slot that passed long ago (the process was stopped, or starved) is
-                            // given back unused: a pace never catches up (Sql/0020_pace.sql).
-                            if clock.now - slot > Self.missedSlot { return .sent(item, Self.notSent) }
                         }
                         return .sent(item, await transport.send(notification))
                     }
@@ -278,7 +266,15 @@ struct SendingEngine: Sendable {
                 case .end(let end):
                     group.cancelAll()
                     return end
-                case .wait:
+                case .wait, .waitForSlot:
+                    if case .waitForSlot(let slot) = action, !slots.contains(where: { $0 <= slot }) {
+                        // One timer for the earliest slot waited for; a later one needs none yet.
+                        slots.insert(slot)
+                        group.addTask {
+                            try? await clock.sleep(until: slot)
+                            return .slot(slot)
+                        }
+                    }
                     if !ticking, !machine.sendsCancelled {
                         ticking = true
                         let interval = options.recordInterval
@@ -295,6 +291,8 @@ struct SendingEngine: Sendable {
                     switch event {
                     case .tick:
                         ticking = false
+                    case .slot(let slot):
+                        slots.remove(slot)
                     case .sent(let item, let result):
                         machine.sent(item, result: result, at: clock.now)
                     case .skipped(let item, let reason):

@@ -134,6 +134,8 @@ struct SendingSession<Item: ClaimedItem> {
         case claim
         /// A probe of a host whose breaker half-opened, or an ending session draining.
         case other
+        /// The next item of a paced campaign waits for its send slot.
+        case slot
     }
 
     enum Action {
@@ -149,6 +151,8 @@ struct SendingSession<Item: ClaimedItem> {
         case cancelSends
         /// Wait for the next event (an answer, a write or claim ending, a tick).
         case wait
+        /// Wait for the next event, or until this instant: the next item's send slot.
+        case waitForSlot(ContinuousClock.Instant)
         case end(End)
     }
 
@@ -178,6 +182,11 @@ struct SendingSession<Item: ClaimedItem> {
         case asked
         case answered(ClaimBatch<Item>)
     }
+
+    /// How late a paced item may still leave after its slot; later, the slot is given up and
+    /// the item goes back to the queue untried. So a window of the pace holds at most its
+    /// slots and 250 ms more of them (docs/marketers.md, "Pace").
+    static var missedSlot: Duration { .milliseconds(250) }
 
     let settings: Settings
     /// Claims of this session are sent only while no lease lapsed since it began.
@@ -337,6 +346,20 @@ struct SendingSession<Item: ClaimedItem> {
                 collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
                                         error: refusal.answer, attempts: 0))
                 continue
+            }
+            if let slot = item.sendAt {
+                // Paced: it leaves at its slot, not before; a slot long past (the process
+                // was stopped or starved) is given up, as a pace never catches up.
+                if c.now < slot {
+                    waitCause = .slot
+                    return .waitForSlot(slot)
+                }
+                if c.now - slot > Self.missedSlot {
+                    next += 1
+                    collect(DeliveryOutcome(deliveryID: item.deliveryID, deviceID: item.deviceID, status: .queued,
+                                            attempts: 0))
+                    continue
+                }
             }
             let host = item.host
             switch breakers[host].gate(at: c.now, probeInFlight: false) {
