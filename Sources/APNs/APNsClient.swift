@@ -194,7 +194,7 @@ public final class APNsClient: Service, Sendable {
         }
         let endpoint = overrideEndpoint ?? Endpoint(host: notification.environment.host, port: 443)
         let authority = overrideAuthority ?? endpoint.authority
-        let apnsID = notification.apnsID.lowercasedString
+        let apnsID = UUIDText.lowercased(notification.apnsID)
         let body = ByteBuffer(bytes: notification.payload)
         let policy = configuration.retry
 
@@ -435,63 +435,6 @@ private func isHex(_ text: String) -> Bool {
     }
 }
 
-extension UUID {
-    /// Lowercase 8-4-4-4-12 form, without Foundation's formatter.
-    package var lowercasedString: String {
-        let bytes = uuid
-        return withUnsafeBytes(of: bytes) { raw in
-            String(unsafeUninitializedCapacity: 36) { out in
-                let digits: StaticString = "0123456789abcdef"
-                var index = 0
-                for (position, byte) in raw.enumerated() {
-                    if position == 4 || position == 6 || position == 8 || position == 10 {
-                        out[index] = UInt8(ascii: "-")
-                        index += 1
-                    }
-                    digits.withUTF8Buffer { hex in
-                        out[index] = hex[Int(byte >> 4)]
-                        out[index + 1] = hex[Int(byte & 0x0f)]
-                    }
-                    index += 2
-                }
-                return index
-            }
-        }
-    }
-}
-
-/// A request exactly as given, for testing servers (the simulator's validation).
-@_spi(Testing)
-public struct RawAPNsRequest: Sendable {
-    public enum Authorization: Sendable {
-        /// The client's current provider token.
-        case current
-        case none
-        case custom(String)
-    }
-
-    public var method: String
-    public var path: String
-    /// Regular headers, sent as given and in order (duplicates allowed).
-    public var headers: [(String, String)]
-    public var authorization: Authorization
-    public var body: [UInt8]
-
-    public init(
-        method: String = "POST",
-        path: String,
-        headers: [(String, String)],
-        authorization: Authorization = .current,
-        body: [UInt8]
-    ) {
-        self.method = method
-        self.path = path
-        self.headers = headers
-        self.authorization = authorization
-        self.body = body
-    }
-}
-
 @_spi(Testing)
 extension APNsClient {
     /// Sends one raw request once (no retries, no local checks) and returns the status and
@@ -528,34 +471,5 @@ extension APNsClient {
         case .certificateRejected:
             return (nil, .badCertificate)
         }
-    }
-}
-
-/// A credential as the client uses it.
-struct ClientCredential: Sendable {
-    enum Kind: Sendable {
-        case token(ProviderTokenStore)
-        case certificate(APNsClientCertificate)
-    }
-
-    var name: String
-    var kind: Kind
-}
-
-/// Runs jobs on an event loop, so tasks can share the thread that owns the connections.
-package final class EventLoopTaskExecutor: Sendable {
-    let eventLoop: EventLoop
-
-    package init(eventLoop: EventLoop) {
-        self.eventLoop = eventLoop
-    }
-}
-
-@available(macOS 15.0, iOS 18.0, *)
-extension EventLoopTaskExecutor: TaskExecutor {
-    package func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        eventLoop.execute { job.runSynchronously(on: executor) }
     }
 }

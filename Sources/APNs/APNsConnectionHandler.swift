@@ -1,31 +1,5 @@
 import NIOCore
 
-/// One request (one attempt) handed to the event loop.
-struct OutboundRequest: Sendable {
-    var head: RequestHead
-    var body: ByteBuffer
-    var endpoint: Endpoint
-    /// Index of the credential (`APNsClient`'s list): connections are kept per endpoint and credential.
-    var credential: Int = 0
-    var deadline: NIODeadline
-    var continuation: CheckedContinuation<AttemptOutcome, Never>
-
-    func complete(_ outcome: AttemptOutcome) {
-        continuation.resume(returning: outcome)
-    }
-}
-
-protocol APNsConnectionDelegate: AnyObject {
-    /// The server's first SETTINGS arrived: the connection can take streams.
-    func connectionBecameReady(_ connection: APNsConnectionHandler)
-    /// Streams finished or the server raised its stream limit.
-    func connectionHasCapacity(_ connection: APNsConnectionHandler)
-    /// GOAWAY received (or stream ids used up): no new streams on it.
-    func connectionIsDraining(_ connection: APNsConnectionHandler)
-    /// The channel closed (or never opened).
-    func connectionClosed(_ connection: APNsConnectionHandler, wasReady: Bool)
-}
-
 /// The channel handler of one client connection, on TLS: bytes in go through the frame decoder
 /// into the state machine; what the machine decides is carried out here (streams completed, the
 /// pool told, the channel closed), and the frames it writes during one event-loop tick go out

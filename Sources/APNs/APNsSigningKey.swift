@@ -43,36 +43,3 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible {
 
     public var description: String { "APNsSigningKey(<redacted>)" }
 }
-
-/// Builds ES256 provider tokens (JWT) for APNs.
-package enum ProviderTokenSigner {
-    static func makeToken(key: APNsSigningKey, keyID: String, teamID: String, issuedAt: Date) throws -> String {
-        let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
-        let header = "{\"alg\":\"ES256\",\"kid\":\"\(jsonEscaped(keyID))\"}"
-        let claims = "{\"iss\":\"\(jsonEscaped(teamID))\",\"iat\":\(iat)}"
-        let signingInput = base64URL(Array(header.utf8)) + "." + base64URL(Array(claims.utf8))
-        let signature = try key.privateKey.signature(for: Array(signingInput.utf8))
-        return signingInput + "." + base64URL(Array(signature.rawRepresentation))
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
-
-    /// The text of a JSON string literal, without its quotes (the simulator's log uses it too).
-    package static func jsonEscaped(_ value: String) -> String {
-        var out = ""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-}

@@ -5,23 +5,6 @@ import NIOSSL
 import SwiftASN1
 import X509
 
-/// A client certificate the simulator issued (`APNsSimulator.issueClientCertificate`): the files
-/// a provider configures, and what identifies the certificate.
-public struct IssuedClientCertificate: Sendable, Hashable {
-    /// The certificate, PEM.
-    public var certificatePath: String
-    /// Its private key, PEM (PKCS#8), mode 0600.
-    public var privateKeyPath: String
-    /// Certificate and key as PKCS#12, encrypted with the password, mode 0600.
-    public var p12Path: String
-    /// The password of the `.p12`, on one line, mode 0600.
-    public var passwordFilePath: String
-    /// Lowercase hex, as `APNsClientCertificate.serialNumber` and `revokeCertificate` take it.
-    public var serialNumber: String
-    public var notAfter: Date
-    public var topics: [String]
-}
-
 /// The CA that signs client certificates: the simulator accepts a client certificate only when it
 /// chains to it (`client-ca.pem`, its key `client-ca-key.pem`, beside the server's files).
 struct ClientCA: Sendable {
@@ -187,21 +170,5 @@ func writePrivate(_ data: Data, to path: String) throws {
     try? FileManager.default.removeItem(atPath: path)
     guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
         throw SimulatorError.tlsMaterial("cannot write \(path)")
-    }
-}
-
-extension APNsSimulator {
-    /// Issues a client certificate for `topics`, signed by the simulator's client CA, into
-    /// `directory`: `NAME.pem`, `NAME-key.pem`, `NAME.p12` (with `password`) and
-    /// `NAME.p12.password`. `validity` defaults to an hour ago … 30 days on; one in the past makes
-    /// an expired certificate. Writing the `.p12` needs the `openssl` command.
-    public func issueClientCertificate(
-        topics: [String],
-        directory: String,
-        name: String,
-        validity: ClosedRange<Date>? = nil,
-        password: String
-    ) throws -> IssuedClientCertificate {
-        try clientCA.issue(topics: topics, directory: directory, name: name, validity: validity, password: password)
     }
 }

@@ -18,7 +18,7 @@ public enum ActivityRegistrationRules {
         public var step: Int?
     }
 
-    static func object(_ bytes: some Collection<UInt8>) throws(IntakeError) -> [String: JSONValue] {
+    static func object(_ bytes: some Collection<UInt8>) throws(AppServerError) -> [String: JSONValue] {
         guard bytes.count <= maxBodyBytes else { throw .bodyTooLarge }
         let document: JSONValue
         do {
@@ -30,7 +30,7 @@ public enum ActivityRegistrationRules {
         return fields
     }
 
-    static func hexToken(_ value: JSONValue?, field: String) throws(IntakeError) -> String {
+    static func hexToken(_ value: JSONValue?, field: String) throws(AppServerError) -> String {
         guard let text = value?.stringValue else { throw .malformed("\"\(field)\" must be a text of hex digits") }
         let lower = text.lowercased()
         guard (64...200).contains(lower.utf8.count),
@@ -41,7 +41,7 @@ public enum ActivityRegistrationRules {
     }
 
     /// `{"token": "<hex>"}`: a push-to-start token.
-    public static func pushToStart(_ bytes: some Collection<UInt8>) throws(IntakeError) -> String {
+    public static func pushToStart(_ bytes: some Collection<UInt8>) throws(AppServerError) -> String {
         let fields = try object(bytes)
         if let unknown = fields.keys.sorted().first(where: { $0 != "token" }) {
             throw .malformed("unknown field \(StrictJSON.quote(unknown, max: 64)); the body is {\"token\": \"<hex>\"}")
@@ -50,7 +50,7 @@ public enum ActivityRegistrationRules {
     }
 
     /// `{"token": "<hex>"}` or `{"channel": "<base64>"}`, `"started_by": "push" | "app"`, `"step"`.
-    public static func activity(_ bytes: some Collection<UInt8>) throws(IntakeError) -> Activity {
+    public static func activity(_ bytes: some Collection<UInt8>) throws(AppServerError) -> Activity {
         let fields = try object(bytes)
         let known: Set<String> = ["token", "channel", "started_by", "step"]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
@@ -82,18 +82,18 @@ public enum ActivityRegistrationRules {
     }
 
     /// A campaign id in a path.
-    public static func campaign(_ text: String) throws(IntakeError) -> Int64 {
+    public static func campaign(_ text: String) throws(AppServerError) -> Int64 {
         guard let id = Int64(text), id > 0 else {
-            throw IntakeError(status: .notFound, code: "unknown_campaign", message: "the path names no campaign id")
+            throw AppServerError(status: .notFound, code: "unknown_campaign", message: "the path names no campaign id")
         }
         return id
     }
 }
 
-extension IntakeError {
-    static let unknownSale = IntakeError(status: .notFound, code: "unknown_campaign",
+extension AppServerError {
+    static let unknownSale = AppServerError(status: .notFound, code: "unknown_campaign",
                                          message: "no Live Activity sale has this campaign id")
-    static let unknownActivity = IntakeError(status: .notFound, code: "unknown_activity",
+    static let unknownActivity = AppServerError(status: .notFound, code: "unknown_activity",
                                              message: "this device registered no activity of this sale")
 }
 
@@ -133,11 +133,11 @@ extension AppEndpoints {
             return try await call()
         } catch {
             logger.error("\(what) failed", metadata: ["error": "\(ErrorText.describe(error))"])
-            throw IntakeError.notStored(notStored)
+            throw AppServerError.notStored(notStored)
         }
     }
 
-    private static func stored(_ outcome: LiveActivityStore.Registered) throws(IntakeError) -> (HTTPResponse.Status, [UInt8]) {
+    private static func stored(_ outcome: LiveActivityStore.Registered) throws(AppServerError) -> (HTTPResponse.Status, [UInt8]) {
         switch outcome {
         case .stored(let created):
             return (created ? .created : .ok, Array("{\"status\":\"\(created ? "created" : "updated")\"}".utf8))
@@ -150,10 +150,10 @@ extension AppEndpoints {
         let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
         guard type == ActivityRegistrationRules.attributesType else {
-            throw IntakeError(status: .notFound, code: "unknown_attributes_type",
+            throw AppServerError(status: .notFound, code: "unknown_attributes_type",
                               message: "Herald's sales start activities of HeraldSaleAttributes only")
         }
-        let bytes = try await IntakeServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
+        let bytes = try await AppHTTPServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
         let pushToStart = try ActivityRegistrationRules.pushToStart(bytes.readableBytesView)
         let outcome = try await stored("push-to-start registration", notStored: "the registration") {
             try await liveActivities.registerPushToStart(device: token, user: claims.sub.value, app: app, pushToStart: pushToStart)
@@ -165,14 +165,14 @@ extension AppEndpoints {
     func registerWidgetToken(_ request: Request, token rawToken: String) async throws -> (HTTPResponse.Status, [UInt8]) {
         let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
-        let bytes = try await IntakeServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
+        let bytes = try await AppHTTPServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
         let widgetToken = try ActivityRegistrationRules.pushToStart(bytes.readableBytesView)
         let outcome = try await stored("widget token registration", notStored: "the registration") {
             try await widgets.register(device: token, user: claims.sub.value, app: app, widgetToken: widgetToken)
         }
         switch outcome {
         case .stored(let created): return try Self.stored(.stored(created: created))
-        case .unknownDevice: throw IntakeError.unknownDevice
+        case .unknownDevice: throw AppServerError.unknownDevice
         }
     }
 
@@ -180,7 +180,7 @@ extension AppEndpoints {
         let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
         let campaign = try ActivityRegistrationRules.campaign(rawCampaign)
-        let bytes = try await IntakeServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
+        let bytes = try await AppHTTPServer.jsonBody(request, upTo: ActivityRegistrationRules.maxBodyBytes)
         let activity = try ActivityRegistrationRules.activity(bytes.readableBytesView)
         let outcome = try await stored("activity registration", notStored: "the registration") {
             try await liveActivities.registerActivity(
@@ -199,8 +199,8 @@ extension AppEndpoints {
         }
         switch outcome {
         case .ended: return
-        case .unknownDevice: throw IntakeError.unknownDevice
-        case .unknownActivity: throw IntakeError.unknownActivity
+        case .unknownDevice: throw AppServerError.unknownDevice
+        case .unknownActivity: throw AppServerError.unknownActivity
         }
     }
 }

@@ -35,7 +35,7 @@ public struct AppEndpoints: Sendable {
 
     /// Adds `PUT`/`DELETE /v1/devices/{token}` and `GET /v1/notification-config`;
     /// `rates` limits registrations per device token (429 with `Retry-After`).
-    /// Every refusal is an ``IntakeError`` (the `{error, message}` JSON).
+    /// Every refusal is an ``AppServerError`` (the `{error, message}` JSON).
     public func add<Context: RequestContext>(to router: Router<Context>, rates: RateLimits? = nil) {
         router.put("/v1/devices/:token") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
@@ -64,27 +64,27 @@ public struct AppEndpoints: Sendable {
     /// token names the user the conversion is of.
     func conversion(_ request: Request) async throws -> (HTTPResponse.Status, [UInt8]) {
         let claims = try await authenticate(request).claims
-        let bytes = try await IntakeServer.jsonBody(request, upTo: ConversionRules.maxBodyBytes)
+        let bytes = try await AppHTTPServer.jsonBody(request, upTo: ConversionRules.maxBodyBytes)
         let conversion: Conversion
         do throws(ReplyError) {
             conversion = try ConversionRules.decode(bytes.readableBytesView)
         } catch {
-            throw IntakeError(error)
+            throw AppServerError(error)
         }
         guard conversion.user == claims.sub.value else {
-            throw IntakeError.userMismatch("the token's sub is not the body's \"user\": a backend token reports its own user's conversions only")
+            throw AppServerError.userMismatch("the token's sub is not the body's \"user\": a backend token reports its own user's conversions only")
         }
         let outcome: ConversionStore.Outcome
         do {
             outcome = try await conversions.store([conversion], source: "api").first ?? .duplicate
         } catch where ReplyIntake.isRefusal(error) {
-            throw IntakeError.invalid("invalid_conversion", ErrorText.describe(error))
+            throw AppServerError.invalid("invalid_conversion", ErrorText.describe(error))
         }
         switch outcome {
         case .stored: return (.created, Array(#"{"status":"stored"}"#.utf8))
         case .duplicate: return (.ok, Array(#"{"status":"duplicate"}"#.utf8))
         case .unknownUser:
-            throw IntakeError(status: .notFound, code: "unknown_user",
+            throw AppServerError(status: .notFound, code: "unknown_user",
                               message: "no user with this external id is registered")
         }
     }
@@ -95,7 +95,7 @@ public struct AppEndpoints: Sendable {
     }
 
     /// The app the bearer token is for, and its claims, verified with that app's keys.
-    func authenticate(_ request: Request) async throws(IntakeError) -> (app: String, claims: AppRegistrationClaims) {
+    func authenticate(_ request: Request) async throws(AppServerError) -> (app: String, claims: AppRegistrationClaims) {
         if keys.apps.isEmpty { throw .registrationDisabled }
         switch await keys.verify(authorization: request.headers[.authorization]) {
         case .success(let verified): return verified
@@ -109,20 +109,20 @@ public struct AppEndpoints: Sendable {
     func register(_ request: Request, token rawToken: String) async throws -> (HTTPResponse.Status, [UInt8]) {
         let (app, claims) = try await authenticate(request)
         let token = try DeviceRegistrationRules.token(rawToken)
-        guard IntakeServer.isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
+        guard AppHTTPServer.isJSON(request.headers[.contentType]) else { throw AppServerError.unsupportedMediaType }
         var request = request
         let bytes: ByteBuffer
         do {
             bytes = try await request.collectBody(upTo: DeviceRegistrationRules.maxBodyBytes)
         } catch is NIOTooManyBytesError {
-            throw IntakeError.bodyTooLarge
+            throw AppServerError.bodyTooLarge
         } catch {
-            throw IntakeError.incompleteBody
+            throw AppServerError.incompleteBody
         }
         var registration = try DeviceRegistrationRules.decode(bytes.readableBytesView, token: token)
         registration.app = app
         guard registration.user == claims.sub.value else {
-            throw IntakeError.userMismatch("the token's sub is not the body's \"user\": a backend token registers devices of its own user only")
+            throw AppServerError.userMismatch("the token's sub is not the body's \"user\": a backend token registers devices of its own user only")
         }
         let outcome: DeviceStore.Registered
         do {
@@ -130,22 +130,22 @@ public struct AppEndpoints: Sendable {
         } catch where ReplyIntake.isRefusal(error) {
             // A CHECK of the schema (e.g. a time zone PostgreSQL does not know)
             // or a value it cannot hold: the request's fault.
-            throw IntakeError.invalid("invalid_registration", ErrorText.describe(error))
+            throw AppServerError.invalid("invalid_registration", ErrorText.describe(error))
         } catch {
             logger.error("device registration failed", metadata: ["error": "\(ErrorText.describe(error))"])
-            throw IntakeError.notStored("the registration")
+            throw AppServerError.notStored("the registration")
         }
         switch outcome {
         case .invalidatedAfter(let since):
-            throw IntakeError(
+            throw AppServerError(
                 status: .conflict, code: "token_invalidated",
                 message: "APNs declared this device token invalid at \(Self.iso(since)), after this registration's token was issued; register again with a token issued now")
         case .otherApp(let other):
-            throw IntakeError(
+            throw AppServerError(
                 status: .conflict, code: "token_of_another_app",
                 message: "this device token is registered by app \"\(other)\"; a backend registers its own app's devices (the token's aud names the app)")
         case .stored(_, let created, let movedFrom):
-            IntakeMetrics.deviceRegistered()
+            AppServerMetrics.deviceRegistered()
             if movedFrom != nil {
                 logger.info("device token moved to another user")
             }
@@ -168,12 +168,12 @@ public struct AppEndpoints: Sendable {
             outcome = try await devices.unregister(token: token, user: claims.sub.value, app: app)
         } catch {
             logger.error("device unregistration failed", metadata: ["error": "\(ErrorText.describe(error))"])
-            throw IntakeError.notStored("the request")
+            throw AppServerError.notStored("the request")
         }
         switch outcome {
         case .unregistered: return
-        case .unknownDevice: throw IntakeError.unknownDevice
-        case .otherUser: throw IntakeError.userMismatch("this device token is registered to another user")
+        case .unknownDevice: throw AppServerError.unknownDevice
+        case .otherUser: throw AppServerError.userMismatch("this device token is registered to another user")
         }
     }
 
@@ -187,7 +187,7 @@ public struct AppEndpoints: Sendable {
         let app = query.get("app") ?? AppRecord.defaultName
         let catalogue = try await config.catalogue()
         guard catalogue.apps.contains(app) else {
-            throw IntakeError.unknownApp(app)
+            throw AppServerError.unknownApp(app)
         }
         let document = catalogue.document(for: locale, app: app)
         var headers = HTTPFields()

@@ -8,9 +8,9 @@ import NIOCore
 import PostgresNIO
 import Store
 
-/// The request context of the intake: Hummingbird's basics plus the peer's
+/// The request context of the app server: Hummingbird's basics plus the peer's
 /// address, which the rate limits key on.
-public struct IntakeRequestContext: RequestContext, RemoteAddressRequestContext {
+public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
 
@@ -24,7 +24,7 @@ public struct IntakeRequestContext: RequestContext, RemoteAddressRequestContext 
 /// (`AppEndpoints`: device registration, the localized
 /// `GET /v1/notification-config`), `GET /healthz` and `GET /v1/openapi.json`
 /// (the document of all of them, `openapi.json`).
-public enum IntakeServer {
+public enum AppHTTPServer {
     /// The routes, behind the middleware every route gets: JSON errors
     /// (404/405 included) and the per-address rate limit. Routes added to the
     /// returned router later get the same middleware.
@@ -32,14 +32,14 @@ public enum IntakeServer {
     /// Every request is counted and timed with swift-metrics (Hummingbird's
     /// `MetricsMiddleware`, outermost, so it sees the final status of
     /// refusals too), as are stored and duplicate replies, registrations and
-    /// 429s (``IntakeMetrics``). `metrics` renders the process's metrics as
+    /// 429s (``AppServerMetrics``). `metrics` renders the process's metrics as
     /// Prometheus text for `GET /metrics`; nil: no such route (404).
     public static func router(
-        intake: ReplyIntake, app: AppEndpoints? = nil, limits: IntakeLimits = .init(), rateLimits: RateLimits? = nil,
+        intake: ReplyIntake, app: AppEndpoints? = nil, limits: AppServerLimits = .init(), rateLimits: RateLimits? = nil,
         metrics: (@Sendable () -> String)? = nil
-    ) -> Router<IntakeRequestContext> {
+    ) -> Router<AppRequestContext> {
         let rates = rateLimits ?? RateLimits(limits)
-        let router = Router(context: IntakeRequestContext.self)
+        let router = Router(context: AppRequestContext.self)
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: ErrorMiddleware(logger: intake.logger))
         router.add(middleware: AddressRateLimitMiddleware(
@@ -50,7 +50,7 @@ public enum IntakeServer {
             var admitted: String?
             let outcome: Result<ReplyIntake.Stored, ReplyError>
             do {
-                outcome = try await intake.submit(bytes.readableBytesView) { delivery throws(IntakeError) in
+                outcome = try await intake.submit(bytes.readableBytesView) { delivery throws(AppServerError) in
                     let key = "delivery:\(delivery)"
                     try rates.check(rates.perDelivery, key: key, what: "for this delivery")
                     admitted = key
@@ -67,7 +67,7 @@ public enum IntakeServer {
             case .success(.duplicate):
                 return json(Array(#"{"status":"duplicate"}"#.utf8), status: .ok)
             case .failure(let error):
-                throw IntakeError(error)
+                throw AppServerError(error)
             }
         }
         let receipts = ReceiptEndpoint(store: ReceiptStore(client: intake.store.client, logger: intake.logger),
@@ -97,16 +97,16 @@ public enum IntakeServer {
     /// A JSON request's body, at most `limit` bytes: 415 for another
     /// content type, 413 beyond the limit.
     static func jsonBody(_ request: Request, upTo limit: Int) async throws -> ByteBuffer {
-        guard isJSON(request.headers[.contentType]) else { throw IntakeError.unsupportedMediaType }
+        guard isJSON(request.headers[.contentType]) else { throw AppServerError.unsupportedMediaType }
         var request = request
         do {
             return try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
-            throw IntakeError.bodyTooLarge
+            throw AppServerError.bodyTooLarge
         } catch {
             // The client broke the framing (a body shorter than its
             // Content-Length, a bad chunk): its fault, not ours.
-            throw IntakeError.incompleteBody
+            throw AppServerError.incompleteBody
         }
     }
 
@@ -127,7 +127,7 @@ public enum IntakeServer {
     }
 
     /// The HTTP/1.1 server settings that bound each connection (`limits`).
-    public static func serverBuilder(limits: IntakeLimits) -> HTTPServerBuilder {
+    public static func serverBuilder(limits: AppServerLimits) -> HTTPServerBuilder {
         let header = limits.headerTimeout
         let body = limits.bodyTimeout
         let counter = ConnectionCounter(limit: limits.maxConnectionsPerAddress, exempt: limits.trustedProxies)
@@ -142,7 +142,7 @@ public enum IntakeServer {
     /// picks a free one). It is a ServiceLifecycle `Service`: run it in the
     /// command's `ServiceGroup`, which stops it gracefully on SIGTERM.
     public static func application(
-        intake: ReplyIntake, app: AppEndpoints? = nil, host: String, port: Int, limits: IntakeLimits = .init(), logger: Logger,
+        intake: ReplyIntake, app: AppEndpoints? = nil, host: String, port: Int, limits: AppServerLimits = .init(), logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }, metrics: (@Sendable () -> String)? = nil
     ) -> some ApplicationProtocol {
         Application(
@@ -153,62 +153,4 @@ public enum IntakeServer {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)
     }
-}
-
-/// Every failure becomes the JSON error of the table in docs/operators.md ("What a hostile request gets"): a refusal
-/// keeps its status; Hummingbird's "no route" becomes 404 `not_found`, or
-/// 405 `method_not_allowed` with `Allow` when the path exists with another
-/// method (the paths and methods are those of `openapi.json`); a database that
-/// cannot be reached is 503 `unavailable`; anything else is logged and 500.
-struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    let logger: Logger
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as IntakeError {
-            return error.response
-        } catch is NIOTooManyBytesError {
-            return IntakeError.bodyTooLarge.response
-        } catch let error as HTTPError {
-            if error.status == .notFound {
-                let allowed = OpenAPIDocument.methods(forPath: request.uri.path)
-                if !allowed.isEmpty, !allowed.contains(request.method) {
-                    return IntakeError.methodNotAllowed(request.method, allowed: allowed).response
-                }
-                return IntakeError.notFound(request.uri.path).response
-            }
-            if error.status == .contentTooLarge { return IntakeError.bodyTooLarge.response }
-            guard error.status.code < 500 else {
-                logger.error("request failed", metadata: ["path": "\(request.uri.path)", "status": "\(error.status.code)"])
-                return IntakeError.internalError.response
-            }
-            let message = error.body ?? (error.status.reasonPhrase.isEmpty ? "refused" : error.status.reasonPhrase)
-            return IntakeError(status: error.status, code: "bad_request", message: message).response
-        } catch {
-            if DatabaseFault(error) == .transient {
-                logger.warning("database unavailable", metadata: ["path": "\(request.uri.path)"])
-                return IntakeError.unavailable.response
-            }
-            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(ErrorText.describe(error))"])
-            return IntakeError.internalError.response
-        }
-    }
-}
-
-/// 429 for a client address over `IntakeLimits.perAddress`, on every route.
-struct AddressRateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
-    let limits: RateLimits
-    let addresses: ClientAddress
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let address = addresses.resolve(peer: context.remoteAddress,
-                                        forwardedFor: request.headers[values: .xForwardedFor])
-        try limits.check(limits.perAddress, key: address, what: "from this address")
-        return try await next(request, context)
-    }
-}
-
-extension HTTPField.Name {
-    static let xForwardedFor = Self("X-Forwarded-For")!
 }

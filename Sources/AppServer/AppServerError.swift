@@ -6,7 +6,7 @@ import NIOCore
 /// `{"error": code, "message": text}` every endpoint uses. This is where a
 /// domain refusal (`ReplyError`) gets its HTTP status; nothing below the HTTP
 /// module knows about statuses.
-public struct IntakeError: HTTPResponseError, CustomStringConvertible {
+public struct AppServerError: HTTPResponseError, CustomStringConvertible {
     public let status: HTTPResponse.Status
     public let code: String
     public let message: String

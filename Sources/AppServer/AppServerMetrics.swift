@@ -1,9 +1,9 @@
 import Metrics
 
-/// The intake's own counters, recorded through swift-metrics (whatever
+/// The app server's own counters, recorded through swift-metrics (whatever
 /// backend the process bootstrapped; `herald serve` exposes them at
 /// `GET /metrics`). Names follow Prometheus's conventions.
-public enum IntakeMetrics {
+public enum AppServerMetrics {
     public static let repliesStored = "herald_replies_stored_total"
     public static let repliesDuplicate = "herald_replies_duplicate_total"
     public static let rateLimitedName = "herald_rate_limited_total"

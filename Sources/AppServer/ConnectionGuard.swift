@@ -144,13 +144,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         disarm()
-        let refusal: IntakeError
+        let refusal: AppServerError
         switch parse {
         case .headerOverflow:
-            refusal = IntakeError(status: .requestHeaderFieldsTooLarge, code: "headers_too_large",
+            refusal = AppServerError(status: .requestHeaderFieldsTooLarge, code: "headers_too_large",
                                   message: "the request head is larger than the server accepts")
         default:
-            refusal = IntakeError(status: .badRequest, code: "malformed_http", message: "the request is not valid HTTP/1.1")
+            refusal = AppServerError(status: .badRequest, code: "malformed_http", message: "the request is not valid HTTP/1.1")
         }
         let body = refusal.body
         var fields = HTTPFields()

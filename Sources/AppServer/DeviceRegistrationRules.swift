@@ -3,7 +3,7 @@ import HeraldCore
 import Hummingbird
 import Store
 
-extension IntakeError {
+extension AppServerError {
     /// 400 `malformed_json`: not strict JSON, not an object, a missing,
     /// unknown or mistyped field, a control character in an identifier.
     public static func malformed(_ message: String) -> Self {
@@ -63,7 +63,7 @@ public enum DeviceRegistrationRules {
     ]
 
     /// The path's APNs token: 64 to 200 hex digits, stored lowercase.
-    public static func token(_ text: String) throws(IntakeError) -> String {
+    public static func token(_ text: String) throws(AppServerError) -> String {
         let lower = text.lowercased()
         guard (64...200).contains(lower.utf8.count),
               lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
@@ -103,7 +103,7 @@ public enum DeviceRegistrationRules {
     /// Parses and checks a registration body for `token`: bad JSON, a field
     /// of the wrong type, a missing or unknown field, or a control character
     /// in an identifier is 400; a value Herald cannot use is 422 naming the field.
-    public static func decode(_ bytes: some Collection<UInt8>, token: String) throws(IntakeError) -> DeviceRegistration {
+    public static func decode(_ bytes: some Collection<UInt8>, token: String) throws(AppServerError) -> DeviceRegistration {
         guard bytes.count <= maxBodyBytes else { throw .bodyTooLarge }
         let document: JSONValue
         do {
@@ -117,7 +117,7 @@ public enum DeviceRegistrationRules {
         if let unknown = o.keys.sorted().first(where: { !fields.contains($0) }) {
             throw .malformed("unknown field \(StrictJSON.quote(unknown, max: 64)); the fields are \(fields.sorted().joined(separator: ", "))")
         }
-        func string(_ name: String, required: Bool = false) throws(IntakeError) -> String? {
+        func string(_ name: String, required: Bool = false) throws(AppServerError) -> String? {
             switch o[name] {
             case nil, .null?:
                 if required { throw .malformed("\"\(name)\" is missing") }

@@ -3,10 +3,10 @@ import HeraldCore
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// How much one client may ask of the intake (docs/operators.md, "Limits"). Every
+/// How much one client may ask of the app server (docs/operators.md, "Limits"). Every
 /// value has a default fit for production; `herald serve` reads overrides
 /// from the environment.
-public struct IntakeLimits: Sendable, Hashable {
+public struct AppServerLimits: Sendable, Hashable {
     /// A rate: `count` requests per `period`, with bursts of up to `burst`.
     public struct Rate: Sendable, Hashable, CustomStringConvertible {
         public var count: Int
@@ -67,7 +67,7 @@ public final class RateLimiter: Sendable {
     private let start = ContinuousClock.now
     private let state = NIOLockedValueBox<[String: Double]>([:])
 
-    public init(_ rate: IntakeLimits.Rate, maxKeys: Int = 100_000) {
+    public init(_ rate: AppServerLimits.Rate, maxKeys: Int = 100_000) {
         let period = rate.period.inSeconds
         interval = period / Double(rate.count)
         tolerance = interval * Double(rate.burst - 1)
@@ -116,7 +116,7 @@ public struct RateLimits: Sendable {
     public let perDelivery: RateLimiter
     public let perDevice: RateLimiter
 
-    public init(_ limits: IntakeLimits) {
+    public init(_ limits: AppServerLimits) {
         perAddress = RateLimiter(limits.perAddress, maxKeys: limits.maxTrackedKeys)
         perDelivery = RateLimiter(limits.perDelivery, maxKeys: limits.maxTrackedKeys)
         perDevice = RateLimiter(limits.perDevice, maxKeys: limits.maxTrackedKeys)
@@ -124,10 +124,10 @@ public struct RateLimits: Sendable {
 
     /// Throws 429 with `Retry-After` when `key` is over `limiter`'s rate.
     /// `what` completes "too many requests …" in the message.
-    public func check(_ limiter: RateLimiter, key: String, what: String) throws(IntakeError) {
+    public func check(_ limiter: RateLimiter, key: String, what: String) throws(AppServerError) {
         if case .limited(let seconds) = limiter.acquire(key) {
-            IntakeMetrics.rateLimited(limiter === perAddress ? "address" : limiter === perDelivery ? "delivery" : "device")
-            throw IntakeError.rateLimited(what, retryAfter: seconds)
+            AppServerMetrics.rateLimited(limiter === perAddress ? "address" : limiter === perDelivery ? "delivery" : "device")
+            throw AppServerError.rateLimited(what, retryAfter: seconds)
         }
     }
 }

@@ -15,7 +15,7 @@ struct ReceiptEndpoint: Sendable {
         do throws(ReplyError) {
             receipts = try ReceiptRules.decode(bytes)
         } catch {
-            throw IntakeError(error)
+            throw AppServerError(error)
         }
         let tokens = keys.tokens
         var refused: [(index: Int, error: String)] = []
@@ -31,7 +31,7 @@ struct ReceiptEndpoint: Sendable {
         let unknown = checked.filter { result.unknown.contains($0.receipt.delivery) }
         refused += unknown.map { ($0.index, "unknown_delivery") }
         refused.sort { $0.index < $1.index }
-        IntakeMetrics.receipts(stored: result.stored, refused: refused.count)
+        AppServerMetrics.receipts(stored: result.stored, refused: refused.count)
         var w = JSONWriter(capacity: 64 + 40 * refused.count)
         w.raw("{\"stored\":")
         w.int(Int64(result.stored))

@@ -83,7 +83,7 @@ final class ReplyBatcher: Sendable {
             switch next {
             case .queued: break
             case .start: Task { await self.drain() }
-            case .full: continuation.resume(throwing: IntakeError.busy)
+            case .full: continuation.resume(throwing: AppServerError.busy)
             }
         }
     }
@@ -150,7 +150,7 @@ final class ReplyBatcher: Sendable {
         // What was stored is answered first: nothing after it may fail it.
         let refused = Set(batch.refused + batch.refusedByDatabase.map(\.position))
         let duplicates = Set(batch.duplicates)
-        IntakeMetrics.replies(stored: batch.stored, duplicates: batch.duplicates.count)
+        AppServerMetrics.replies(stored: batch.stored, duplicates: batch.duplicates.count)
         for (index, item) in items.enumerated() where !refused.contains(index) {
             if duplicates.contains(index) {
                 answer(item, .success(.success(.duplicate)))

@@ -244,9 +244,9 @@ public struct DemoLoop: Sendable {
         let endpoints = AppEndpoints(client: client, keys: keys, logger: logger)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         // The whole simulated fleet posts from 127.0.0.1: one address, hundreds of phones.
-        var limits = IntakeLimits()
+        var limits = AppServerLimits()
         limits.perAddress = .init(100_000, per: .seconds(1))
-        let app = IntakeServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits,
+        let app = AppHTTPServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits,
                                            logger: logger) { port in
             portSink.yield(port)
         }

@@ -25,6 +25,7 @@
 import APNs
 import Crypto
 import Foundation
+import HeraldCore
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -33,16 +34,6 @@ import NIOPosix
 import NIOSSL
 import ServiceLifecycle
 
-/// What one attempt came to.
-enum H2Attempt: Sendable {
-    case response(status: Int, body: ByteBuffer?)
-    /// REFUSED_STREAM, or above a GOAWAY's last stream id: safe to send again.
-    case notProcessed
-    case connectionFailed
-    case timedOut
-    case shutdown
-}
-
 /// A notification's answer: the HTTP status and body (nil status: no answer).
 struct H2SendResult: Sendable {
     var status: Int?
@@ -50,14 +41,6 @@ struct H2SendResult: Sendable {
     var attempts: Int
     var retried: Int
     var failure: String?
-}
-
-/// One request (one attempt) on its way to a connection.
-struct H2Request: Sendable {
-    var headers: HPACKHeaders
-    var body: ByteBuffer
-    var deadline: NIODeadline
-    var continuation: CheckedContinuation<H2Attempt, Never>
 }
 
 /// The APNs sender on `NIOHTTP2Handler`. A ServiceLifecycle `Service` like `APNsClient`: it runs
@@ -151,7 +134,7 @@ final class NIOH2APNsClient: Service, Sendable {
         if let refusal = APNsClient.localRefusal(notification) {
             return H2SendResult(status: nil, body: nil, attempts: 0, retried: 0, failure: "\(refusal)")
         }
-        let apnsID = notification.apnsID.lowercasedString
+        let apnsID = UUIDText.lowercased(notification.apnsID)
         let body = ByteBuffer(bytes: notification.payload)
         let topic = notification.topic ?? self.topic
         var attempts = 0

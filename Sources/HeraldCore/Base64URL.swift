@@ -1,5 +1,8 @@
-/// base64url (RFC 4648 §5) without padding, for the few bytes of a reply token.
-enum Base64URL {
+import Foundation
+
+/// base64url (RFC 4648 §5) without padding: the reply tokens, and the
+/// provider tokens (JWT) APNs takes and the simulator reads.
+public enum Base64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// The number of characters that encode `byteCount` bytes without padding.
@@ -9,6 +12,23 @@ enum Base64URL {
 
     static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: encodedLength(byteCount: bytes.count)) { encode(bytes, into: $0) }
+    }
+
+    /// The encoding of `bytes`, without padding.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        bytes.withUnsafeBytes { encode($0) }
+    }
+
+    /// The bytes `text` encodes, or nil. Lenient, as a JWT's reader: padding
+    /// (`=`) is taken but not needed, and standard base64's `+` and `/` are
+    /// taken beside `-` and `_`; a length of 4n + 1 or any other character
+    /// (whitespace too) gives nil.
+    public static func decode(_ text: some StringProtocol) -> Data? {
+        var base64 = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = base64.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: base64)
     }
 
     /// Writes the encoding of `bytes` to `output` (at least

@@ -1,37 +1,6 @@
 import ExtensionKit
 import Foundation
 
-/// The APNs request headers of one delivery (DESIGN, contract 1).
-public struct PushHeaders: Sendable, Hashable {
-    public var topic: String
-    public var pushType: String
-    public var priority: Int
-    /// Epoch seconds; nil lets APNs store the notification for its default period.
-    public var expiration: Int?
-    public var collapseID: String
-    public var apnsID: UUID
-
-    public init(topic: String, pushType: String, priority: Int, expiration: Int?, collapseID: String, apnsID: UUID) {
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
-    }
-
-    /// The headers as APNs receives them, in a fixed order.
-    public var fields: [(name: String, value: String)] {
-        var f: [(String, String)] = [
-            ("apns-topic", topic), ("apns-push-type", pushType), ("apns-priority", String(priority)),
-        ]
-        if let expiration { f.append(("apns-expiration", String(expiration))) }
-        f.append(("apns-collapse-id", collapseID))
-        f.append(("apns-id", apnsID.uuidString.lowercased()))
-        return f
-    }
-}
-
 /// Builds the payload of contract 2 for every device of one campaign. The
 /// parts that depend only on the campaign, the variant and the locale are
 /// rendered once; a delivery appends its own ids, reply token and envelope.
@@ -308,9 +277,4 @@ public struct PayloadBuilder: Sendable {
             enc: String(repeating: "A", count: 44),
             ct: String(repeating: "A", count: (ctBytes + 2) / 3 * 4))
     }
-}
-
-public enum DeviceKeyLimits {
-    /// Longest key id a device may register (Sql: devices.key_id).
-    public static let maxKeyIDBytes = 64
 }

@@ -1,14 +1,3 @@
-/// The fields of a reply body (contract 4) before their own formats are
-/// checked: what `ReplyRules.decode` reads out of the JSON object.
-struct ReplyFields: Hashable {
-    var delivery: Int64
-    var token: String
-    var action: String
-    var occurredAt: String
-    var replyID: String
-    var text: String?
-}
-
 /// Reads the fields of a reply body straight from its bytes when it has the
 /// plain shape clients send: one flat object of the contract's keys, each
 /// once, in any order; string values (a value with an escape or a byte past

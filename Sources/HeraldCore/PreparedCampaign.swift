@@ -1,34 +1,3 @@
-/// Why a campaign cannot go out. The message is for the marketer who wrote it.
-public struct CampaignProblem: Error, Hashable, CustomStringConvertible {
-    public let message: String
-    /// An operator must act (an app's APNs account, not the campaign's rows): the run exits 1.
-    public let personNeeded: Bool
-    public init(_ message: String, personNeeded: Bool = false) {
-        self.message = message
-        self.personNeeded = personNeeded
-    }
-    public var description: String { message }
-}
-
-/// A Live Activity sale's payloads, and which of its steps a campaign row sends.
-public struct ActivityPlan: Sendable {
-    public let payload: ActivityPayload
-    /// 0: the sale's own row (its start, by push-to-start); n ≥ 1: the row of update or end n.
-    public let step: Int
-    /// What is left of the stock, read when the step was prepared (a sale with `"stock": true`).
-    public var stockLeft: Int?
-    /// The sale's broadcast channels (a sale with `"channel": true`): its start subscribes each
-    /// device's activity to its app's and environment's channel, its updates and end go once
-    /// to each channel.
-    public var channels: [ChannelKey: String] = [:]
-
-    public init(payload: ActivityPayload, step: Int, stockLeft: Int? = nil) {
-        self.payload = payload
-        self.step = step
-        self.stockLeft = stockLeft
-    }
-}
-
 /// What a run needs to send a campaign, checked before any device is
 /// touched: the segment compiles, its variants (if any) make a valid set and
 /// no device's payload, of any variant, can exceed 4096 bytes.

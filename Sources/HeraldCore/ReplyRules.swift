@@ -1,46 +1,6 @@
 import ExtensionKit
 import Foundation
 
-/// A refused reply (DESIGN, contract 4): a stable code and a message for the
-/// app developer. The message never holds the token or the text. Which HTTP
-/// status a code is answered with is the HTTP module's business
-/// (`ReplyIntake`'s `IntakeError`), so `herald ingest` and the server share
-/// these without HTTP leaking into the domain.
-public struct ReplyError: Error, Hashable, CustomStringConvertible {
-    /// The stable code of the contract (`malformed_json`, `bad_token`, …).
-    public let code: String
-    public let message: String
-
-    init(code: String, message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { "\(code): \(message)" }
-
-    /// The body is not the JSON object of contract 4 (bad JSON, a missing or
-    /// unknown field, a wrong type, a control character in an identifier).
-    public static func malformed(_ message: String) -> Self { Self(code: "malformed_json", message: message) }
-    public static let badToken = Self(code: "bad_token", message: "the reply token does not belong to this delivery")
-    public static let unknownDelivery = Self(code: "unknown_delivery", message: "no such delivery")
-    public static func actionNotAllowed(_ action: String, category: String?) -> Self {
-        Self(code: "action_not_allowed",
-             message: "action \(StrictJSON.quote(action, max: 64)) is not an action of the campaign's category \(category.map { StrictJSON.quote($0, max: 64) } ?? "(none)")")
-    }
-    public static let textNotAllowed = Self(code: "text_not_allowed", message: "text is only accepted for a text-input action")
-    public static let textTooLong = Self(code: "text_too_long",
-                                         message: "text is longer than \(ReplyRules.maxTextCharacters) characters (Unicode code points, as the database counts them)")
-    public static let textInvalid = Self(code: "text_invalid", message: "text must not contain NUL characters")
-    public static let tooLarge = Self(code: "body_too_large", message: "the body is larger than \(ReplyRules.maxBodyBytes) bytes")
-    /// The database refused a reply that passed every check here (a rule of
-    /// the schema this code does not know); never a transient fault.
-    public static func refusedByDatabase(_ message: String) -> Self { Self(code: "reply_refused", message: message) }
-
-    /// Every code, for documentation and tests.
-    static let allCodes = ["malformed_json", "bad_token", "unknown_delivery", "action_not_allowed",
-                                  "text_not_allowed", "text_too_long", "text_invalid", "body_too_large", "reply_refused"]
-}
-
 /// The checks of contract 4, shared by `POST /v1/replies` and `herald ingest`.
 public enum ReplyRules {
     public static let maxTextCharacters = 2000
@@ -154,78 +114,5 @@ public enum ReplyRules {
         guard !text.utf8.contains(0) else { return .textInvalid }
         guard text.unicodeScalars.count <= maxTextCharacters else { return .textTooLong }
         return nil
-    }
-}
-
-/// Contract 5: the categories and actions the app registers, as the JSON
-/// document `GET /v1/notification-config` serves. Keys are written sorted, so
-/// the same rows always give the same bytes (and the same ETag).
-public enum NotificationConfig {
-    public struct Action: Sendable, Hashable {
-        public var id: String
-        public var title: String
-        public var options: Int
-        public var textButtonTitle: String?
-        public var textPlaceholder: String?
-
-        public init(id: String, title: String, options: Int, textButtonTitle: String? = nil, textPlaceholder: String? = nil) {
-            self.id = id
-            self.title = title
-            self.options = options
-            self.textButtonTitle = textButtonTitle
-            self.textPlaceholder = textPlaceholder
-        }
-    }
-
-    public struct Category: Sendable, Hashable {
-        public var id: String
-        public var actions: [String]
-        public var options: Int
-
-        public init(id: String, actions: [String], options: Int) {
-            self.id = id
-            self.actions = actions
-            self.options = options
-        }
-    }
-
-    public static func render(categories: [Category], actions: [Action]) -> [UInt8] {
-        var w = JSONWriter(capacity: 1024)
-        w.raw("{\"NotificationConfig\":{\"UNNotificationAction\":{")
-        for (i, a) in actions.sorted(by: { $0.id < $1.id }).enumerated() {
-            if i > 0 { w.raw(",") }
-            w.key(a.id)
-            w.raw("{\"identifier\":")
-            w.string(a.id)
-            w.raw(",\"options\":")
-            w.int(Int64(a.options))
-            if let button = a.textButtonTitle {
-                w.raw(",\"textInput\":{\"buttonTitle\":")
-                w.string(button)
-                w.raw(",\"placeholder\":")
-                w.string(a.textPlaceholder ?? "")
-                w.raw("}")
-            }
-            w.raw(",\"title\":")
-            w.string(a.title)
-            w.raw("}")
-        }
-        w.raw("},\"UNNotificationCategory\":{")
-        for (i, c) in categories.sorted(by: { $0.id < $1.id }).enumerated() {
-            if i > 0 { w.raw(",") }
-            w.key(c.id)
-            w.raw("{\"actions\":[")
-            for (j, a) in c.actions.enumerated() {
-                if j > 0 { w.raw(",") }
-                w.string(a)
-            }
-            w.raw("],\"identifier\":")
-            w.string(c.id)
-            w.raw(",\"options\":")
-            w.int(Int64(c.options))
-            w.raw("}")
-        }
-        w.raw("}}}")
-        return w.bytes
     }
 }

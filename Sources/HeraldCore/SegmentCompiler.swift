@@ -1,29 +1,3 @@
-/// A value bound to a `$n` placeholder of a compiled statement.
-public enum SQLBind: Sendable, Hashable {
-    case text(String)
-    case texts([String])
-    case int(Int64)
-    case double(Double)
-    case bool(Bool)
-    /// JSON text, cast to jsonb in the statement.
-    case json(String)
-}
-
-/// A marketer's segment rule compiled to a boolean SQL expression over the
-/// aliases `u` (users) and `dv` (devices). Every value from the rule is a bind
-/// parameter; the SQL text holds only fragments written here.
-public struct CompiledSegment: Sendable, Hashable {
-    public var sql: String
-    public var binds: [SQLBind]
-}
-
-/// Why a rule was refused. `description` names the bad part of the rule.
-public struct SegmentRuleError: Error, Hashable, CustomStringConvertible {
-    public let path: String
-    public let problem: String
-    public var description: String { "segment rule at \(path): \(problem)" }
-}
-
 /// The segment rule language (docs/marketers.md, "Segments"):
 ///
 ///     {}                                           everyone

@@ -44,4 +44,27 @@ public enum UUIDText {
         default: nil
         }
     }
+
+    /// `id`'s text form in lower case (as APNs's `apns-id` is sent), without Foundation's formatter.
+    package static func lowercased(_ id: UUID) -> String {
+        let bytes = id.uuid
+        return withUnsafeBytes(of: bytes) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                let digits: StaticString = "0123456789abcdef"
+                var index = 0
+                for (position, byte) in raw.enumerated() {
+                    if position == 4 || position == 6 || position == 8 || position == 10 {
+                        out[index] = UInt8(ascii: "-")
+                        index += 1
+                    }
+                    digits.withUTF8Buffer { hex in
+                        out[index] = hex[Int(byte >> 4)]
+                        out[index + 1] = hex[Int(byte & 0x0f)]
+                    }
+                    index += 2
+                }
+                return index
+            }
+        }
+    }
 }

@@ -8,33 +8,6 @@ import Glibc
 import Darwin
 #endif
 
-/// How log lines are written.
-public enum LogFormat: String, Sendable, CaseIterable {
-    /// One JSON object a line, for a log collector.
-    case json
-    /// swift-log's human-readable lines, for a person at a terminal.
-    case text
-
-    /// JSON unless standard error is a terminal.
-    public static func automatic(isTerminal: Bool = isatty(STDERR_FILENO) == 1) -> LogFormat {
-        isTerminal ? .text : .json
-    }
-
-    /// `HERALD_LOG_FORMAT` (`json`, `text` or `auto`), else automatic.
-    public static func from(environment: [String: String]) throws -> LogFormat {
-        guard let text = environment["HERALD_LOG_FORMAT"], !text.isEmpty, text != "auto" else { return .automatic() }
-        guard let format = LogFormat(rawValue: text) else {
-            throw LogFormatError(value: text)
-        }
-        return format
-    }
-}
-
-public struct LogFormatError: Error, CustomStringConvertible {
-    public let value: String
-    public var description: String { "HERALD_LOG_FORMAT must be json, text or auto, not \"\(value)\"" }
-}
-
 /// Writes each log record as one JSON object on one line:
 /// `{"ts":"2026-11-23T05:00:00.123Z","level":"info","label":"herald","msg":"…","run":"12","campaign":"3"}`.
 /// Metadata keys become fields of their own (nested metadata as JSON
@@ -138,45 +111,6 @@ public struct JSONLogHandler: LogHandler {
         return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
                       Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
                       Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
-    }
-}
-
-/// Where log lines go: standard error, or a buffer in tests. Each line is
-/// written with one call, so lines from several threads never interleave.
-public final class LineWriter: Sendable {
-    private let target: NIOLockedValueBox<[String]>?
-
-    public static let standardError = LineWriter(target: nil)
-
-    /// Keeps the lines in memory (tests).
-    static func memory() -> LineWriter { LineWriter(target: NIOLockedValueBox([])) }
-
-    private init(target: NIOLockedValueBox<[String]>?) {
-        self.target = target
-    }
-
-    public func write(_ line: String) {
-        if let target {
-            target.withLockedValue { $0.append(line) }
-        } else {
-            writeToStandardError(line)
-        }
-    }
-
-    /// What was written (memory writers only).
-    var lines: [String] { target?.withLockedValue { $0 } ?? [] }
-}
-
-/// One `write(2)` for the whole line where the system allows it.
-private func writeToStandardError(_ line: String) {
-    var line = line
-    line.withUTF8 { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(STDERR_FILENO, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-            if n <= 0 { break }
-            offset += n
-        }
     }
 }
 

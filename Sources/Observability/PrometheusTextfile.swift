@@ -9,24 +9,6 @@ import Glibc
 import Darwin
 #endif
 
-/// The process's metrics: swift-metrics bootstrapped once with a Prometheus
-/// registry (swift-prometheus), so that every `Counter`/`Timer` made through
-/// swift-metrics (Hummingbird's `MetricsMiddleware` among them) lands here.
-public enum ProcessMetrics {
-    private static let box = NIOLockedValueBox<PrometheusCollectorRegistry?>(nil)
-
-    /// The registry, bootstrapping swift-metrics on first use.
-    public static func registry() -> PrometheusCollectorRegistry {
-        box.withLockedValue { current in
-            if let current { return current }
-            let registry = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-            current = registry
-            return registry
-        }
-    }
-}
-
 /// Writes metrics for node exporter's textfile collector.
 public enum PrometheusTextfile {
     /// Writes `text` to `path` as the textfile collector expects: into a
@@ -52,10 +34,4 @@ public enum PrometheusTextfile {
             throw TextfileError(path: path, reason: reason)
         }
     }
-}
-
-public struct TextfileError: Error, CustomStringConvertible {
-    public let path: String
-    public let reason: String
-    public var description: String { "cannot write the metrics file \(path): \(reason)" }
 }

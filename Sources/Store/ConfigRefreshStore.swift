@@ -3,45 +3,6 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// A campaign that will soon use a category: its audience may need the
-/// current notification config first (DESIGN, contract 7).
-public struct UpcomingCategoryCampaign: Sendable, Hashable {
-    public var campaignID: Int64
-    public var name: String
-    public var categoryID: String
-    public var segmentName: String?
-    public var segmentRule: JSONValue
-    /// The apps it goes to (nil: every app).
-    public var apps: [String]?
-}
-
-/// An app and a device language: a notification-config document is made for each.
-public struct AppLocale: Sendable, Hashable {
-    public var app: String
-    public var locale: String
-
-    public init(app: String, locale: String) {
-        self.app = app
-        self.locale = locale
-    }
-}
-
-/// A claimed config refresh push.
-public struct ClaimedRefresh: Sendable, Hashable {
-    public var deliveryID: Int64
-    public var deviceID: Int64
-    public var deviceToken: String
-    public var environment: APNsEnvironment
-    public var etag: String
-    public var apnsID: UUID
-    /// Epoch seconds after which APNs may drop the push (the campaign is over by then).
-    public var expiration: Int?
-    /// Attempts recorded before this claim (the retry backoff grows with them).
-    public var attempts: Int = 0
-    /// The device's app (its topic and credential).
-    public var app: String = AppRecord.defaultName
-}
-
 /// The ledger statements of config refresh pushes: planned per campaign with
 /// one set-based statement, claimed like any delivery (`FOR UPDATE SKIP
 /// LOCKED`), recorded with `DeliveryLedger.record`.
@@ -200,22 +161,5 @@ public struct ConfigRefreshStore: Sendable {
             """, logger: logger)
         for try await seconds in rows.decode(Double.self) { return .milliseconds(Int64(seconds * 1000)) }
         return nil
-    }
-}
-
-extension PostgresBindings {
-    /// Appends a compiled segment's binds, in order (their placeholders
-    /// follow the statement's own).
-    mutating func append(segment: CompiledSegment) {
-        for b in segment.binds {
-            switch b {
-            case .text(let s): append(s)
-            case .texts(let a): append(a)
-            case .int(let i): append(i)
-            case .double(let d): append(d)
-            case .bool(let v): append(v)
-            case .json(let j): append(j)
-            }
-        }
     }
 }

@@ -2,53 +2,6 @@ import Foundation
 import HeraldCore
 import PostgresNIO
 
-/// A range of a campaign's ledger ids a run holds (`delivery_spans`): its batch rows
-/// above `after`, up to `through`.
-public struct SpanClaim: Sendable, Hashable {
-    public var campaign: Int64
-    public var after: Int64
-    public var through: Int64
-    /// Taken over from a run that is gone or whose lease lapsed (else a new range).
-    public var takenOver: Bool
-
-    public init(campaign: Int64, after: Int64, through: Int64, takenOver: Bool = false) {
-        self.campaign = campaign
-        self.after = after
-        self.through = through
-        self.takenOver = takenOver
-    }
-}
-
-/// A row of a span: its ledger id and its device (a settlement invalidates the device of a
-/// token APNs refused).
-public struct SpanRow: Sendable, Hashable {
-    public var id: Int64
-    public var deviceID: Int64
-
-    public init(id: Int64, deviceID: Int64) {
-        self.id = id
-        self.deviceID = deviceID
-    }
-}
-
-/// What one settlement writes for one span (`herald_settle`): its new watermark, the
-/// rows that differ (answers that are not 200) and the rows in flight behind the watermark.
-public struct SpanSettlement: Sendable, Hashable {
-    public var span: SpanClaim
-    /// The span's rows up to this id are sent, unless written below.
-    public var settled: Int64
-    public var exceptions: [DeliveryOutcome]
-    /// Sent and not answered: written `in_flight`, held by the run, answered row by row.
-    public var stragglers: [SpanRow]
-
-    public init(span: SpanClaim, settled: Int64, exceptions: [DeliveryOutcome] = [], stragglers: [SpanRow] = []) {
-        self.span = span
-        self.settled = settled
-        self.exceptions = exceptions
-        self.stragglers = stragglers
-    }
-}
-
 extension DeliveryLedger {
     /// Claims a span of the campaign's batch rows for `run` (at most `limit` rows): a span no
     /// live run holds, taken over at its watermark, or the next rows past every span. nil

@@ -3,29 +3,6 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// A step's push to one channel, claimed by a run.
-public struct ChannelPush: Sendable, Hashable {
-    public var key: ChannelKey
-    public var channel: String
-    /// Attempts so far, this one included.
-    public var attempts: Int
-}
-
-/// What became of a step's push to a channel.
-public enum ChannelPushOutcome: Sendable, Hashable {
-    case sent(requestID: UUID)
-    /// A transient answer (429, 5xx, a lost connection): sent again after `after`.
-    case retry(after: Duration, error: String)
-    case failed(String)
-}
-
-/// A channel whose sale is over: deleted once its dismissal date has passed.
-public struct ChannelToDelete: Sendable, Hashable {
-    public var sale: Int64
-    public var key: ChannelKey
-    public var channel: String
-}
-
 /// A sale's broadcast channels (`activity_channels`, `channel_pushes`; DESIGN, contract 10): the channels it made, and each
 /// step's pushes to them, claimed under the run's lease as deliveries are.
 extension LiveActivityStore {

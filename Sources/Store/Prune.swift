@@ -3,39 +3,6 @@ import HeraldCore
 import Logging
 import PostgresNIO
 
-/// A finished campaign whose ledger `herald prune` may drop.
-public struct PruneCandidate: Sendable, Hashable {
-    public var campaignID: Int64
-    public var name: String
-    public var status: String
-    /// The latest of its completion and its ledger's last write.
-    public var lastActivity: Date
-    /// Its rows in the ledger (campaign deliveries and test sends).
-    public var deliveries: Int64
-    /// Its own partition (`deliveries_c<ID>`), or nil when its rows are in
-    /// the DEFAULT partition (written before it had one).
-    public var partition: String?
-}
-
-/// What `PruneStore.prune` did with one campaign.
-public enum PruneResult: Sendable, Hashable {
-    case pruned(PruneOutcome)
-    /// Left alone: it is no longer finished, or was pruned meanwhile.
-    case left(reason: String)
-    /// A lock it needed was busy for longer than the lock timeout (a run
-    /// or a long query held it); nothing was written. Try again later.
-    case busy
-}
-
-/// What pruning one campaign did.
-public struct PruneOutcome: Sendable, Hashable {
-    public var candidate: PruneCandidate
-    /// Rows dropped (their figures kept in the pruned_* tables).
-    public var deliveries: Int64
-    /// The export file, when asked for one.
-    public var exportedTo: URL?
-}
-
 /// `herald prune`: drops the ledger partitions of finished campaigns
 /// (made by `herald_delivery_partition`). Each campaign goes in one
 /// transaction that keeps what the analyst views read of its ledger
@@ -284,19 +251,5 @@ public struct PruneStore: Sendable {
             throw InputError("prune: cannot write \(file.path): \(error.localizedDescription)")
         }
         return file
-    }
-}
-
-/// An age on the command line: a whole number and a unit, `90d`, `12h`,
-/// `30m`, `45s`, `2w`.
-public enum PruneAge {
-    public static func parse(_ text: String) throws(InputError) -> Duration {
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604_800]
-        guard let unit = text.last, let factor = units[unit],
-              let n = Int64(text.dropLast()), n > 0, n <= Int64.max / factor / 2 else {
-            throw InputError(
-                "--older-than \"\(text)\" is not an age; write a whole number and a unit: 90d, 12h, 30m, 45s or 2w")
-        }
-        return .seconds(n * factor)
     }
 }

@@ -44,7 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
             let settings = config.serve
             let host = self.host ?? settings.host
             let port = self.port ?? settings.port
-            let limits = IntakeLimits(settings)
+            let limits = AppServerLimits(settings)
             // The keys (the apps' registration keys are in the database) are
             // read before the listener starts, on a client of their own.
             let loaded = try await withPostgres(config.database, logger: logger) { first in
@@ -63,7 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             // Bootstraps swift-metrics before the first request is counted.
             let registry = ProcessMetrics.registry()
-            let app = IntakeServer.application(
+            let app = AppHTTPServer.application(
                 intake: intake, app: endpoints, host: host, port: port, limits: limits, logger: logger,
                 onRunning: { port in
                     logger.notice("reply intake listening", metadata: [
@@ -85,8 +85,8 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-extension IntakeLimits {
-    /// The intake's limits (docs/operators.md, "Limits"): its defaults, with what the
+extension AppServerLimits {
+    /// The app server's limits (docs/operators.md, "Limits"): its defaults, with what the
     /// configuration sets.
     init(_ s: ServeSettings) {
         self.init()

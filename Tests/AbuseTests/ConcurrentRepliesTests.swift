@@ -55,7 +55,7 @@ struct ConcurrentRepliesTests {
         try await withIntakeDatabase { intake, db, _ in
             let bodies = (0..<20).map(Self.body)
             let (ports, sink) = AsyncStream.makeStream(of: Int.self)
-            let app = IntakeServer.application(intake: intake, host: "127.0.0.1", port: 0, limits: unlimited, logger: TestDatabase.logger,
+            let app = AppHTTPServer.application(intake: intake, host: "127.0.0.1", port: 0, limits: unlimited, logger: TestDatabase.logger,
                                                onRunning: { port in sink.yield(port) })
             let server = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: TestDatabase.logger))
             let (released, releaseSink) = AsyncStream.makeStream(of: Void.self)

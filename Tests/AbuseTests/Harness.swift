@@ -30,17 +30,17 @@ func withIntakeDatabase<T: Sendable>(_ body: @Sendable (ReplyIntake, Database, D
     }
 }
 
-/// Runs the real server (`IntakeServer.application`, as `herald serve` does)
+/// Runs the real server (`AppHTTPServer.application`, as `herald serve` does)
 /// on a free loopback port under a ServiceGroup, for the time of `body`.
 /// `app`: the app's endpoints (device registration with a verifier); nil:
 /// registration answers 503 as when no key is configured.
 func withServer<T: Sendable>(
-    _ intake: ReplyIntake, app endpoints: AppEndpoints? = nil, limits: IntakeLimits, logger: Logger = TestDatabase.logger,
+    _ intake: ReplyIntake, app endpoints: AppEndpoints? = nil, limits: AppServerLimits, logger: Logger = TestDatabase.logger,
     metrics: (@Sendable () -> String)? = nil,
     _ body: @Sendable (Int) async throws -> T
 ) async throws -> T {
     let (ports, sink) = AsyncStream.makeStream(of: Int.self)
-    let app = IntakeServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits, logger: logger,
+    let app = AppHTTPServer.application(intake: intake, app: endpoints, host: "127.0.0.1", port: 0, limits: limits, logger: logger,
                                        onRunning: { port in sink.yield(port) }, metrics: metrics)
     let group = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
@@ -125,8 +125,8 @@ struct AppKeys: Sendable {
 }
 
 /// Limits that never get in the way (for tests of something else).
-var unlimited: IntakeLimits {
-    var limits = IntakeLimits()
+var unlimited: AppServerLimits {
+    var limits = AppServerLimits()
     limits.perAddress = .init(1_000_000, per: .seconds(1))
     limits.perDelivery = .init(1_000_000, per: .seconds(1))
     limits.perDevice = .init(1_000_000, per: .seconds(1))

@@ -238,7 +238,7 @@ struct OpenAPITests {
         // The address may make every request above, the two added below
         // (304s), the four of the set-up (the served document, device 20, two
         // ETags) and three more: then each read is answered 429.
-        let limits: IntakeLimits = {
+        let limits: AppServerLimits = {
             var l = unlimited
             l.perDelivery = .init(3, per: .seconds(86_400))
             l.perDevice = .init(3, per: .seconds(86_400))

@@ -13,7 +13,7 @@ struct ThrottlingTests {
     }
 
     @Test func aFloodFromOneAddressGets429WhileAnotherIsServed() async throws {
-        let limits: IntakeLimits = {
+        let limits: AppServerLimits = {
             var limits = unlimited
             limits.perAddress = .init(20, per: .seconds(86_400))
             limits.trustedProxies = ["127.0.0.1"]
@@ -50,7 +50,7 @@ struct ThrottlingTests {
     }
 
     @Test func xForwardedForFromAnUntrustedPeerIsIgnored() async throws {
-        let limits: IntakeLimits = {
+        let limits: AppServerLimits = {
             var limits = unlimited
             limits.perAddress = .init(5, per: .seconds(86_400))
             return limits
@@ -68,7 +68,7 @@ struct ThrottlingTests {
     }
 
     @Test func repliesToOneDeliveryAreLimited() async throws {
-        let limits: IntakeLimits = {
+        let limits: AppServerLimits = {
             var limits = unlimited
             limits.perDelivery = .init(3, per: .seconds(86_400))
             return limits
@@ -94,7 +94,7 @@ struct ThrottlingTests {
     }
 
     @Test func oneAddressCannotHoldMoreThanItsConnections() async throws {
-        let limits: IntakeLimits = {
+        let limits: AppServerLimits = {
             var limits = unlimited
             limits.maxConnectionsPerAddress = 3
             limits.headerTimeout = .seconds(120)
@@ -152,7 +152,7 @@ struct ThrottlingTests {
     }
 
     @Test func aSlowClientIsDisconnected() async throws {
-        let limits: IntakeLimits = {
+        let limits: AppServerLimits = {
             var limits = unlimited
             limits.headerTimeout = .seconds(1)
             limits.bodyTimeout = .seconds(1)

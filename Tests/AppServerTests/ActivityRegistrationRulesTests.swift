@@ -23,7 +23,7 @@ struct ActivityRegistrationRulesTests {
         #expect {
             try ActivityRegistrationRules.activity(Self.body(channel: channel))
         } throws: { error in
-            (error as? IntakeError)?.code == "bad_channel"
+            (error as? AppServerError)?.code == "bad_channel"
         }
     }
 }

@@ -17,13 +17,13 @@ struct AppHarness: Sendable {
     let db: Database
 
     /// Limits that leave room for a test's many requests about one device.
-    static var roomy: IntakeLimits {
-        var limits = IntakeLimits()
+    static var roomy: AppServerLimits {
+        var limits = AppServerLimits()
         limits.perDevice = .init(10_000, per: .seconds(60))
         return limits
     }
 
-    static func with(algorithm: AppTokenVerifier.Algorithm = .es256, limits: IntakeLimits = roomy,
+    static func with(algorithm: AppTokenVerifier.Algorithm = .es256, limits: AppServerLimits = roomy,
                      _ body: @Sendable (AppHarness, any TestClientProtocol) async throws -> Void) async throws {
         let issuer = try await AppTokenIssuer(algorithm: algorithm)
         let verifier = try await AppTokenVerifier(publicKeyPEM: issuer.publicKeyPEM)
@@ -32,7 +32,7 @@ struct AppHarness: Sendable {
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                      tokens: ReplyTokens(secret: IntakeTests.secret), logger: TestDatabase.logger)
             let endpoints = AppEndpoints(client: client, verifier: verifier, logger: TestDatabase.logger)
-            let app = Application(router: IntakeServer.router(intake: intake, app: endpoints, limits: limits))
+            let app = Application(router: AppHTTPServer.router(intake: intake, app: endpoints, limits: limits))
             try await app.test(.live) { http in
                 try await body(AppHarness(issuer: issuer, db: client), http)
             }

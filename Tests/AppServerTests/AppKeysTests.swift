@@ -32,7 +32,7 @@ struct AppKeysTests {
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                      tokens: ReplyTokens(secret: IntakeTests.secret), logger: TestDatabase.logger)
             let endpoints = AppEndpoints(client: client, keys: keys, logger: TestDatabase.logger)
-            let app = Application(router: IntakeServer.router(intake: intake, app: endpoints, limits: AppHarness.roomy))
+            let app = Application(router: AppHTTPServer.router(intake: intake, app: endpoints, limits: AppHarness.roomy))
             try await app.test(.live) { http in
                 try await body(backends, keys, AppHarness(issuer: backends.shop, db: client), http)
             }

@@ -4,7 +4,7 @@ import Settings
 import Testing
 
 /// docs/operators.md's defaults of `herald serve`'s limits (from `ConfigurationKey.all`)
-/// are the intake's own (`IntakeLimits`), which apply when a key is unset.
+/// are the app server's own (`AppServerLimits`), which apply when a key is unset.
 @Suite("Configuration defaults of herald serve")
 struct ConfigurationDefaultsTests {
     static func documented(_ variable: String) -> Int? {
@@ -12,7 +12,7 @@ struct ConfigurationDefaultsTests {
     }
 
     @Test func theDocumentedDefaultsAreTheIntakes() {
-        let defaults = IntakeLimits()
+        let defaults = AppServerLimits()
         #expect(Self.documented("HERALD_RATE_ADDRESS") == defaults.perAddress.count)
         #expect(Self.documented("HERALD_RATE_ADDRESS_BURST") == defaults.perAddress.burst)
         #expect(Self.documented("HERALD_RATE_DELIVERY") == defaults.perDelivery.count)

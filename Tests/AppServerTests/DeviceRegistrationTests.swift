@@ -14,7 +14,7 @@ import Testing
 @Suite("Device registration (contract 6)")
 struct DeviceRegistrationTests {
     @Test func requestsAboutOneDeviceAreLimited() async throws {
-        var limits = IntakeLimits()
+        var limits = AppServerLimits()
         limits.perDevice = .init(3, per: .seconds(86_400))
         try await AppHarness.with(limits: limits) { h, http in
             let t = AppHarness.token(90)
@@ -242,7 +242,7 @@ struct DeviceRegistrationTests {
         try await TestDatabase.with { client, _ in
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                      tokens: ReplyTokens(secret: IntakeTests.secret), logger: TestDatabase.logger)
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             try await app.test(.live) { http in
                 try await http.execute(uri: "/v1/devices/\(AppHarness.token(9))", method: .put,
                                        body: ByteBuffer(string: "{}")) { response in

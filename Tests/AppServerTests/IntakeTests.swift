@@ -46,7 +46,7 @@ struct IntakeTests {
 
     @Test func everyAnswerOfTheContract() async throws {
         try await withIntake { intake, db in
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             try await app.test(.live) { client in
                 // 202 stored, then 200 for the same reply_id.
                 let id = UUID()
@@ -97,7 +97,7 @@ struct IntakeTests {
             try await withPostgres(config, logger: TestDatabase.logger) { client in
                 let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                          tokens: ReplyTokens(secret: IntakeTests.secret), logger: TestDatabase.logger)
-                let app = Application(router: IntakeServer.router(intake: intake))
+                let app = Application(router: AppHTTPServer.router(intake: intake))
                 let body = Self.reply(delivery: 1, action: "love_it")
                 try await app.test(.live) { http in
                     try await admin.withConnection { holder in
@@ -134,10 +134,10 @@ struct IntakeTests {
                   $$ BEGIN RAISE EXCEPTION 'lost a race' USING ERRCODE = '\(state)'; END $$;
                 CREATE TRIGGER lose_the_race BEFORE INSERT ON replies FOR EACH ROW EXECUTE FUNCTION lose_the_race();
                 """)
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             let body = Self.reply(delivery: 1, action: "love_it")
             try await app.test(.live) { http in
-                for _ in 0..<(IntakeLimits().perDelivery.burst + 2) {
+                for _ in 0..<(AppServerLimits().perDelivery.burst + 2) {
                     try await http.execute(uri: "/v1/replies", method: .post, headers: [.contentType: "application/json"],
                                            body: ByteBuffer(string: body)) { response in
                         #expect(response.status.code == 503, "\(state): \(String(buffer: response.body))")
@@ -153,7 +153,7 @@ struct IntakeTests {
 
     @Test func aReplyRetriedFiveTimesIsStoredOnce() async throws {
         try await withIntake { intake, db in
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             let body = Self.reply(delivery: 2, action: "comment", text: "again?")
             try await app.test(.live) { client in
                 var statuses: [Int] = []
@@ -166,7 +166,7 @@ struct IntakeTests {
 
     @Test func notificationConfigFollowsTheDatabaseWithETag() async throws {
         try await withIntake { intake, db in
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             try await app.test(.live) { client in
                 let (etag, config) = try await client.execute(uri: "/v1/notification-config", method: .get) { response in
                     #expect(response.status == .ok)

@@ -39,7 +39,7 @@ struct LocalizedConfigTests {
     @Test func eachLocaleItsFallbackItsETagAnd304() async throws {
         try await withIntake { intake, db in
             try await db.exec(Self.translations)
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             try await app.test(.live) { http in
                 let en = try await get(http, "/v1/notification-config")
                 let fr = try await get(http, "/v1/notification-config", headers: [.acceptLanguage: "fr-FR,fr;q=0.9,en;q=0.5"])
@@ -94,7 +94,7 @@ struct LocalizedConfigTests {
                 INSERT INTO categories (id, options, apps) VALUES ('order.v1', 0, ARRAY['companion']);
                 INSERT INTO category_actions (category_id, action_id, position) VALUES ('order.v1', 'track', 1);
                 """)
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             try await app.test(.live) { http in
                 func categories(_ uri: String) async throws -> (Int, [String], String) {
                     try await http.execute(uri: uri, method: .get) { response in

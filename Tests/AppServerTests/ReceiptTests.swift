@@ -31,7 +31,7 @@ struct ReceiptTests {
 
     @Test func theKitsBodyIsStoredOnceAndEachBadReceiptIsRefusedAlone() async throws {
         try await withIntake { intake, db in
-            let app = Application(router: IntakeServer.router(intake: intake))
+            let app = Application(router: AppHTTPServer.router(intake: intake))
             try await app.test(.live) { client in
                 let request = try Self.kit.request([
                     Self.receipt(1, sealed: nil, media: true),

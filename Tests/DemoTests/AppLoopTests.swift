@@ -50,7 +50,7 @@ struct AppLoopTests {
                 """)
             let intake = ReplyIntake(store: ReplyStore(client: client, logger: TestDatabase.logger),
                                      tokens: ReplyTokens(secret: secret), logger: TestDatabase.logger)
-            let app = Application(router: IntakeServer.router(
+            let app = Application(router: AppHTTPServer.router(
                 intake: intake, app: AppEndpoints(client: client, verifier: verifier, logger: TestDatabase.logger)))
             let sim = try await APNsSimulatorHarness.start(logger: TestDatabase.logger)
             do {

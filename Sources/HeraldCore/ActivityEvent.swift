@@ -1,0 +1,5 @@
+import Foundation
+
+public enum ActivityEvent: String, Sendable, Hashable {
+    case start, update, end
+}
