@@ -57,7 +57,10 @@ for path in files {
         FileHandle.standardError.write(Data("herald-embed: cannot read \(path)\n".utf8))
         exit(1)
     }
-    let name = URL(fileURLWithPath: path).lastPathComponent
+    // A statement file keeps its folder: `queries/ledger.sql`.
+    let url = URL(fileURLWithPath: path)
+    let folder = url.deletingLastPathComponent().lastPathComponent
+    let name = folder == "queries" ? "queries/" + url.lastPathComponent : url.lastPathComponent
     swift += "        \(literal(name)): \(literal(data.base64EncodedString())),\n"
 }
 swift += "    ]\n}\n"

@@ -258,155 +258,47 @@ public struct AudienceStore: Sendable {
     static func snapshotQuery(_ due: DueCampaign, devices: ClosedRange<Int64> = 0...Int64.max,
                               skippingWritten: Bool = true, storedCaps: Bool = false, spans: Bool = false) throws -> PostgresQuery {
         let c = due.campaign
-        var binds = PostgresBindings(capacity: 16)
-        binds.append(c.id)
-        binds.append(c.hasSensitiveFields)
-        binds.append(c.frequencyCapped)
-        binds.append(c.quietHours)
-        // The variants in name order and where each one's buckets begin
-        // (empty: the campaign has none, deliveries carry no variant).
-        binds.append(c.variants.map(\.name))
-        binds.append(c.variantLowerBounds.map { Int32($0) })
-        binds.append(devices.lowerBound)
-        binds.append(devices.upperBound)
-        // On segment entry (`campaigns.series_id`): the series whose earlier rows leave a
-        // user out, and for how long (nil: for good).
-        binds.append(due.entry != nil)
-        binds.append(due.entry?.series)
-        binds.append(due.entry?.resendAfter)
-        // Each user's best hour (`herald_best_hours`): the campaign's choice, then each variant's.
-        binds.append(c.bestHour || c.variants.contains { $0.bestHour == true })
-        binds.append(c.variants.map { $0.bestHour ?? c.bestHour })
-        binds.append(c.bestHour)
-        // Rows due at once are batch rows (`delivery_spans`), sent by ranges.
-        binds.append(spans)
-        // The segment's condition is compiled for this statement: its binds
-        // follow the fifteen above, and it names devices `dv` and users `u`.
+        // A slice reads each of its devices' users by id (OFFSET 0 keeps the planner from
+        // flattening it into a join that reads the users table whole in every slice); the
+        // whole audience at once (a dry run, a preview) is a join.
+        let sliced = devices != 0...Int64.max
+        let statement = try SQLQueries.named("audience/snapshot").filling([
+            "capped": storedCaps ? "SELECT unnest(sc.users) AS user_id FROM snapshot_caps sc WHERE :capped AND sc.campaign_id = :campaign"
+                                 : Self.cappedUsers(when: ":capped"),
+            "users": sliced ? "CROSS JOIN LATERAL (SELECT * FROM users WHERE users.id = dv.user_id OFFSET 0) u"
+                            : "JOIN users u ON u.id = dv.user_id",
+            "conflict": skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "",
+        ])
+        // The segment's condition, compiled for this statement: its binds follow the named ones.
         let segment: CompiledSegment
         do {
-            segment = try SegmentCompiler(firstPlaceholder: binds.count + 1, deviceAlias: "dv", userAlias: "u")
+            segment = try SegmentCompiler(firstPlaceholder: statement.parameters.count + 1, deviceAlias: "dv", userAlias: "u")
                 .compile(due.segmentRule)
         } catch {
             throw CampaignProblem("\(due.segmentName.map { "segment \"\($0)\"" } ?? "segment"): \(error.description)")
         }
-        binds.append(segment: segment)
-        // A slice reads each of its devices' users by id (OFFSET 0 keeps the
-        // planner from flattening it into a join that reads the users table
-        // whole in every slice). The whole audience at once (a dry run, a
-        // preview) is a join.
-        let sliced = devices != 0...Int64.max
-        let users = sliced ? "CROSS JOIN LATERAL (SELECT * FROM users WHERE users.id = dv.user_id OFFSET 0) u"
-                           : "JOIN users u ON u.id = dv.user_id"
-        let sql = """
-            WITH capped AS (
-                \(storedCaps ? "SELECT unnest(sc.users) AS user_id FROM snapshot_caps sc WHERE $3 AND sc.campaign_id = $1"
-                             : Self.cappedUsers(when: "$3"))
-            ), had AS (
-                -- Sent on segment entry: the users the series has had (a row
-                -- not skipped) before this look at the segment, within
-                -- resend_after when it is set.
-                SELECT DISTINCT x.user_id FROM deliveries x
-                WHERE $9 AND x.kind = 'campaign' AND x.status <> 'skipped'
-                  AND x.campaign_id = ANY (ARRAY(SELECT o.id FROM campaigns o WHERE o.series_id = $10))
-                  AND x.created_at < (SELECT coalesce(snapshot_at, now()) FROM campaigns WHERE id = $1)
-                  AND ($11::float8 IS NULL OR x.created_at > now() - make_interval(secs => $11::float8))
-            ), best AS (
-                SELECT b.user_id, b.hour FROM herald_best_hours() b WHERE $12
-            ), ins AS (
-                INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before, last_error, variant)
-                SELECT $1, dv.id, u.id,
-                       CASE WHEN ho.why IS NOT NULL THEN 'held_out'
-                            WHEN $2 AND dv.public_key IS NULL THEN 'skipped'
-                            WHEN cp.user_id IS NOT NULL THEN 'skipped'
-                            WHEN lm.missed AND lc.local_missed = 'skip' THEN 'skipped'
-                            WHEN $15 AND nb.due <= now() THEN 'batch'
-                            ELSE 'queued' END,
-                       nb.due,
-                       CASE WHEN ho.why IS NOT NULL THEN ho.why
-                            WHEN $2 AND dv.public_key IS NULL THEN '\(Self.noKey)'
-                            WHEN cp.user_id IS NOT NULL THEN 'frequency cap reached'
-                            WHEN lm.missed AND lc.local_missed = 'skip'
-                            THEN 'its local send time had passed when the campaign was written' END,
-                       ($5::text[])[vb.i]
-                FROM devices dv
-                \(users)
-                CROSS JOIN settings st
-                -- A campaign at a local time (Sql/0022): each device is due
-                -- when its user's zone reaches it, at once when that had
-                -- passed when the campaign was written (or skipped).
-                CROSS JOIN (SELECT send_at_local, local_missed, created_at, holdout_pct, coalesce(series_id, id) AS hash_id, apps,
-                                   audience, expires_at
-                            FROM campaigns WHERE id = $1) lc
-                CROSS JOIN LATERAL (
-                    SELECT greatest(now(), coalesce(lc.send_at_local AT TIME ZONE u.time_zone, now())) AS due,
-                           coalesce((lc.send_at_local AT TIME ZONE u.time_zone) < lc.created_at, false) AS missed
-                ) lm
-                -- Held out (Sql/0025): the global control group, or the campaign's holdout.
-                CROSS JOIN LATERAL (
-                    SELECT CASE WHEN lc.holdout_pct > 0 OR st.control_group_pct > 0
-                                THEN herald_held_out(lc.hash_id, u.id, lc.holdout_pct, st.control_group_pct, st.control_group_salt)
-                           END AS why
-                ) ho
-                -- The device's variant (none when held out, or without variants).
-                CROSS JOIN LATERAL (
-                    SELECT CASE WHEN cardinality($5::text[]) > 0 AND ho.why IS NULL
-                                THEN width_bucket(herald_variant_bucket($1, dv.id), $6::int4[]) END AS i
-                ) vb
-                -- At the user's best hour (Sql/0039) when the campaign or the
-                -- device's variant asks for it, the user has one, and it comes
-                -- before the campaign expires; spread over the hour's minutes.
-                LEFT JOIN best ON best.user_id = dv.user_id
-                CROSS JOIN LATERAL (
-                    SELECT CASE WHEN best.hour IS NOT NULL AND coalesce(($13::bool[])[vb.i], $14)
-                                     AND (lc.expires_at IS NULL
-                                          OR herald_next_local(u.time_zone, lm.due, best.hour, (dv.id % 60)::int) < lc.expires_at)
-                                THEN herald_next_local(u.time_zone, lm.due, best.hour, (dv.id % 60)::int)
-                                ELSE lm.due END AS due
-                ) bh
-                -- When it may go: its quiet hours (Sql/0001) pushed past.
-                CROSS JOIN LATERAL (
-                    SELECT CASE WHEN $4 THEN herald_quiet_until(u.time_zone, bh.due, st.quiet_hours_start, st.quiet_hours_end)
-                                ELSE bh.due END AS due
-                ) nb
-                -- On the device's user_id (the same user): the planner knows its
-                -- statistics, not those of the looked-up users' ids; on u.id it
-                -- planned a slice of 600,000 devices as one row, and ran the
-                -- capped users' aggregate again for each device.
-                LEFT JOIN capped cp ON cp.user_id = dv.user_id
-                LEFT JOIN had ON had.user_id = dv.user_id
-                WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
-                  AND dv.id > $7 AND dv.id <= $8
-                  -- The apps it goes to (Sql/0027); NULL: every app's devices.
-                  AND (lc.apps IS NULL OR dv.app = ANY (lc.apps))
-                  -- A campaign to its recipients (Sql/0037): only the users listed.
-                  AND (lc.audience = 'segment' OR EXISTS (
-                      SELECT 1 FROM campaign_recipients rc WHERE rc.campaign_id = $1 AND rc.external_id = u.external_id))
-                  -- On entry, a capped user is left for a later run rather than skipped.
-                  AND had.user_id IS NULL AND NOT ($9 AND cp.user_id IS NOT NULL)
-                  AND (\(segment.sql))
-                \(skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "")
-                RETURNING id, status, not_before, last_error = 'frequency cap reached' AS capped,
-                          last_error = '\(Self.noKey)' AS no_key, variant
-            ), by_variant AS (
-                SELECT variant, count(*) AS devices, count(*) FILTER (WHERE status IN ('queued', 'batch')) AS queued
-                FROM ins WHERE variant IS NOT NULL GROUP BY variant
-            ), ids AS (
-                -- For the reply intake's lookup by delivery id (Sql/0010).
-                INSERT INTO delivery_id_ranges (campaign_id, ids)
-                SELECT $1, int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
-            )
-            SELECT count(*)::bigint,
-                   count(*) FILTER (WHERE status IN ('queued', 'batch'))::bigint,
-                   count(*) FILTER (WHERE status = 'skipped')::bigint,
-                   count(*) FILTER (WHERE status = 'queued' AND not_before > now())::bigint,
-                   count(*) FILTER (WHERE status = 'skipped' AND no_key)::bigint,
-                   count(*) FILTER (WHERE status = 'skipped' AND capped)::bigint,
-                   count(*) FILTER (WHERE status = 'held_out')::bigint,
-                   coalesce((SELECT array_agg(variant ORDER BY variant COLLATE "C") FROM by_variant), '{}')::text[],
-                   coalesce((SELECT array_agg(devices ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[],
-                   coalesce((SELECT array_agg(queued ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[]
-            FROM ins
-            """
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
+        return try statement.query([
+            "campaign": .value(c.id),
+            "sensitive": .value(c.hasSensitiveFields),
+            "capped": .value(c.frequencyCapped),
+            "quiet_hours": .value(c.quietHours),
+            // The variants in name order and where each one's buckets begin (empty: none).
+            "variants": .value(c.variants.map(\.name)),
+            "variant_bounds": .value(c.variantLowerBounds.map { Int32($0) }),
+            "after": .value(devices.lowerBound),
+            "through": .value(devices.upperBound),
+            // On segment entry (campaigns.series_id): the series whose earlier rows leave a
+            // user out, and for how long (nil: for good).
+            "on_entry": .value(due.entry != nil),
+            "entry_series": .value(due.entry?.series),
+            "resend_after": .value(due.entry?.resendAfter),
+            // Each user's best hour (herald_best_hours): the campaign's choice, then each variant's.
+            "best_hours": .value(c.bestHour || c.variants.contains { $0.bestHour == true }),
+            "variant_best_hours": .value(c.variants.map { $0.bestHour ?? c.bestHour }),
+            "best_hour": .value(c.bestHour),
+            // Rows due at once are batch rows (delivery_spans), sent by ranges.
+            "spans": .value(spans),
+            "no_key": .value(Self.noKey),
+        ], fragments: ["segment": segment.sql]) { $0.append(segment: segment) }
     }
 }

@@ -25,7 +25,9 @@ public enum SQLFiles: Sendable, Hashable, CustomStringConvertible {
             return EmbeddedFiles.base64.keys.sorted()
         case .directory(let url):
             do {
-                return try FileManager.default.contentsOfDirectory(atPath: url.path).sorted()
+                // The statements' files keep their folder, as the embedded ones do.
+                let statements = (try? FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent("queries").path)) ?? []
+                return (try FileManager.default.contentsOfDirectory(atPath: url.path) + statements.map { "queries/" + $0 }).sorted()
             } catch {
                 throw StoreError.migration("cannot read the SQL directory \(url.path): \(error.localizedDescription)",
                                            underlying: error)

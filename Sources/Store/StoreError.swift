@@ -10,6 +10,7 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
         case migration
         case database
         case notFound
+        case query
     }
 
     private let code: Code
@@ -35,6 +36,11 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
     public static func notFound(_ message: String, underlying: (any Error)? = nil) -> Self {
         Self(code: .notFound, message: message, underlying: underlying)
     }
+    /// A statement of `Sql/queries/` that does not read, or was called with the wrong binds: a
+    /// bug of this build, which its tests catch.
+    public static func query(_ name: String, _ problem: String) -> Self {
+        Self(code: .query, message: "statement \(name) of Sql/queries: \(problem)")
+    }
 
     /// Equal when they say the same thing; the cause is not compared.
     public static func == (a: Self, b: Self) -> Bool { a.code == b.code && a.message == b.message }
@@ -44,32 +50,6 @@ public struct StoreError: Error, Hashable, CustomStringConvertible {
     }
 
     var isMigrationError: Bool { code == .migration }
-}
-
-/// The one place an error becomes a line for a person: Herald's own errors
-/// say their message; a statement the server refused, its own words (the
-/// message, the violated constraint's name, the hint, the SQLSTATE); a
-/// failed transaction, what failed in it first. Never a secret: a
-/// `DATABASE_URL`'s password is in none of these.
-public enum ErrorText {
-    public static func describe(_ error: any Error) -> String {
-        switch error {
-        case let e as StoreError: return e.message
-        case let e as ConfigurationError: return e.message
-        case let e as InputError: return e.message
-        case let e as PostgresTransactionError:
-            guard let cause = e.beginError ?? e.closureError ?? e.commitError else { return "database: the transaction failed" }
-            return describe(cause)
-        case let psql as PSQLError:
-            guard let info = psql.serverInfo else { return "database: \(psql.code)" }
-            var text = info[.message] ?? "database error"
-            if let hint = info[.hint] { text += " (\(hint))" }
-            if let state = info[.sqlState] { text += " [SQLSTATE \(state)]" }
-            return text
-        default:
-            return String(describing: error)
-        }
-    }
 }
 
 extension StoreError {

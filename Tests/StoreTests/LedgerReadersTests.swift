@@ -174,27 +174,28 @@ struct LedgerReadersTests {
         }
     }
 
-    /// The statements in Sources that read those columns of `deliveries` itself, by file: how many,
-    /// and why each reads the row's own value.
+    /// The statements in Sources and Sql/queries that read those columns of `deliveries` itself, by
+    /// file: how many, and why each reads the row's own value.
     static let rawReadersInSwift: [String: (statements: Int, why: String)] = [
         "Store/DeliveryLedger.swift": (2, "the row path's claim and its next due row: queued and in-flight rows, never batch ones"),
         "Store/DeliveryLedger+Personal.swift": (1, "the row path's claim of personal campaigns"),
         "Store/DeliveryLedger+Spans.swift": (1, "a span's read of its own batch rows"),
         "Store/ConfigRefreshStore.swift": (2, "config refreshes: never sent by ranges"),
         "Store/CampaignStore.swift": (1, "completion: the row path's queued and in-flight rows, and herald_batch_left's for batch rows"),
-        "Store/AudienceStore.swift": (1, "the frequency cap: every row but a skipped one, whatever the span says"),
+        "Sql/queries/audience.sql": (1, "a series' earlier rows on segment entry: every row but a skipped one, whatever the span says"),
         "Store/Prune.swift": (1, "the lift's arms: held_out, written on the row"),
         "Store/WidgetStore.swift": (1, "a widget's audience: statuses a batch row never takes"),
         "Demo/Purchases.swift": (1, "the demo's arms: held_out, written on the row"),
     ]
 
-    /// Counts, in every SQL literal of Sources, the statements that read `deliveries` (the table,
-    /// not `delivery_status`) and name one of the columns a span decides; fails on a new one until
-    /// it is named above with its reason.
-    @Test("no statement in Sources reads a ledger row's raw status unless its file names why that is its effective one")
+    /// Counts, in every SQL literal of Sources and every statement of Sql/queries, the statements
+    /// that read `deliveries` (the table, not `delivery_status`) and name one of the columns a span
+    /// decides; fails on a new one until it is named above with its reason.
+    @Test("no statement in Sources or Sql/queries reads a ledger row's raw status unless its file names why that is its effective one")
     func rawStatusReadersInSwift() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources")
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let sources = repository.appendingPathComponent("Sources")
         let table = try NSRegularExpression(pattern: #"\b(FROM|JOIN)\s+(ONLY\s+)?deliveries\b(?!_)"#)
         let column = try NSRegularExpression(pattern: #"\b(\#(Self.derivedColumns.joined(separator: "|")))\b"#)
         var found: [String: Int] = [:]
@@ -210,6 +211,17 @@ struct LedgerReadersTests {
                 if table.firstMatch(in: sql, range: range) != nil, column.firstMatch(in: sql, range: range) != nil {
                     let name = file.path.replacingOccurrences(of: sources.path + "/", with: "")
                     found[name, default: 0] += 1
+                }
+            }
+        }
+        let queries = repository.appendingPathComponent("Sql/queries")
+        for name in try FileManager.default.contentsOfDirectory(atPath: queries.path) where name.hasSuffix(".sql") {
+            let text = try String(contentsOf: queries.appendingPathComponent(name), encoding: .utf8)
+            // A statement: from one `-- name:` line to the next.
+            for sql in text.components(separatedBy: "-- name:").dropFirst() {
+                let range = NSRange(sql.startIndex..., in: sql)
+                if table.firstMatch(in: sql, range: range) != nil, column.firstMatch(in: sql, range: range) != nil {
+                    found["Sql/queries/" + name, default: 0] += 1
                 }
             }
         }
