@@ -57,10 +57,10 @@ for path in files {
         FileHandle.standardError.write(Data("herald-embed: cannot read \(path)\n".utf8))
         exit(1)
     }
-    // A statement file keeps its folder: `queries/ledger.sql`.
+    // A file of Sql/queries or Sql/history keeps its folder: `queries/audience.sql`.
     let url = URL(fileURLWithPath: path)
     let folder = url.deletingLastPathComponent().lastPathComponent
-    let name = folder == "queries" ? "queries/" + url.lastPathComponent : url.lastPathComponent
+    let name = ["queries", "history"].contains(folder) ? folder + "/" + url.lastPathComponent : url.lastPathComponent
     swift += "        \(literal(name)): \(literal(data.base64EncodedString())),\n"
 }
 swift += "    ]\n}\n"

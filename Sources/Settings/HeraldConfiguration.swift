@@ -182,8 +182,10 @@ public struct HeraldConfiguration: Sendable, CustomStringConvertible {
     static func sqlFiles(_ explicit: Setting?) throws -> SQLFiles {
         guard let explicit, !explicit.text.isEmpty else { return .embedded }
         let url = URL(fileURLWithPath: explicit.text)
-        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("0001_init.sql").path) else {
-            throw ConfigurationError("\(explicit.label): \(explicit.text) holds no 0001_init.sql")
+        // A folder of migrations: Sql/ (the baseline onwards), or Sql/history/.
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+        guard names.contains(where: { $0.hasSuffix(".sql") && $0.prefix(4).allSatisfy(\.isNumber) && $0.dropFirst(4).first == "_" }) else {
+            throw ConfigurationError("\(explicit.label): \(explicit.text) holds no migration (NNNN_name.sql)")
         }
         return .directory(url)
     }

@@ -5,7 +5,11 @@ import PostgresNIO
 
 /// Applies the `NNNN_name.sql` migrations (`SQLFiles`) in order, each in its own transaction,
 /// and records each file's name and SHA-256 in `herald_migrations`. Files
-/// applied before are skipped; one that changed since is refused.
+/// applied before are skipped; one that changed since is refused. The first
+/// file is the baseline of release 1.0.0 (`0100_release_1_0_0.sql`), which
+/// replaced the files now in `Sql/history/`: their rows in a database made
+/// before it are skipped, and such a database adopts the baseline by its
+/// marker (Sql/README.md, "The 1.0.0 baseline").
 public struct Migrator: Sendable {
     public struct Migration: Sendable, Hashable {
         public var name: String
@@ -25,12 +29,25 @@ public struct Migrator: Sendable {
 
     /// The numbered migrations, in order.
     public func migrations() throws(StoreError) -> [Migration] {
-        let numbered = try files.names().filter { name in
-            name.hasSuffix(".sql") && name.prefix(4).allSatisfy(\.isNumber) && name.dropFirst(4).first == "_"
-        }
+        let numbered = try files.names().filter(Self.isMigration)
         guard !numbered.isEmpty else {
             throw StoreError.migration("no migrations (NNNN_name.sql) in \(files)")
         }
+        return try read(numbered)
+    }
+
+    /// The files the baseline replaced (`history/NNNN_name.sql`), in order, named as a
+    /// database made by them recorded them.
+    public func history() throws(StoreError) -> [Migration] {
+        let names = try files.names().filter { $0.hasPrefix("history/") && Self.isMigration(String($0.dropFirst("history/".count))) }
+        return try read(names).map { Migration(name: String($0.name.dropFirst("history/".count)), sql: $0.sql, checksum: $0.checksum) }
+    }
+
+    static func isMigration(_ name: String) -> Bool {
+        name.hasSuffix(".sql") && name.prefix(4).allSatisfy(\.isNumber) && name.dropFirst(4).first == "_"
+    }
+
+    private func read(_ numbered: [String]) throws(StoreError) -> [Migration] {
         var result: [Migration] = []
         for name in numbered {
             let data = try files.data(name)
@@ -58,21 +75,33 @@ public struct Migrator: Sendable {
             try await conn.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
                 let applied = try await appliedChecksums(conn, logger: logger)
+                // Rows of files that are no longer in the set (the history the
+                // baseline replaced): the record of what was applied, skipped.
+                let names = Set(files.map(\.name))
+                let retired = applied.keys.filter { !names.contains($0) }.sorted()
+                if !retired.isEmpty {
+                    logger.debug("herald_migrations records files that are no longer migrations here; skipped",
+                                 metadata: ["count": "\(retired.count)", "last": "\(retired.last ?? "")"])
+                }
                 var done: [String] = []
                 for file in files {
-                    if let old = applied[file.name] {
-                        guard old == file.checksum else {
+                    if try await bring(file, applied: applied, conn, logger: logger) == .adopted { continue }
+                    if let last = retired.last, file.name == files.first?.name {
+                        // Made by files before the baseline, but not all of them: the history
+                        // the binary carries is finished first, then the baseline is adopted.
+                        let history = try self.history()
+                        guard !history.isEmpty else {
                             throw StoreError.migration(
-                                "migration \(file.name) was applied with checksum \(old.prefix(12))… but the file now has \(file.checksum.prefix(12))…; applied migrations must not change: add a new numbered file instead")
+                                "this database was migrated with the files before \(file.name) only up to \(last) (\(retired.count) recorded), and \(self.files) holds no history/ to finish them with: migrate with a herald of this release, or apply the rest of Sql/history/ with psql -1 -f, then migrate again")
                         }
-                        continue
-                    }
-                    if try await alreadyThere(file, conn, logger: logger) {
-                        // Applied by hand (psql -f) before herald_migrations knew it: adopt it.
-                        try await conn.query(
-                            "INSERT INTO herald_migrations (name, checksum) VALUES (\(file.name), \(file.checksum))",
-                            logger: logger)
-                        logger.notice("adopted a migration applied by hand", metadata: ["migration": "\(file.name)"])
+                        logger.notice("finishing the migrations the baseline replaced", metadata: ["from": "\(last)"])
+                        for old in history where try await bring(old, applied: applied, conn, logger: logger) == .pending {
+                            try await apply(old, conn, logger: logger)
+                            done.append(old.name)
+                        }
+                        guard try await bring(file, applied: applied, conn, logger: logger) == .adopted else {
+                            throw StoreError.migration("\(file.name) is not adopted by a database with the whole history: its applied-if line and the history disagree")
+                        }
                         continue
                     }
                     try await apply(file, conn, logger: logger)
@@ -89,11 +118,37 @@ public struct Migrator: Sendable {
 
     static let lockKey: Int64 = 0x4845_5241_4C44  // "HERALD"
 
+    enum Found { case adopted, pending }
+
+    /// A file recorded already (with its checksum, or it is refused), or there already and
+    /// recorded now (adopted); else pending.
+    private func bring(_ file: Migration, applied: [String: String], _ conn: PostgresConnection,
+                       logger: Logger) async throws -> Found {
+        if let old = applied[file.name] {
+            guard old == file.checksum else {
+                throw StoreError.migration(
+                    "migration \(file.name) was applied with checksum \(old.prefix(12))… but the file now has \(file.checksum.prefix(12))…; applied migrations must not change: add a new numbered file instead")
+            }
+            return .adopted
+        }
+        guard try await alreadyThere(file, conn, logger: logger) else { return .pending }
+        // Applied by hand (psql -f) before herald_migrations knew it: adopt it.
+        try await conn.query("INSERT INTO herald_migrations (name, checksum) VALUES (\(file.name), \(file.checksum))",
+                             logger: logger)
+        logger.notice("adopted a migration applied by hand", metadata: ["migration": "\(file.name)"])
+        return .adopted
+    }
+
     /// How to tell that a migration's objects already exist: the files of
     /// before this rule by name, later files by an `-- applied-if: <query>`
     /// line of their own (a query returning one boolean). A file whose
     /// objects a later one dropped is told here by what replaced them (an
     /// applied file is never edited: its checksum is recorded).
+    ///
+    /// Every entry names a file of `Sql/history/`, so they count only when
+    /// the migrator reads that folder (`HERALD_SQL_DIR=Sql/history`, the way
+    /// forward for a database half-way through the history; BaselineTests
+    /// and MigrationTests). The current set, from the baseline on, needs none.
     static let knownMarkers = [
         "0001_init.sql": "SELECT to_regclass('public.deliveries') IS NOT NULL",
         "0002_analyst.sql": "SELECT to_regclass('analyst.campaign_funnel') IS NOT NULL",

@@ -25,9 +25,12 @@ public enum SQLFiles: Sendable, Hashable, CustomStringConvertible {
             return EmbeddedFiles.base64.keys.sorted()
         case .directory(let url):
             do {
-                // The statements' files keep their folder, as the embedded ones do.
-                let statements = (try? FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent("queries").path)) ?? []
-                return (try FileManager.default.contentsOfDirectory(atPath: url.path) + statements.map { "queries/" + $0 }).sorted()
+                // The files of queries/ and history/ keep their folder, as the embedded ones do.
+                let nested = ["queries", "history"].flatMap { folder in
+                    ((try? FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent(folder).path)) ?? [])
+                        .map { folder + "/" + $0 }
+                }
+                return (try FileManager.default.contentsOfDirectory(atPath: url.path) + nested).sorted()
             } catch {
                 throw StoreError.migration("cannot read the SQL directory \(url.path): \(error.localizedDescription)",
                                            underlying: error)

@@ -12,7 +12,7 @@ struct MigrationTests {
             let first = try await migrator.migrate(client: client, logger: TestDatabase.logger)
             let files = try migrator.migrations().map(\.name)
             #expect(first == files)
-            #expect(Array(first.prefix(3)) == ["0001_init.sql", "0002_analyst.sql", "0003_leases_audit.sql"])
+            #expect(first.first == "0100_release_1_0_0.sql")  // the 1.0.0 baseline, then what follows
             let second = try await migrator.migrate(client: client, logger: TestDatabase.logger)
             #expect(second.isEmpty)
             #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == Int64(files.count))
@@ -28,7 +28,7 @@ struct MigrationTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         for name in ["0001_init.sql", "0002_analyst.sql"] {
-            try FileManager.default.copyItem(at: TestDatabase.sqlDirectory.appendingPathComponent(name),
+            try FileManager.default.copyItem(at: TestDatabase.sqlHistoryDirectory.appendingPathComponent(name),
                                              to: dir.appendingPathComponent(name))
         }
         try await TestDatabase.with(migrated: false) { client, _ in
@@ -59,8 +59,8 @@ struct MigrationTests {
         try await TestDatabase.with(migrated: false) { client, _ in
             let migrator = Migrator(directory: TestDatabase.sqlDirectory)
             let files = try migrator.migrations()
-            // Every file after 0002 says how to recognise it once applied.
-            for file in files.dropFirst(2) {
+            // Every file, from the baseline on, says how to recognise it once applied.
+            for file in files {
                 #expect(file.sql.contains("\n-- applied-if: "), "\(file.name) has no applied-if line")
             }
             // All applied by hand, as `psql -f` would; then adopted, none applied twice.
@@ -72,6 +72,26 @@ struct MigrationTests {
             #expect(applied.isEmpty)
             #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == Int64(files.count))
             #expect(try await migrator.migrate(client: client, logger: TestDatabase.logger).isEmpty)
+        }
+    }
+
+    /// A database made by hand with the history (every file of Sql/history/,
+    /// `psql -1 -f` one after another, as before the 1.0.0 baseline): the
+    /// history's migrator adopts each file (0001 and 0002, and the replaced
+    /// 0008, 0016 and 0017, by `Migrator.knownMarkers`), and today's adopts
+    /// the baseline; neither runs anything.
+    @Test func theHistoryAppliedWithPsqlIsAdopted() async throws {
+        try await TestDatabase.with(migrated: false) { client, _ in
+            let history = Migrator(directory: TestDatabase.sqlHistoryDirectory)
+            let files = try history.migrations()
+            for file in files {
+                try await SQLScript.run(file: TestDatabase.sqlHistoryDirectory.appendingPathComponent(file.name),
+                                        on: client, logger: TestDatabase.logger)
+            }
+            #expect(try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == 1)
+            #expect(try await history.migrate(client: client, logger: TestDatabase.logger).isEmpty)
+            #expect(try await client.scalar("SELECT count(*) FROM herald_migrations", as: Int64.self) == Int64(files.count + 1))
         }
     }
 

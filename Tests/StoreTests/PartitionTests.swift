@@ -84,9 +84,10 @@ struct PartitionTests {
         let before = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sql-\(UUID())")
         try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: before) }
-        let all = try Migrator(directory: TestDatabase.sqlDirectory).migrations()
+        // The history (Sql/history/): the ledger as it was before 0010 partitioned it.
+        let all = try Migrator(directory: TestDatabase.sqlHistoryDirectory).migrations()
         for m in all where m.name < "0010" {
-            try FileManager.default.copyItem(at: TestDatabase.sqlDirectory.appendingPathComponent(m.name),
+            try FileManager.default.copyItem(at: TestDatabase.sqlHistoryDirectory.appendingPathComponent(m.name),
                                              to: before.appendingPathComponent(m.name))
         }
         // The schema as 0010 leaves it (later migrations change the ledger's columns and storage).
@@ -94,7 +95,7 @@ struct PartitionTests {
         try FileManager.default.createDirectory(at: through, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: through) }
         for m in all where m.name < "0011" {
-            try FileManager.default.copyItem(at: TestDatabase.sqlDirectory.appendingPathComponent(m.name),
+            try FileManager.default.copyItem(at: TestDatabase.sqlHistoryDirectory.appendingPathComponent(m.name),
                                              to: through.appendingPathComponent(m.name))
         }
         try await TestDatabase.with(migrated: false) { client, _ in
@@ -150,12 +151,14 @@ struct PartitionTests {
                 """, as: Int64.self))
             #expect(fresh > lastID)
             // The later migrations apply over the partitioned ledger (0011, then 0012, set every partition's fillfactor).
-            let later = try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger)
+            let later = try await Migrator(directory: TestDatabase.sqlHistoryDirectory).migrate(client: client, logger: TestDatabase.logger)
             #expect(!later.isEmpty && later.allSatisfy { $0 > "0010" })
             #expect(try await Self.lines(client, """
                 SELECT DISTINCT array_to_string(c.reloptions, ',') FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
                 WHERE i.inhparent = 'deliveries'::regclass
                 """) == ["fillfactor=40"])
+            #expect(try await Migrator(directory: TestDatabase.sqlHistoryDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
+            // The 1.0.0 baseline (Sql/) finds the whole history there: adopted, nothing run.
             #expect(try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
         }
     }
