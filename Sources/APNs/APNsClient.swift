@@ -272,8 +272,10 @@ public final class APNsClient: Service, Sendable {
                     )
                 }
                 // Only what is transient is tried again here (the run's DeliveryPolicy says which layer retries what).
-                guard case .transient = APNsVerdict.of(status: status, reason: reason) else {
-                    return APNsResult(outcome: .failed(status: status, reason: reason), attempts: attempts, retried: retried)
+                let verdict = APNsVerdict.of(status: status, reason: reason)
+                guard case .transient = verdict else {
+                    return APNsResult(outcome: .failed(status: status, reason: reason), attempts: attempts, retried: retried,
+                                      verdict: verdict)
                 }
                 lastFailure = (status, reason)
             }

@@ -56,7 +56,7 @@ enum DeliveryPolicy {
             return Decision(outcome: o)
         case .failed(let status, let reason):
             let text = status.map { "\($0) \(reason.rawValue)" } ?? reason.rawValue
-            switch APNsVerdict.of(status: status, reason: reason) {
+            switch result.verdict {
             case .sent, .deviceInvalid, .refused:
                 return Decision(outcome: outcome(.failed, text))
             case .providerRefused:
