@@ -181,7 +181,7 @@ public struct CampaignRun: Sendable {
 
     /// Holds the run's lock on a database session of its own for as long as
     /// the run lasts, confirming it every 2 s and taking it again on a new
-    /// connection after a restart or failover (Sql/0034): other runs read
+    /// connection after a restart or failover (`herald_hold_run`): other runs read
     /// the run as gone once that session is, whatever host or PID namespace
     /// the two processes are in.
     static func holdSession(runs: RunStore, run: Int64, clock: any HeraldClock, logger: Logger) async {

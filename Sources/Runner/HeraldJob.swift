@@ -82,7 +82,7 @@ public struct HeraldJob: Sendable {
         }
     }
 
-    /// Every app's topic and credential in use (Sql/0027), read from the
+    /// Every app's topic and credential in use (`apps`, `app_credentials`), read from the
     /// database now, into the run's options and the client's configuration.
     /// A credential that cannot be read fails its app's campaigns only.
     func withApps(client: Database, options: RunOptions,

@@ -35,9 +35,9 @@ public struct CampaignPreview: Sendable {
     /// Whether it needs an approval and has one.
     public var approval: CampaignApproval?
     /// A recurring or on-entry campaign's schedule and occurrences, or the
-    /// series an occurrence belongs to (Sql/0023).
+    /// series an occurrence belongs to (`campaigns.series_id`).
     public var series: String?
-    /// The apps it goes to, each with its topic (Sql/0027); the samples' headers are the first's.
+    /// The apps it goes to, each with its topic (`apps`); the samples' headers are the first's.
     public var apps: [(name: String, topic: String)] = []
     /// The campaign's A/B variants in name order (the first is the baseline); empty when it has none.
     public var variants: [(name: String, share: Int)] = []

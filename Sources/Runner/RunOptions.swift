@@ -48,7 +48,7 @@ public struct RunOptions: Sendable {
     public var clock: any HeraldClock = .system
     public var stop: StopSignal
     /// Device ids in a campaign's first audience slice; sending starts once
-    /// it is written, while the next slices are (Sql/0014).
+    /// it is written, while the next slices are (`campaigns.snapshot_through`).
     public var firstSnapshotSlice: Int64 = AudienceStore.defaultFirstSlice
     /// The next audience slice of a campaign without a pace starts only
     /// while at most this many rows written are not yet read by its claims

@@ -37,7 +37,7 @@ public struct TestSendAnswer: Sendable, Hashable {
 /// `herald send-test`: one real notification of a campaign to named devices,
 /// through the run's own builder, personalizer (reply token, sealed fields),
 /// APNs client and sending engine (the same breaker, retries, stop grace and
-/// exit status as a run), recorded in the ledger as a test (Sql/0008).
+/// exit status as a run), recorded in the ledger as a test (a `deliveries` row of kind 'test').
 public struct TestSend: Sendable {
     public let stores: RunStores
     public let personalizer: any DeliveryPersonalizer

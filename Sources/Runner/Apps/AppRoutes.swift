@@ -2,7 +2,7 @@ import APNs
 import HeraldCore
 import Store
 
-/// Which topic and APNs credential each app's devices are sent with (Sql/0027):
+/// Which topic and APNs credential each app's devices are sent with (`apps`, `app_credentials`):
 /// the one place a device's app turns into its `apns-topic` and the client's
 /// credential name. The app `default` without credentials of its own uses the
 /// deployment's APNS_* settings (the client's default credential), so a

@@ -50,7 +50,7 @@ actor OutcomeWriter {
     /// Writes `outcomes` of `campaign`'s deliveries, with whatever else is
     /// handed over meanwhile; returns once the statement that held them committed.
     ///
-    /// `settlements`: the spans' (Sql/0044), written first, in one statement for all campaigns.
+    /// `settlements`: the spans' (`delivery_spans`), written first, in one statement for all campaigns.
     func record(_ outcomes: [DeliveryOutcome], settlements: [SpanSettlement] = [], campaign: Int64) async throws {
         guard !outcomes.isEmpty || !settlements.isEmpty else { return }
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
