@@ -317,7 +317,7 @@ let package = Package(
         // fault table and the configuration table of docs/operators.md.
         .testTarget(
             name: "DocsTests",
-            dependencies: ["Settings"]
+            dependencies: ["Settings", "TestSupport"]
         ),
         .testTarget(
             name: "AppServerTests",

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Settings
 import Testing
+import TestSupport
 
 /// docs/operators.md's "Configuration" table is `ConfigurationKey.markdownTable`:
 /// every key the code reads, in one place, and nothing else (`herald config

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// docs/DESIGN.md's "Components" section has one bullet per module
 /// (`- **Name** — what it owns`), and the modules are the folders of

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Every `herald …` command the guides tell a reader to type exists in the
 /// built executable, with every option they give it. (That the operator's

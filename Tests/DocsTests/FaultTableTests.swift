@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The fault table of docs/operators.md ("The fault suite") names every
 /// scenario of the fault suite, and names nothing else: a new scenario

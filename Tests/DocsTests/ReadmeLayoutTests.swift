@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The README's "Layout" table names every folder of `Sources/` and
 /// `Tests/`, every top-level entry and every script: a folder added or

@@ -7,31 +7,6 @@ import TestSupport
 import Glibc
 #endif
 
-/// The built `herald` executable: `HERALD_BIN`, else `.build/debug/herald`
-/// of this checkout (what `swift build` / `swift test` make).
-enum HeraldBinary {
-    static let repository = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    struct Missing: Error, CustomStringConvertible {
-        var path: String
-        var description: String { "no herald executable at \(path): build it with swift build, or set HERALD_BIN" }
-    }
-
-    static func path() throws -> String {
-        if let explicit = ProcessInfo.processInfo.environment["HERALD_BIN"], !explicit.isEmpty {
-            guard FileManager.default.isExecutableFile(atPath: explicit) else { throw Missing(path: explicit) }
-            return explicit
-        }
-        for candidate in [".build/debug/herald", ".build/x86_64-unknown-linux-gnu/debug/herald",
-                          ".build/aarch64-unknown-linux-gnu/debug/herald"] {
-            let path = repository.appendingPathComponent(candidate).path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw Missing(path: repository.appendingPathComponent(".build/debug/herald").path)
-    }
-}
-
 struct Timeout: Error, CustomStringConvertible {
     var what: String
     var description: String { "timed out: \(what)" }

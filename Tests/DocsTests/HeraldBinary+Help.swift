@@ -1,39 +1,15 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The checkout the documents are read from, and the built `herald`
-/// executable they are held against: `HERALD_BIN`, else `.build/debug/herald`
-/// of this checkout (what `swift build` / `swift test` make). The fault
-/// suite's harness (FaultTests' `Child.swift`) finds it the same way; these
-/// tests only ask it for its help, so one short-lived process at a time is
-/// all they need of it.
-enum HeraldBinary {
-    static let repository = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    struct Missing: Error, CustomStringConvertible {
-        var path: String
-        var description: String { "no herald executable at \(path): build it with swift build, or set HERALD_BIN" }
-    }
-
+/// What the documents' tests ask of the built `herald` (TestSupport's `HeraldBinary`): its
+/// help, one short-lived process at a time.
+extension HeraldBinary {
     struct Timeout: Error, CustomStringConvertible {
         var what: String
         var description: String { "timed out: \(what)" }
-    }
-
-    static func path() throws -> String {
-        if let explicit = ProcessInfo.processInfo.environment["HERALD_BIN"], !explicit.isEmpty {
-            guard FileManager.default.isExecutableFile(atPath: explicit) else { throw Missing(path: explicit) }
-            return explicit
-        }
-        for candidate in [".build/debug/herald", ".build/x86_64-unknown-linux-gnu/debug/herald",
-                          ".build/aarch64-unknown-linux-gnu/debug/herald"] {
-            let path = repository.appendingPathComponent(candidate).path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw Missing(path: repository.appendingPathComponent(".build/debug/herald").path)
     }
 
     /// The environment of the child, without any of Herald's settings.
