@@ -21,11 +21,9 @@ extension LiveActivityStore {
     /// app): each needs a channel of the sale.
     public func channelsNeeded(apps: [String]?) async throws -> [ChannelKey] {
         var keys: [ChannelKey] = []
-        for try await (app, environment) in try await client.query("""
-            SELECT DISTINCT dv.app, dv.environment
-            FROM push_to_start_tokens p JOIN devices dv ON dv.id = p.device_id
-            WHERE dv.invalidated_at IS NULL AND (\(apps)::text[] IS NULL OR dv.app = ANY(\(apps)::text[]))
-            """, logger: logger).decode((String, String).self) {
+        for try await (app, environment) in try await client.query(
+            try SQLQueries.named("live-activities/channels-needed").query(["apps": .value(apps)]), logger: logger
+        ).decode((String, String).self) {
             if let environment = APNsEnvironment(rawValue: environment) { keys.append(ChannelKey(app: app, environment: environment)) }
         }
         return keys.sorted()
@@ -33,10 +31,9 @@ extension LiveActivityStore {
 
     /// Devices of `apps` (nil: any app), not invalidated, with a push-to-start token.
     public func pushToStartDevices(apps: [String]?) async throws -> Int {
-        for try await n in try await client.query("""
-            SELECT count(*) FROM push_to_start_tokens p JOIN devices dv ON dv.id = p.device_id
-            WHERE dv.invalidated_at IS NULL AND (\(apps)::text[] IS NULL OR dv.app = ANY(\(apps)::text[]))
-            """, logger: logger).decode(Int64.self) {
+        for try await n in try await client.query(
+            try SQLQueries.named("live-activities/push-to-start-devices").query(["apps": .value(apps)]), logger: logger
+        ).decode(Int64.self) {
             return Int(n)
         }
         return 0
@@ -45,11 +42,10 @@ extension LiveActivityStore {
     /// Records a channel made for the sale. False: another run recorded one for that app and
     /// environment first (the caller deletes its own, and uses the one recorded).
     public func recordChannel(sale: Int64, key: ChannelKey, channel: String) async throws -> Bool {
-        for try await _ in try await client.query("""
-            INSERT INTO activity_channels (campaign_id, app, environment, channel_id)
-            VALUES (\(sale), \(key.app), \(key.environment.rawValue), \(channel))
-            ON CONFLICT (campaign_id, app, environment) DO NOTHING RETURNING 1
-            """, logger: logger) { return true }
+        let query = try SQLQueries.named("live-activities/record-channel").query([
+            "sale": .value(sale), "app": .value(key.app), "environment": .value(key.environment.rawValue), "channel": .value(channel),
+        ])
+        for try await _ in try await client.query(query, logger: logger) { return true }
         return false
     }
 
@@ -65,23 +61,13 @@ extension LiveActivityStore {
                 state = s
             }
             guard state == "clear" else { return [] }
-            try await conn.query("""
-                UPDATE channel_pushes cp SET status = 'expired', last_error = 'superseded by the next step before it was sent',
-                       updated_at = now()
-                FROM campaigns c WHERE c.id = cp.campaign_id AND cp.campaign_id = \(step)
-                  AND cp.status IN ('queued', 'in_flight') AND c.expires_at <= now()
-                  AND (cp.status = 'queued' OR NOT EXISTS (
-                      SELECT 1 FROM runs r WHERE r.id = cp.claimed_by AND r.status = 'running' AND r.lease_expires_at >= now()))
-                """, logger: logger)
+            try await conn.query(
+                try SQLQueries.named("live-activities/expire-superseded-channel-pushes").query(["step": .value(step)]), logger: logger
+            )
             var claimed: [ChannelPush] = []
-            for try await (app, environment, channel, attempts) in try await conn.query("""
-                UPDATE channel_pushes cp SET status = 'in_flight', claimed_by = \(run), attempts = cp.attempts + 1, updated_at = now()
-                WHERE cp.campaign_id = \(step)
-                  AND ((cp.status = 'queued' AND cp.next_attempt_at <= now())
-                       OR (cp.status = 'in_flight' AND cp.claimed_by IS DISTINCT FROM \(run) AND NOT EXISTS (
-                           SELECT 1 FROM runs r WHERE r.id = cp.claimed_by AND r.status = 'running' AND r.lease_expires_at >= now())))
-                RETURNING cp.app, cp.environment, cp.channel_id, cp.attempts
-                """, logger: logger).decode((String, String, String, Int32).self) {
+            let claim = try SQLQueries.named("live-activities/claim-channel-pushes").query(["step": .value(step), "run": .value(run)])
+            for try await (app, environment, channel, attempts) in try await conn.query(claim, logger: logger)
+                .decode((String, String, String, Int32).self) {
                 let key = ChannelKey(app: app, environment: APNsEnvironment(rawValue: environment) ?? .production)
                 claimed.append(ChannelPush(key: key, channel: channel, attempts: Int(attempts)))
             }
@@ -91,27 +77,22 @@ extension LiveActivityStore {
 
     /// Records what became of a step's push to a channel this run holds.
     public func recordChannelPush(step: Int64, key: ChannelKey, run: Int64, outcome: ChannelPushOutcome) async throws {
+        // The push this run holds: the step's, to the channel of that app and environment.
+        let held: [String: NamedQuery.Bind] = [
+            "step": .value(step), "app": .value(key.app), "environment": .value(key.environment.rawValue), "run": .value(run),
+        ]
+        let query: PostgresQuery
         switch outcome {
         case .sent(let requestID):
-            try await client.query("""
-                UPDATE channel_pushes SET status = 'sent', sent_at = now(), apns_request_id = \(requestID), last_error = NULL,
-                       updated_at = now()
-                WHERE campaign_id = \(step) AND app = \(key.app) AND environment = \(key.environment.rawValue) AND claimed_by = \(run)
-                """, logger: logger)
+            query = try SQLQueries.named("live-activities/channel-push-sent").query(held.merging(["request_id": .value(requestID)]) { $1 })
         case .retry(let after, let error):
             let seconds = Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18
-            try await client.query("""
-                UPDATE channel_pushes SET status = 'queued', next_attempt_at = now() + make_interval(secs => \(seconds)),
-                       last_error = \(error), updated_at = now()
-                WHERE campaign_id = \(step) AND app = \(key.app) AND environment = \(key.environment.rawValue) AND claimed_by = \(run)
-                  AND status = 'in_flight'
-                """, logger: logger)
+            query = try SQLQueries.named("live-activities/channel-push-retry")
+                .query(held.merging(["seconds": .value(seconds), "error": .value(error)]) { $1 })
         case .failed(let reason):
-            try await client.query("""
-                UPDATE channel_pushes SET status = 'failed', last_error = \(reason), updated_at = now()
-                WHERE campaign_id = \(step) AND app = \(key.app) AND environment = \(key.environment.rawValue) AND claimed_by = \(run)
-                """, logger: logger)
+            query = try SQLQueries.named("live-activities/channel-push-failed").query(held.merging(["reason": .value(reason)]) { $1 })
         }
+        try await client.query(query, logger: logger)
     }
 
     /// When the step's next channel push is due (nil: none is left to send, or a later step
@@ -119,13 +100,10 @@ extension LiveActivityStore {
     /// `DeliveryLedger.stepPoll`.
     public func nextChannelPush(step: Int64) async throws -> Date? {
         let poll = DeliveryLedger.stepPoll.inSeconds
-        for try await next in try await client.query("""
-            SELECT CASE s.state WHEN 'superseded' THEN NULL
-                                WHEN 'waits' THEN greatest(q.next, now() + make_interval(secs => \(poll))) ELSE q.next END
-            FROM (SELECT min(next_attempt_at) AS next FROM channel_pushes
-                  WHERE campaign_id = \(step) AND status IN ('queued', 'in_flight')) q,
-                 LATERAL (SELECT herald_step_state(\(step)) AS state) s
-            """, logger: logger).decode(Date?.self) {
+        for try await next in try await client.query(
+            try SQLQueries.named("live-activities/next-channel-push").query(["step": .value(step), "poll": .value(poll)]),
+            logger: logger
+        ).decode(Date?.self) {
             return next
         }
         return nil
@@ -134,14 +112,9 @@ extension LiveActivityStore {
     /// Channels of sales whose dismissal date has passed (or that were cancelled), not yet deleted.
     public func channelsToDelete() async throws -> [ChannelToDelete] {
         var found: [ChannelToDelete] = []
-        for try await (sale, app, environment, channel) in try await client.query("""
-            SELECT ac.campaign_id, ac.app, ac.environment, ac.channel_id
-            FROM activity_channels ac JOIN campaigns s ON s.id = ac.campaign_id
-            WHERE ac.deleted_at IS NULL
-              AND (s.status IN ('cancelled', 'failed')
-                   OR coalesce((SELECT max(st.expires_at) FROM campaigns st WHERE st.sale_id = s.id), s.expires_at) <= now())
-            ORDER BY 1, 2, 3
-            """, logger: logger).decode((Int64, String, String, String).self) {
+        for try await (sale, app, environment, channel) in try await client.query(
+            try SQLQueries.named("live-activities/channels-to-delete").query([:]), logger: logger
+        ).decode((Int64, String, String, String).self) {
             let key = ChannelKey(app: app, environment: APNsEnvironment(rawValue: environment) ?? .production)
             found.append(ChannelToDelete(sale: sale, key: key, channel: channel))
         }

@@ -43,25 +43,15 @@ public struct LiveActivityStore: Sendable {
             guard pending, start else { return SnapshotResult() }
             try await conn.query("SET LOCAL jit = off", logger: logger)
             var inserted = 0
-            for try await n in try await conn.query("""
-                WITH ins AS (
-                    INSERT INTO deliveries (campaign_id, device_id, user_id)
-                    SELECT \(step), la.device_id, dv.user_id
-                    FROM live_activities la JOIN devices dv ON dv.id = la.device_id
-                    WHERE la.campaign_id = \(sale) AND la.update_token IS NOT NULL AND la.ended_at IS NULL
-                      AND dv.invalidated_at IS NULL
-                    ORDER BY la.device_id
-                    RETURNING 1
-                )
-                SELECT count(*)::bigint FROM ins
-                """, logger: logger).decode(Int64.self) { inserted = Int(n) }
+            for try await n in try await conn.query(
+                try SQLQueries.named("live-activities/snapshot-step").query(["step": .value(step), "sale": .value(sale)]),
+                logger: logger
+            ).decode(Int64.self) { inserted = Int(n) }
             // The sale's channels each get the step once (`channel_pushes`).
-            try await conn.query("""
-                INSERT INTO channel_pushes (campaign_id, app, environment, channel_id)
-                SELECT \(step), app, environment, channel_id FROM activity_channels
-                WHERE campaign_id = \(sale) AND deleted_at IS NULL
-                ON CONFLICT DO NOTHING
-                """, logger: logger)
+            try await conn.query(
+                try SQLQueries.named("live-activities/queue-step-channel-pushes").query(["step": .value(step), "sale": .value(sale)]),
+                logger: logger
+            )
             try await conn.query("""
                 UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now()
                 WHERE id = \(step)
@@ -110,12 +100,10 @@ public struct LiveActivityStore: Sendable {
         try await client.withTransaction(logger: logger) { conn in
             guard let id = try await device(token: token, user: user, app: app, on: conn) else { return .unknownDevice }
             var created = false
-            for try await inserted in try await conn.query("""
-                INSERT INTO push_to_start_tokens (device_id, attributes_type, token)
-                VALUES (\(id), 'HeraldSaleAttributes', \(pushToStart))
-                ON CONFLICT (device_id, attributes_type) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
-                RETURNING xmax = 0
-                """, logger: logger).decode(Bool.self) { created = inserted }
+            for try await inserted in try await conn.query(
+                try SQLQueries.named("live-activities/register-push-to-start").query(["device": .value(id), "token": .value(pushToStart)]),
+                logger: logger
+            ).decode(Bool.self) { created = inserted }
             return .stored(created: created)
         }
     }
@@ -132,18 +120,11 @@ public struct LiveActivityStore: Sendable {
             guard sale else { return .unknownCampaign }
             let confirmed = step.map(Int32.init)
             var created = false
-            for try await inserted in try await conn.query("""
-                INSERT INTO live_activities (campaign_id, device_id, update_token, channel_id, started_by, confirmed_step, confirmed_at)
-                VALUES (\(campaign), \(id), \(updateToken), \(channel), \(startedBy), \(confirmed),
-                        CASE WHEN \(confirmed)::int IS NOT NULL THEN now() END)
-                ON CONFLICT (campaign_id, device_id) DO UPDATE SET
-                    update_token = EXCLUDED.update_token, channel_id = EXCLUDED.channel_id,
-                    confirmed_step = greatest(live_activities.confirmed_step, EXCLUDED.confirmed_step),
-                    confirmed_at = CASE WHEN EXCLUDED.confirmed_step > coalesce(live_activities.confirmed_step, -1)
-                                        THEN now() ELSE live_activities.confirmed_at END,
-                    ended_at = NULL
-                RETURNING xmax = 0
-                """, logger: logger).decode(Bool.self) { created = inserted }
+            let query = try SQLQueries.named("live-activities/register-activity").query([
+                "campaign": .value(campaign), "device": .value(id), "update_token": .value(updateToken),
+                "channel": .value(channel), "started_by": .value(startedBy), "confirmed": .value(confirmed),
+            ])
+            for try await inserted in try await conn.query(query, logger: logger).decode(Bool.self) { created = inserted }
             return .stored(created: created)
         }
     }

@@ -17,10 +17,9 @@ public struct RunStore: Sendable {
 
     public func beginRun(host: String, pid: Int32, dryRun: Bool, lease: Duration = .seconds(300)) async throws -> Int64 {
         let seconds = Double(lease.components.seconds)
-        let rows = try await client.query("""
-            INSERT INTO runs (host, pid, dry_run, heartbeat_at, lease_expires_at)
-            VALUES (\(host), \(pid), \(dryRun), now(), now() + make_interval(secs => \(seconds))) RETURNING id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("runs/begin-run").query([
+            "host": .value(host), "pid": .value(pid), "dry_run": .value(dryRun), "seconds": .value(seconds),
+        ]), logger: logger)
         for try await id in rows.decode(Int64.self) { return id }
         throw StoreError.database("could not record the run")
     }
@@ -43,24 +42,13 @@ public struct RunStore: Sendable {
     @discardableResult
     public func finishRun(_ id: Int64, figures f: RunFigures, end: RunEnd, error: String?) async throws -> Int {
         let held = try await claimedPartitions(of: [id])
-        let rows = try await client.query("""
-            WITH back AS (
-                UPDATE deliveries d SET \(unescaped: DeliveryLedger.givenBack("d"))
-                WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
-                  AND d.claimed_by = \(id) AND d.status = 'in_flight'
-                RETURNING d.id
-            ), spans AS (
-                SELECT herald_release_spans(\(id)) AS n
-            ), run AS (
-                UPDATE runs SET finished_at = now(), status = \(end.rawValue), error = \(error),
-                    campaigns = \(f.campaigns), targeted = \(f.targeted), sent = \(f.sent), invalid = \(f.invalid),
-                    failed = \(f.failed), retried = \(f.retried), skipped = \(f.skipped), expired = \(f.expired),
-                    requeued = \(f.requeued) + (SELECT count(*) FROM back)
-                WHERE id = \(id) AND status = 'running'
-                RETURNING id
-            )
-            SELECT (SELECT count(*) FROM back)::bigint, (SELECT count(*) FROM run)::bigint, (SELECT n FROM spans)
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("runs/finish-run").query([
+            "run": .value(id), "status": .value(end.rawValue), "error": .value(error),
+            "claimed_campaigns": .value(held.campaigns), "claimed_refreshes": .value(held.refreshes),
+            "campaigns": .value(f.campaigns), "targeted": .value(f.targeted), "sent": .value(f.sent),
+            "invalid": .value(f.invalid), "failed": .value(f.failed), "retried": .value(f.retried),
+            "skipped": .value(f.skipped), "expired": .value(f.expired), "requeued": .value(f.requeued),
+        ], fragments: ["given_back": DeliveryLedger.givenBack("d")]), logger: logger)
         for try await (back, _, _) in rows.decode((Int64, Int64, Int64).self) { return Int(back) }
         return 0
     }
@@ -79,13 +67,9 @@ public struct RunStore: Sendable {
 
     func claimedPartitions(of runs: [Int64], orLapsedAfter lease: Duration? = nil, besides current: Int64 = 0) async throws -> ClaimedPartitions {
         let seconds = lease.map { Double($0.components.seconds) } ?? -1
-        let rows = try await client.query("""
-            SELECT coalesce(array_agg(DISTINCT c.id) FILTER (WHERE c.id IS NOT NULL), '{}'), coalesce(bool_or(r.claimed_refreshes), false)
-            FROM runs r LEFT JOIN LATERAL unnest(r.claimed_campaigns) AS c(id) ON true
-            WHERE r.id = ANY(\(runs)::bigint[])
-               OR (\(seconds) >= 0 AND r.status = 'running' AND r.id <> \(current) AND NOT r.dry_run
-                   AND coalesce(r.heartbeat_at, r.started_at) < now() - make_interval(secs => \(seconds)))
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("runs/claimed-partitions").query([
+            "runs": .value(runs), "seconds": .value(seconds), "current": .value(current),
+        ]), logger: logger)
         var held = ClaimedPartitions()
         for try await (campaigns, refreshes) in rows.decode(([Int64], Bool).self) {
             held = ClaimedPartitions(campaigns: campaigns, refreshes: refreshes)
@@ -99,10 +83,9 @@ public struct RunStore: Sendable {
     @discardableResult
     public func renewLeases(run: Int64, lease: Duration) async throws -> Bool {
         let seconds = Double(lease.components.seconds)
-        let rows = try await client.query("""
-            UPDATE runs SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => \(seconds))
-            WHERE id = \(run) AND status = 'running' RETURNING 1
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("runs/renew-leases").query([
+            "run": .value(run), "seconds": .value(seconds),
+        ]), logger: logger)
         for try await _ in rows.decode(Int32.self) { return true }
         return false
     }
@@ -125,11 +108,8 @@ public struct RunStore: Sendable {
     /// Other runs still marked running whose own database session is gone
     /// (`herald_run_gone`), for `recoverAbandoned`.
     public func goneRuns(besides run: Int64) async throws -> [Int64] {
-        let rows = try await client.query("""
-            SELECT id FROM runs
-            WHERE status = 'running' AND id <> \(run) AND NOT dry_run AND herald_run_gone(id)
-            ORDER BY id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("runs/gone-runs").query(["run": .value(run)]),
+                                          logger: logger)
         var out: [Int64] = []
         for try await id in rows.decode(Int64.self) { out.append(id) }
         return out
@@ -143,26 +123,10 @@ public struct RunStore: Sendable {
     public func recoverAbandoned(currentRun: Int64, deadRuns: [Int64], lease: Duration) async throws -> Int {
         let seconds = Double(lease.components.seconds)
         let held = try await claimedPartitions(of: deadRuns, orLapsedAfter: lease, besides: currentRun)
-        let rows = try await client.query("""
-            WITH mark AS (
-                UPDATE runs SET status = 'failed', finished_at = now(),
-                    error = coalesce(error, 'the run stopped before finishing; its in-flight deliveries were requeued')
-                WHERE status = 'running' AND id <> \(currentRun) AND NOT dry_run
-                  AND (id = ANY(\(deadRuns)::bigint[])
-                       OR coalesce(heartbeat_at, started_at) < now() - make_interval(secs => \(seconds)))
-                RETURNING id
-            ), requeued AS (
-                UPDATE deliveries d SET \(unescaped: DeliveryLedger.givenBack("d"))
-                WHERE (d.campaign_id = ANY(\(held.campaigns)::bigint[]) OR (\(held.refreshes) AND d.campaign_id IS NULL))
-                  AND d.claimed_by IN (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[]))
-                  AND d.status = 'in_flight'
-                RETURNING d.id
-            ), spans AS (
-                -- Their spans open at their watermarks (Sql/0044).
-                SELECT herald_release_spans(r) FROM (SELECT id FROM mark UNION SELECT unnest(\(deadRuns)::bigint[])) AS gone(r)
-            )
-            SELECT (SELECT count(*) FROM requeued)::bigint, (SELECT count(*) FROM spans)::bigint
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("runs/recover-abandoned").query([
+            "current_run": .value(currentRun), "dead_runs": .value(deadRuns), "seconds": .value(seconds),
+            "claimed_campaigns": .value(held.campaigns), "claimed_refreshes": .value(held.refreshes),
+        ], fragments: ["given_back": DeliveryLedger.givenBack("d")]), logger: logger)
         for try await (n, _) in rows.decode((Int64, Int64).self) { return Int(n) }
         return 0
     }

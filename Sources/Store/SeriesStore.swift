@@ -18,28 +18,22 @@ public struct SeriesStore: Sendable {
     /// The series that may make occurrences now (scheduled or running, approved
     /// where approval is required), and the database's clock.
     public func activeSeries() async throws -> (series: [Series], now: Date) {
-        try await load(where: """
+        try await load(try SQLQueries.named("series/load").filling(["which_series": """
             (s.repeat_unit IS NOT NULL OR s.on_segment_entry) AND s.status IN ('scheduled', 'running')
               AND herald_approved(s.id)
-            """)
+            """]).query([:]))
     }
 
     /// Campaign `id` as a series, whatever its status (nil: it is not one).
     public func series(_ id: Int64) async throws -> (series: Series, now: Date)? {
-        let found = try await load(where: "s.id = \(id) AND (s.repeat_unit IS NOT NULL OR s.on_segment_entry)")
+        let found = try await load(try SQLQueries.named("series/load").filling([
+            "which_series": "s.id = :id AND (s.repeat_unit IS NOT NULL OR s.on_segment_entry)",
+        ]).query(["id": .value(id)]))
         return found.series.first.map { ($0, found.now) }
     }
 
-    private func load(where condition: String) async throws -> (series: [Series], now: Date) {
-        let rows = try await client.query(PostgresQuery(unsafeSQL: """
-            SELECT s.id, s.repeat_unit, s.repeat_every, s.repeat_on, s.repeat_day, s.repeat_count,
-                   s.repeat_until, s.on_segment_entry, extract(epoch FROM s.resend_after)::float8,
-                   s.send_at, s.send_at_local AT TIME ZONE 'UTC', s.expires_at, s.resumed_at,
-                   coalesce((SELECT max(o.occurrence) FROM campaigns o WHERE o.series_id = s.id), 0), now()
-            FROM campaigns s
-            WHERE \(condition)
-            ORDER BY s.id
-            """), logger: logger)
+    private func load(_ query: PostgresQuery) async throws -> (series: [Series], now: Date) {
+        let rows = try await client.query(query, logger: logger)
         var series: [Series] = []
         var now = Date()
         for try await row in rows {
@@ -114,10 +108,8 @@ public struct SeriesStore: Sendable {
 
     /// Ends a series with no moment left (its occurrences go on as campaigns of their own).
     func complete(_ series: Int64) async throws -> Bool {
-        let rows = try await client.query("""
-            UPDATE campaigns SET status = 'completed', completed_at = now()
-            WHERE id = \(series) AND status IN ('scheduled', 'running') RETURNING id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("series/complete").query(["series": .value(series)]),
+                                          logger: logger)
         for try await _ in rows.decode(Int64.self) { return true }
         return false
     }

@@ -31,32 +31,19 @@ public struct WidgetStore: Sendable {
         _ = try await AudienceStore(client: client, logger: logger).ensurePartition(campaign: push)
         return try await client.withTransaction(logger: logger) { conn -> SnapshotResult? in
             var pending = false
-            for try await fresh in try await conn.query("""
-                SELECT snapshot_at IS NULL AND status IN ('scheduled', 'running') FROM campaigns WHERE id = \(push) FOR UPDATE
-                """, logger: logger).decode(Bool.self) { pending = fresh }
+            for try await fresh in try await conn.query(try SQLQueries.named("widgets/lock-push").query(["push": .value(push)]),
+                                                        logger: logger).decode(Bool.self) { pending = fresh }
             guard pending, start else { return SnapshotResult() }
             var written = false
-            for try await done in try await conn.query("""
-                SELECT snapshot_at IS NOT NULL AND snapshot_through IS NULL FROM campaigns WHERE id = \(campaign)
-                """, logger: logger).decode(Bool.self) { written = done }
+            for try await done in try await conn.query(
+                try SQLQueries.named("widgets/campaign-written").query(["campaign": .value(campaign)]),
+                logger: logger).decode(Bool.self) { written = done }
             guard written else { return nil }
             var inserted = 0
-            for try await n in try await conn.query("""
-                WITH ins AS (
-                    INSERT INTO deliveries (campaign_id, device_id, user_id)
-                    SELECT \(push), d.device_id, d.user_id
-                    FROM deliveries d JOIN widget_tokens wt ON wt.device_id = d.device_id
-                    WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign'
-                      AND d.status NOT IN ('skipped', 'held_out', 'cancelled', 'invalid')
-                    ORDER BY d.device_id
-                    RETURNING 1
-                )
-                SELECT count(*)::bigint FROM ins
-                """, logger: logger).decode(Int64.self) { inserted = Int(n) }
-            try await conn.query("""
-                UPDATE campaigns SET status = 'running', started_at = coalesce(started_at, now()), snapshot_at = now()
-                WHERE id = \(push)
-                """, logger: logger)
+            for try await n in try await conn.query(
+                try SQLQueries.named("widgets/snapshot").query(["push": .value(push), "campaign": .value(campaign)]),
+                logger: logger).decode(Int64.self) { inserted = Int(n) }
+            try await conn.query(try SQLQueries.named("widgets/start-push").query(["push": .value(push)]), logger: logger)
             return SnapshotResult(inserted: inserted, queued: inserted)
         }
     }
@@ -69,15 +56,10 @@ public struct WidgetStore: Sendable {
 
     /// The device's widget token (one per device; a new one replaces it).
     public func register(device token: String, user: String, app: String, widgetToken: String) async throws -> Registered {
-        for try await created in try await client.query("""
-            WITH dev AS (
-                SELECT dv.id FROM devices dv JOIN users u ON u.id = dv.user_id
-                WHERE dv.token = \(token) AND u.external_id = \(user) AND dv.app = \(app)
-            )
-            INSERT INTO widget_tokens (device_id, token) SELECT id, \(widgetToken) FROM dev
-            ON CONFLICT (device_id) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
-            RETURNING xmax = 0
-            """, logger: logger).decode(Bool.self) {
+        let query = try SQLQueries.named("widgets/register").query([
+            "token": .value(token), "user": .value(user), "app": .value(app), "widget_token": .value(widgetToken),
+        ])
+        for try await created in try await client.query(query, logger: logger).decode(Bool.self) {
             return .stored(created: created)
         }
         return .unknownDevice

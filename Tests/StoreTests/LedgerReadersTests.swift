@@ -184,7 +184,7 @@ struct LedgerReadersTests {
         "Store/CampaignStore.swift": (1, "completion: the row path's queued and in-flight rows, and herald_batch_left's for batch rows"),
         "Sql/queries/audience.sql": (1, "a series' earlier rows on segment entry: every row but a skipped one, whatever the span says"),
         "Store/Prune.swift": (1, "the lift's arms: held_out, written on the row"),
-        "Store/WidgetStore.swift": (1, "a widget's audience: statuses a batch row never takes"),
+        "Sql/queries/widgets.sql": (1, "a widget's audience: statuses a batch row never takes"),
         "Demo/Purchases.swift": (1, "the demo's arms: held_out, written on the row"),
     ]
 

@@ -49,6 +49,8 @@ struct SQLQueriesTests {
         "users": "JOIN users u ON u.id = dv.user_id",
         "conflict": "",
         "segment": "true",
+        "given_back": DeliveryLedger.givenBack("d"),
+        "which_series": "true",
     ]
 
     @Test("every statement of Sql/queries prepares against the migrated schema")
