@@ -167,7 +167,7 @@ let package = Package(
         .target(
             name: "AppServer",
             dependencies: [
-                "HeraldCore", "Store",
+                "HeraldCore", "Store", "Lifecycle",
                 server("Hummingbird", "hummingbird"),
                 server("HummingbirdCore", "hummingbird"),
                 server("HTTPTypes", "swift-http-types"),

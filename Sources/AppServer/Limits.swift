@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import Lifecycle
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -64,19 +65,22 @@ public final class RateLimiter: Sendable {
     private let interval: Double
     private let tolerance: Double
     private let maxKeys: Int
-    private let start = ContinuousClock.now
+    /// What the allowance is measured on (tests give their own).
+    private let clock: any HeraldClock
+    private let start: ContinuousClock.Instant
     private let state = NIOLockedValueBox<[String: Double]>([:])
 
-    public init(_ rate: AppServerLimits.Rate, maxKeys: Int = 100_000) {
+    public init(_ rate: AppServerLimits.Rate, maxKeys: Int = 100_000, clock: any HeraldClock = .system) {
         let period = rate.period.inSeconds
         interval = period / Double(rate.count)
         tolerance = interval * Double(rate.burst - 1)
         self.maxKeys = max(16, maxKeys)
+        self.clock = clock
+        start = clock.now
     }
 
     private var now: Double {
-        let d = ContinuousClock.now - start
-        return d.inSeconds
+        (clock.now - start).inSeconds
     }
 
     public func acquire(_ key: String) -> Decision {

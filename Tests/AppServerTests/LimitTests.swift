@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import NIOCore
 import Testing
+import TestSupport
 
 @Suite("Rate limits and client addresses")
 struct LimitTests {
@@ -18,6 +19,18 @@ struct LimitTests {
             #expect((1...86_400 / 5).contains(seconds))
         }
         #expect(limiter.acquire("b") == .allowed)
+    }
+
+    @Test("a limited key's allowance comes back as time passes on the limiter's clock, and not before")
+    func theAllowanceComesBackOnTheLimitersClock() {
+        let clock = MockClock()
+        let limiter = RateLimiter(.init(1, per: .seconds(60)), clock: clock)
+        #expect(limiter.acquire("a") == .allowed)
+        #expect(limiter.acquire("a") == .limited(retryAfter: 60))
+        clock.advance(by: .seconds(59))
+        #expect(limiter.acquire("a") == .limited(retryAfter: 1))
+        clock.advance(by: .seconds(1))
+        #expect(limiter.acquire("a") == .allowed)
     }
 
     @Test func theKeyTableStaysBounded() {
