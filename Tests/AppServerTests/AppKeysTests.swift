@@ -87,10 +87,10 @@ struct AppKeysTests {
             // Registrations keep coming while the key is replaced.
             let load = Task {
                 for n in 0..<120 {
-                    let issuer = await signer.current
+                    let (issuer, generation) = await signer.signing
                     let status = try await Self.put(h, http, device: 100 + n % 40, user: "u\(n % 40)", issuer: issuer,
                                                     app: "companion").0
-                    await statuses.add(status)
+                    await statuses.add(status, signedBy: generation)
                     try await Task.sleep(for: .milliseconds(2))
                 }
             }
@@ -99,9 +99,13 @@ struct AppKeysTests {
             #expect(try await store.addRegistrationKey(app: "companion", publicKeyPEM: next.publicKeyPEM))
             keys.replace(try await AppKeys.verifiers(apps: try await store.all(), defaultPEM: b.shop.publicKeyPEM))
             try await Task.sleep(for: .milliseconds(60))
-            // 2. The backend signs with the new key.
+            // 2. The backend signs with the new key; the request it signed with the old one, if
+            // any was still on its way, is answered before the old key goes.
             await signer.use(next)
             try await Task.sleep(for: .milliseconds(60))
+            for _ in 0..<3000 where await !statuses.answered(signedBy: 1) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             // 3. The old key removed, and a reload.
             try await h.db.exec("UPDATE apps SET registration_keys = ARRAY[registration_keys[2]] WHERE name = 'companion'")
             keys.replace(try await AppKeys.verifiers(apps: try await store.all(), defaultPEM: b.shop.publicKeyPEM))
@@ -117,11 +121,23 @@ struct AppKeysTests {
     actor Signer {
         var current: AppTokenIssuer
         init(_ issuer: AppTokenIssuer) { current = issuer }
-        func use(_ issuer: AppTokenIssuer) { current = issuer }
+        /// Which key signs: 0 the first, 1 the next.
+        var generation = 0
+        var signing: (AppTokenIssuer, Int) { (current, generation) }
+        func use(_ issuer: AppTokenIssuer) {
+            current = issuer
+            generation += 1
+        }
     }
 
     actor Statuses {
         var all: [Int] = []
-        func add(_ status: Int) { all.append(status) }
+        private var generations: Set<Int> = []
+        func add(_ status: Int, signedBy generation: Int) {
+            all.append(status)
+            generations.insert(generation)
+        }
+        /// Whether a request signed by that key was answered (the backend's switch is done).
+        func answered(signedBy generation: Int) -> Bool { generations.contains(generation) }
     }
 }
