@@ -194,15 +194,7 @@ public struct DemoLoop: Sendable {
     /// one before.
     static func bringSaleStepDue(_ client: Database, step: Int, logger: Logger) async throws {
         if step == 0 {
-            try await client.query("""
-                UPDATE campaigns SET
-                    live_activity = jsonb_set(live_activity, '{updates}', coalesce((
-                        SELECT jsonb_agg(u || jsonb_build_object('at', to_char(((u->>'at')::timestamptz - (send_at - now())) AT TIME ZONE 'UTC',
-                                                                               'YYYY-MM-DD"T"HH24:MI:SS"Z"')) ORDER BY i)
-                        FROM jsonb_array_elements(live_activity->'updates') WITH ORDINALITY x(u, i)), '[]'::jsonb)),
-                    send_at = now(), expires_at = expires_at - (send_at - now())
-                WHERE live_activity IS NOT NULL AND status = 'scheduled' AND send_at > now()
-                """, logger: logger)
+            try await client.query(try SQLQueries.named("demo/bring-sale-due").query([:]), logger: logger)
         } else {
             let (previous, current) = (Int32(step - 1), Int32(step))
             try await client.query("UPDATE campaigns SET expires_at = now() WHERE sale_id IS NOT NULL AND sale_step = \(previous)",

@@ -18,13 +18,7 @@ enum Purchases {
 
     /// Posts the purchases of the users of campaigns with a conversion event; returns how many were stored.
     static func post(client: Database, intake: URL, issuer: AppTokenIssuer, logger: Logger) async throws -> Int {
-        let rows = try await client.query("""
-            SELECT u.external_id, bool_or(d.status <> 'held_out'),
-                   EXISTS (SELECT 1 FROM replies r WHERE r.user_id = u.id AND r.campaign_id = c.id AND r.action = 'love_it')
-            FROM campaigns c JOIN deliveries d ON d.campaign_id = c.id JOIN users u ON u.id = d.user_id
-            WHERE c.conversion_event = 'purchase' AND d.kind = 'campaign'
-            GROUP BY u.id, u.external_id, c.id ORDER BY u.external_id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("demo/purchase-candidates").query([:]), logger: logger)
         var buyers: [String] = []
         for try await (user, treated, loved) in rows.decode((String, Bool, Bool).self) {
             let chance = !treated ? heldOut : loved ? lovedIt : reached

@@ -19,14 +19,7 @@ public struct AnalystReport: Sendable {
     /// `feedbackLimit` typed answers per campaign, newest first.
     public func data(campaign: Int64? = nil, feedbackLimit: Int = 500, now: Date = Date()) async throws -> ReportData {
         var campaigns: [ReportData.Campaign] = []
-        let funnel = try await client.query("""
-            SELECT campaign_id, name, kind, status, failure_reason, send_at, targeted, sent, invalid, failed,
-                   expired, skipped, cancelled, queued + in_flight, replies, responding_devices,
-                   response_rate_pct::float8
-            FROM analyst.campaign_funnel
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            ORDER BY campaign_id
-            """, logger: logger)
+        let funnel = try await client.query(try Self.statement("campaign-funnel", campaign: campaign), logger: logger)
         for try await row in funnel {
             let r = row.makeRandomAccess()
             var c = ReportData.Campaign(
@@ -51,33 +44,23 @@ public struct AnalystReport: Sendable {
         var index: [Int64: Int] = [:]
         for (i, c) in campaigns.enumerated() { index[c.id] = i }
 
-        for try await (id, action, title, n, share) in try await client.query("""
-            SELECT campaign_id, action, coalesce(action_title, action), replies, share_pct::float8
-            FROM analyst.action_breakdown
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            ORDER BY campaign_id, replies DESC, action
-            """, logger: logger).decode((Int64, String, String, Int64, Double).self) {
+        for try await (id, action, title, n, share) in try await client.query(
+            try Self.statement("action-breakdown", campaign: campaign), logger: logger
+        ).decode((Int64, String, String, Int64, Double).self) {
             guard let i = index[id] else { continue }
             campaigns[i].actions.append(.init(action: action, title: title, replies: n, sharePct: share))
         }
-        for try await (id, minute, n) in try await client.query("""
-            SELECT campaign_id, minute_utc, sum(replies)::bigint FROM analyst.replies_over_time
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            GROUP BY campaign_id, minute_utc ORDER BY campaign_id, minute_utc
-            """, logger: logger).decode((Int64, Date, Int64).self) {
+        for try await (id, minute, n) in try await client.query(
+            try Self.statement("replies-over-time", campaign: campaign), logger: logger
+        ).decode((Int64, Date, Int64).self) {
             guard let i = index[id] else { continue }
             campaigns[i].timeline.append(.init(minute: minute, replies: n))
         }
-        for try await (id, text, locale, at, total) in try await client.query("""
-            SELECT campaign_id, text, locale, occurred_at, total FROM (
-                SELECT campaign_id, text, locale, occurred_at,
-                       row_number() OVER (PARTITION BY campaign_id ORDER BY occurred_at DESC, text) AS n,
-                       count(*) OVER (PARTITION BY campaign_id) AS total
-                FROM analyst.feedback_text
-                WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)) f
-            WHERE n <= \(feedbackLimit)
-            ORDER BY campaign_id, n
-            """, logger: logger).decode((Int64, String, String, Date, Int64).self) {
+        let feedback = try SQLQueries.named("reports/feedback-text").query([
+            "campaign": .value(campaign), "feedback_limit": .value(feedbackLimit),
+        ])
+        for try await (id, text, locale, at, total) in try await client.query(feedback, logger: logger)
+            .decode((Int64, String, String, Date, Int64).self) {
             guard let i = index[id] else { continue }
             campaigns[i].feedback.append(.init(text: text, locale: locale, occurredAt: at))
             campaigns[i].feedbackTotal = total
@@ -87,13 +70,7 @@ public struct AnalystReport: Sendable {
             campaigns[i].variants = variants
         }
         try await addSeries(to: &campaigns, index: index, campaign: campaign)
-        for try await row in try await client.query("""
-            SELECT campaign_id, variant, conversion_event, treated, treated_rate_pct::float8, held_out,
-                   held_out_rate_pct::float8, lift_pts::float8, lift_low_pts::float8, lift_high_pts::float8, p_value, verdict
-            FROM analyst.lift
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            ORDER BY campaign_id, variant NULLS FIRST
-            """, logger: logger) {
+        for try await row in try await client.query(try Self.statement("lift", campaign: campaign), logger: logger) {
             let (id, variant, event, n1, r1, n0, r0, lift, low, high, p, verdict) = try row.decode(
                 (Int64, String?, String, Int64, Double, Int64, Double, Double, Double, Double, Double?, String).self)
             guard let i = index[id] else { continue }
@@ -101,10 +78,9 @@ public struct AnalystReport: Sendable {
                                            heldOutRatePct: r0, liftPts: lift, lowPts: low, highPts: high, pValue: p,
                                            verdict: verdict))
         }
-        for try await (id, delivered, median, p90) in try await client.query("""
-            SELECT campaign_id, delivered, arrival_median_s::float8, arrival_p90_s::float8 FROM analyst.delivery_confirmation
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            """, logger: logger).decode((Int64, Int64, Double?, Double?).self) {
+        for try await (id, delivered, median, p90) in try await client.query(
+            try Self.statement("delivery-confirmation", campaign: campaign), logger: logger
+        ).decode((Int64, Int64, Double?, Double?).self) {
             guard let i = index[id] else { continue }
             (campaigns[i].delivered, campaigns[i].arrivalMedian, campaigns[i].arrivalP90) = (delivered, median, p90)
         }
@@ -114,12 +90,17 @@ public struct AnalystReport: Sendable {
         return data
     }
 
+    /// The report's statement `name` (`Sql/queries/reports.sql`) for every campaign, or only `campaign`.
+    private static func statement(_ name: String, campaign: Int64?) throws(StoreError) -> PostgresQuery {
+        try SQLQueries.named("reports/\(name)").query(["campaign": .value(campaign)])
+    }
+
     /// The apps' figures (`analyst.apps`), when there is more than one app.
     func apps() async throws -> [ReportData.App] {
         var apps: [ReportData.App] = []
-        for try await (name, display, topic, devices, sent, failed, delivered, replied) in try await client.query("""
-            SELECT app, display_name, topic, devices, sent, failed, delivered, replied FROM analyst.apps ORDER BY app
-            """, logger: logger).decode((String, String, String, Int64, Int64, Int64, Int64, Int64).self) {
+        for try await (name, display, topic, devices, sent, failed, delivered, replied) in try await client.query(
+            try SQLQueries.named("reports/apps").query([:]), logger: logger
+        ).decode((String, String, String, Int64, Int64, Int64, Int64, Int64).self) {
             apps.append(.init(name: name, displayName: display, topic: topic, devices: devices, sent: sent, failed: failed,
                               delivered: delivered, replied: replied))
         }
@@ -129,19 +110,13 @@ public struct AnalystReport: Sendable {
     /// Series and their occurrences (`analyst.series`, `analyst.occurrences`)
     /// and paced campaigns' pace (`analyst.pace`).
     private func addSeries(to campaigns: inout [ReportData.Campaign], index: [Int64: Int], campaign: Int64?) async throws {
-        for try await (id, kind, unit, every) in try await client.query("""
-            SELECT series_id, series_kind, repeat_unit, repeat_every FROM analyst.series
-            WHERE \(campaign)::bigint IS NULL OR series_id = \(campaign)
-            """, logger: logger).decode((Int64, String, String?, Int32).self) {
+        for try await (id, kind, unit, every) in try await client.query(
+            try Self.statement("series", campaign: campaign), logger: logger
+        ).decode((Int64, String, String?, Int32).self) {
             guard let i = index[id] else { continue }
             campaigns[i].series = unit.map { every == 1 ? "recurring every \($0)" : "recurring every \(every) \($0)s" } ?? "sent \(kind)"
         }
-        for try await row in try await client.query("""
-            SELECT series_id, occurrence, campaign_id, status, send_at, targeted, sent, replies, response_rate_pct::float8
-            FROM analyst.occurrences
-            WHERE \(campaign)::bigint IS NULL OR series_id = \(campaign) OR campaign_id = \(campaign)
-            ORDER BY series_id, occurrence
-            """, logger: logger) {
+        for try await row in try await client.query(try Self.statement("occurrences", campaign: campaign), logger: logger) {
             let (series, n, id, status, at, targeted, sent, replies, rate) = try row.decode(
                 (Int64, Int32, Int64, String, Date, Int64, Int64, Int64, Double?).self)
             if let i = index[series] {
@@ -150,10 +125,9 @@ public struct AnalystReport: Sendable {
             }
             if let i = index[id] { campaigns[i].occurrenceOf = (series, Int(n)) }
         }
-        for try await (id, set, achieved, busiest) in try await client.query("""
-            SELECT campaign_id, set_per_minute::float8, achieved_per_minute::float8, busiest_minute FROM analyst.pace
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            """, logger: logger).decode((Int64, Double?, Double?, Int64?).self) {
+        for try await (id, set, achieved, busiest) in try await client.query(
+            try Self.statement("pace", campaign: campaign), logger: logger
+        ).decode((Int64, Double?, Double?, Int64?).self) {
             guard let i = index[id], let set else { continue }
             campaigns[i].pace = .init(setPerMinute: set, achievedPerMinute: achieved, busiestMinute: busiest)
         }
@@ -162,22 +136,16 @@ public struct AnalystReport: Sendable {
     /// Live Activity sales' activities and steps (`analyst.live_activities`,
     /// `analyst.live_activity_steps`): a step is under its sale, not a campaign of its own.
     private func addSales(to campaigns: inout [ReportData.Campaign], index: [Int64: Int], campaign: Int64?) async throws {
-        for try await (id, push, app, channel, channels) in try await client.query("""
-            SELECT campaign_id, started_by_push, started_by_app, on_channel, channels FROM analyst.live_activities
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            """, logger: logger).decode((Int64, Int64, Int64, Int64, Int64).self) {
+        for try await (id, push, app, channel, channels) in try await client.query(
+            try Self.statement("live-activities", campaign: campaign), logger: logger
+        ).decode((Int64, Int64, Int64, Int64, Int64).self) {
             guard let i = index[id] else { continue }
             var sale = ReportData.Sale()
             (sale.startedByPush, sale.startedByApp, sale.onChannel, sale.channels) = (push, app, channel, channels)
             campaigns[i].sale = sale
         }
-        for try await row in try await client.query("""
-            SELECT campaign_id, step, step_campaign_id, due_at, status, targeted, sent, expired, skipped, confirmed,
-                   broadcasts_sent, broadcasts_not_sent
-            FROM analyst.live_activity_steps
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            ORDER BY campaign_id, step
-            """, logger: logger) {
+        for try await row in try await client.query(try Self.statement("live-activity-steps", campaign: campaign),
+                                                    logger: logger) {
             let r = row.makeRandomAccess()
             guard let i = index[try r[0].decode(Int64.self)], campaigns[i].sale != nil else { continue }
             var step = ReportData.SaleStep(step: Int(try r[1].decode(Int32.self)), campaignID: try r[2].decode(Int64.self),
@@ -202,13 +170,7 @@ public struct AnalystReport: Sendable {
     /// `analyst.variant_comparison` and `analyst.variant_actions`.
     private func variantsByCampaign(_ campaign: Int64?) async throws -> [Int64: [ReportData.Variant]] {
         var out: [Int64: [ReportData.Variant]] = [:]
-        let rows = try await client.query("""
-            SELECT campaign_id, variant, position, variants, share_pct, targeted, targeted_pct::float8, sent, replies,
-                   responding_devices, opened, dismissed, typed_answers, response_rate_pct::float8, baseline, z, p_value
-            FROM analyst.variant_comparison
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            ORDER BY campaign_id, position
-            """, logger: logger)
+        let rows = try await client.query(try Self.statement("variant-comparison", campaign: campaign), logger: logger)
         for try await row in rows {
             let r = row.makeRandomAccess()
             var v = ReportData.Variant(name: try r[1].decode(String.self), position: try r[2].decode(Int64.self),
@@ -228,12 +190,9 @@ public struct AnalystReport: Sendable {
             out[try r[0].decode(Int64.self), default: []].append(v)
         }
         guard !out.isEmpty else { return out }
-        for try await (id, variant, action, title, n, share) in try await client.query("""
-            SELECT campaign_id, variant, action, coalesce(action_title, action), replies, share_pct::float8
-            FROM analyst.variant_actions
-            WHERE \(campaign)::bigint IS NULL OR campaign_id = \(campaign)
-            ORDER BY campaign_id, variant, replies DESC, action
-            """, logger: logger).decode((Int64, String, String, String, Int64, Double).self) {
+        for try await (id, variant, action, title, n, share) in try await client.query(
+            try Self.statement("variant-actions", campaign: campaign), logger: logger
+        ).decode((Int64, String, String, String, Int64, Double).self) {
             guard let i = out[id]?.firstIndex(where: { $0.name == variant }) else { continue }
             out[id]?[i].actions.append(.init(action: action, title: title, replies: n, sharePct: share))
         }

@@ -291,122 +291,64 @@ public struct CampaignPreview: Sendable {
     /// The preview for machines: one JSON object.
     public var json: [UInt8] {
         var w = JSONWriter(capacity: 4096)
-        w.raw("{\"campaign\":")
-        w.int(campaignID)
-        w.raw(",\"name\":")
-        w.string(name)
-        w.raw(",\"kind\":")
-        w.string(kind)
-        w.raw(",\"status\":")
-        w.string(status)
-        w.raw(",\"send_at\":")
-        w.string(Self.iso(sendAt))
-        w.raw(",\"expires_at\":")
-        if let expiresAt { w.string(Self.iso(expiresAt)) } else { w.raw("null") }
-        w.raw(",\"segment\":")
-        if let segmentName { w.string(segmentName) } else { w.raw("null") }
-        w.raw(",\"apps\":")
-        w.value(.array(apps.map { .object(["name": .string($0.name), "topic": .string($0.topic)]) }))
-        w.raw(",\"can_go_out\":")
-        w.raw(canGoOut ? "true" : "false")
-        w.raw(",\"problems\":")
-        w.value(.array(problems.map { .string($0) }))
-        w.raw(",\"notes\":")
-        w.value(.array(notes.map { .string($0) }))
+        w.value(jsonValue)
+        w.raw("\n")
+        return w.bytes
+    }
+
+    /// The preview as one JSON value (`json`'s).
+    var jsonValue: JSONValue {
+        func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+        func int(_ value: Int) -> JSONValue { .int(Int64(value)) }
+        var object: [String: JSONValue] = [
+            "campaign": .int(campaignID), "name": .string(name), "kind": .string(kind), "status": .string(status),
+            "send_at": .string(Self.iso(sendAt)), "expires_at": text(expiresAt.map(Self.iso)), "segment": text(segmentName),
+            "apps": .array(apps.map { .object(["name": .string($0.name), "topic": .string($0.topic)]) }),
+            "can_go_out": .bool(canGoOut),
+            "problems": .array(problems.map { .string($0) }), "notes": .array(notes.map { .string($0) }),
+            "per_device_fields": .array(Self.perDeviceFields.map { .string($0) }),
+            "series": text(series), "personal": personal?.json ?? .null,
+        ]
         if !activitySteps.isEmpty {
-            w.raw(",\"live_activity_steps\":")
-            w.value(.array(activitySteps.map { s in
-                .object(["step": .int(Int64(s.step)), "event": .string(s.event), "at": .string(Self.iso(s.at)),
-                         "priority": .int(Int64(s.priority)), "expires_at": .string(Self.iso(s.expiresAt)),
+            object["live_activity_steps"] = .array(activitySteps.map { s in
+                .object(["step": int(s.step), "event": .string(s.event), "at": .string(Self.iso(s.at)),
+                         "priority": int(s.priority), "expires_at": .string(Self.iso(s.expiresAt)),
                          "state": .string(s.state), "alerts": .bool(s.alerts)])
-            }))
+            })
         }
-        w.raw(",\"variants\":[")
-        for (i, v) in variants.enumerated() {
-            if i > 0 { w.raw(",") }
-            w.raw("{\"name\":")
-            w.string(v.name)
-            w.raw(",\"share_pct\":")
-            w.int(Int64(v.share))
+        object["variants"] = .array(variants.map { v in
+            var entry: [String: JSONValue] = ["name": .string(v.name), "share_pct": int(v.share)]
             if let a = audience {
                 let n = a.variants.first { $0.name == v.name }
-                w.raw(",\"devices\":")
-                w.int(Int64(n?.devices ?? 0))
-                w.raw(",\"queued\":")
-                w.int(Int64(n?.queued ?? 0))
+                entry["devices"] = int(n?.devices ?? 0)
+                entry["queued"] = int(n?.queued ?? 0)
             }
-            w.raw("}")
-        }
-        w.raw("]")
-        w.raw(",\"per_device_fields\":")
-        w.value(.array(Self.perDeviceFields.map { .string($0) }))
-        w.raw(",\"locales\":[")
-        for (i, l) in locales.enumerated() {
-            if i > 0 { w.raw(",") }
-            w.raw("{\"variant\":")
-            if let v = l.variant { w.string(v) } else { w.raw("null") }
-            w.raw(",\"locale\":")
-            w.string(l.locale)
-            w.raw(",\"bytes\":")
-            w.int(Int64(l.payload.count))
-            w.raw(",\"largest_bytes\":")
-            w.int(Int64(l.largestBytes))
-            w.raw(",\"max_bytes\":")
-            w.int(Int64(PayloadBuilder.maxBytes))
-            w.raw(",\"headers\":")
-            w.stringObject(l.headers)
-            w.raw(",\"payload\":")
-            if l.payload.isEmpty { w.raw("null") } else { w.raw(l.payload) }
-            w.raw("}")
-        }
-        w.raw("],\"approval\":")
-        if let approval {
-            w.raw("{\"required\":")
-            w.raw(approval.required ? "true" : "false")
-            w.raw(",\"author\":")
-            w.string(approval.author)
-            w.raw(",\"approved_by\":")
-            if let by = approval.approvedBy { w.string(by) } else { w.raw("null") }
-            w.raw("}")
-        } else {
-            w.raw("null")
-        }
-        w.raw(",\"pace\":")
+            return .object(entry)
+        })
+        object["locales"] = .array(locales.map { l in
+            .object([
+                "variant": text(l.variant), "locale": .string(l.locale), "bytes": int(l.payload.count),
+                "largest_bytes": int(l.largestBytes), "max_bytes": int(PayloadBuilder.maxBytes),
+                "headers": .object(Dictionary(l.headers.map { ($0.name, JSONValue.string($0.value)) }, uniquingKeysWith: { $1 })),
+                // The payload as it goes out, read back: a builder's payload is always JSON.
+                "payload": l.payload.isEmpty ? .null : (try? StrictJSON.parse(l.payload)) ?? .null,
+            ])
+        })
+        object["approval"] = approval.map { a in
+            .object(["required": .bool(a.required), "author": .string(a.author), "approved_by": text(a.approvedBy)])
+        } ?? .null
         if let pace, let a = audience {
-            w.raw("{\"notifications_per_minute\":")
-            w.int(Int64(pace.ratePerMinute(audience: a.queued)))
-            w.raw(",\"seconds\":")
-            w.int(Int64(pace.duration(audience: a.queued).rounded()))
-            w.raw("}")
+            object["pace"] = .object(["notifications_per_minute": int(Int(pace.ratePerMinute(audience: a.queued))),
+                                      "seconds": int(Int(pace.duration(audience: a.queued).rounded()))])
         } else {
-            w.raw("null")
+            object["pace"] = .null
         }
-        w.raw(",\"series\":")
-        if let series { w.string(series) } else { w.raw("null") }
-        w.raw(",\"personal\":")
-        if let personal { w.value(personal.json) } else { w.raw("null") }
-        w.raw(",\"audience\":")
-        if let a = audience {
-            w.raw("{\"devices\":")
-            w.int(Int64(a.inserted))
-            w.raw(",\"queued\":")
-            w.int(Int64(a.queued))
-            w.raw(",\"deferred_by_quiet_hours\":")
-            w.int(Int64(a.deferred))
-            w.raw(",\"skipped\":")
-            w.int(Int64(a.skipped))
-            w.raw(",\"skipped_no_key\":")
-            w.int(Int64(a.skippedNoKey))
-            w.raw(",\"skipped_frequency_cap\":")
-            w.int(Int64(a.skippedCapped))
-            w.raw(",\"held_out\":")
-            w.int(Int64(a.heldOut))
-            w.raw("}")
-        } else {
-            w.raw("null")
-        }
-        w.raw("}\n")
-        return w.bytes
+        object["audience"] = audience.map { a in
+            .object(["devices": int(a.inserted), "queued": int(a.queued), "deferred_by_quiet_hours": int(a.deferred),
+                     "skipped": int(a.skipped), "skipped_no_key": int(a.skippedNoKey),
+                     "skipped_frequency_cap": int(a.skippedCapped), "held_out": int(a.heldOut)])
+        } ?? .null
+        return .object(object)
     }
 }
 

@@ -137,35 +137,17 @@ public struct AudienceStore: Sendable {
     /// must know the campaign, or the claims are planned badly.
     public static let analyzeAfter = 10_000
 
-    /// SQL: the users who got `settings.frequency_cap` campaigns within
-    /// `settings.frequency_window`, when `enabled` (an SQL boolean) holds:
-    /// the cap's one statement, for a whole audience at once and for the
-    /// set a run's slices share (`storeCaps`).
-    static func cappedUsers(when enabled: String) -> String {
-        """
-        SELECT d.user_id FROM delivery_status d, settings st
-        WHERE \(enabled) AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
-          -- The campaigns that may have sent within the window (not
-          -- those that ended before it): the ledger partitions to read.
-          AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
-                                         WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
-        GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
-        """
+    /// SQL: the users at their frequency cap when `enabled` (an SQL boolean) holds
+    /// (`audience/capped-users`).
+    static func cappedUsers(when enabled: String) throws -> String {
+        try SQLQueries.named("audience/capped-users").filling(["enabled": enabled]).source
     }
 
-    /// Keeps the campaign's frequency-capped users for the slices of its
-    /// snapshot (`snapshot_caps`), unless kept already (by an earlier slice, or
-    /// one before a crash): the first slice finds them, the next ones read
-    /// them back, instead of each slice aggregating the window's whole
-    /// ledger again.
+    /// Keeps the campaign's frequency-capped users for the slices of its snapshot
+    /// (`audience/store-caps`), unless kept already.
     static func storeCaps(campaign: Int64, on conn: PostgresConnection, logger: Logger) async throws {
-        try await conn.query("""
-            INSERT INTO snapshot_caps (campaign_id, users)
-            SELECT \(campaign), coalesce(array_agg(capped.user_id), '{}')
-            FROM (\(unescaped: cappedUsers(when: "true"))) capped
-            WHERE NOT EXISTS (SELECT 1 FROM snapshot_caps WHERE campaign_id = \(campaign))
-            ON CONFLICT (campaign_id) DO NOTHING
-            """, logger: logger)
+        try await conn.query(try SQLQueries.named("audience/store-caps").query(
+            ["campaign": .value(campaign)], fragments: ["capped": try cappedUsers(when: "true")]), logger: logger)
     }
 
     /// Gives the campaign a partition of the ledger of its own, when it has
@@ -210,7 +192,7 @@ public struct AudienceStore: Sendable {
     public func previewSnapshot(_ due: DueCampaign, variables: [Template.Variable],
                                 each: (DeliveryLedger.PersonalSample) throws -> Void) async throws -> SnapshotResult {
         let query = try Self.snapshotQuery(due)
-        let personal = DeliveryLedger.personalQuery(campaign: due.campaign.id, variables: variables, deliveries: nil)
+        let personal = try DeliveryLedger.personalQuery(campaign: due.campaign.id, variables: variables, deliveries: nil)
         let logger = self.logger
         return try await client.withConnection { conn in
             try await conn.query("BEGIN", logger: logger)
@@ -264,7 +246,7 @@ public struct AudienceStore: Sendable {
         let sliced = devices != 0...Int64.max
         let statement = try SQLQueries.named("audience/snapshot").filling([
             "capped": storedCaps ? "SELECT unnest(sc.users) AS user_id FROM snapshot_caps sc WHERE :capped AND sc.campaign_id = :campaign"
-                                 : Self.cappedUsers(when: ":capped"),
+                                 : try Self.cappedUsers(when: ":capped"),
             "users": sliced ? "CROSS JOIN LATERAL (SELECT * FROM users WHERE users.id = dv.user_id OFFSET 0) u"
                             : "JOIN users u ON u.id = dv.user_id",
             "conflict": skippingWritten ? "ON CONFLICT (campaign_id, device_id) WHERE kind = 'campaign' DO NOTHING" : "",

@@ -16,40 +16,14 @@ public struct CampaignStore: Sendable {
 
     /// Ends campaigns whose time is up: queued deliveries become `expired`.
     public func expireCampaigns() async throws -> Int {
-        let rows = try await client.query("""
-            WITH ended AS (
-                UPDATE campaigns SET status = 'completed', completed_at = now()
-                WHERE status IN ('scheduled', 'running', 'paused') AND expires_at <= now()
-                  -- A recurring series' expiry is each occurrence's window.
-                  AND repeat_unit IS NULL
-                RETURNING id
-            ), exp AS (
-                UPDATE deliveries SET status = 'expired', last_error = 'campaign expired before delivery', updated_at = now()
-                WHERE campaign_id IN (SELECT id FROM ended) AND status = 'queued'
-                RETURNING id
-            ), channels AS (
-                UPDATE channel_pushes SET status = 'expired', last_error = 'campaign expired before delivery', updated_at = now()
-                WHERE campaign_id IN (SELECT id FROM ended) AND status = 'queued'
-            ), batch AS (
-                -- Batch rows no live run holds (Sql/0044); a held span's remainder is its run's to close.
-                SELECT herald_close_batch(id, 'expired', 'campaign expired before delivery') AS n FROM ended
-            )
-            SELECT (SELECT count(*) FROM exp) + (SELECT coalesce(sum(n), 0) FROM batch)::bigint
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("campaigns/expire").query([:]), logger: logger)
         for try await n in rows.decode(Int64.self) { return Int(n) }
         return 0
     }
 
     /// The campaigns a run sends now, by `send_at` then id, with what orders them further (`DueOrder`).
     public func dueCampaigns() async throws -> [DueCampaignHead] {
-        let rows = try await client.query("""
-            SELECT id, kind, interruption_level, send_at FROM campaigns
-            WHERE status IN ('scheduled', 'running') AND send_at <= now()
-              AND (expires_at IS NULL OR expires_at > now())
-              AND repeat_unit IS NULL AND NOT on_segment_entry
-              AND herald_approved(id)
-            ORDER BY send_at, id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("campaigns/due").query([:]), logger: logger)
         var heads: [DueCampaignHead] = []
         for try await (id, kind, level, sendAt) in rows.decode((Int64, String, String?, Date).self) {
             heads.append(DueCampaignHead(id: id, kind: CampaignKind(rawValue: kind), interruptionLevel: level, sendAt: sendAt))
@@ -83,21 +57,7 @@ public struct CampaignStore: Sendable {
     /// Loads one campaign. A row that cannot be read throws a `StoreError`
     /// naming the bad column; the caller fails that campaign only.
     public func loadCampaign(_ id: Int64) async throws -> DueCampaign {
-        let rows = try await client.query("""
-            SELECT c.id, c.name, c.kind, c.status, c.content::text, c.default_locale, c.media_url, c.media_type,
-                   c.category_id, c.custom::text, c.sensitive::text, c.send_at, c.expires_at, c.priority,
-                   c.collapse_id, c.thread_id, c.interruption_level, c.relevance_score, c.sound,
-                   c.quiet_hours, c.frequency_capped, s.name, coalesce(s.rule, '{}'::jsonb)::text,
-                   c.rate_per_minute, extract(epoch FROM c.finish_within)::float8,
-                   c.series_id, c.occurrence,
-                   CASE WHEN p.on_segment_entry THEN p.id WHEN c.on_segment_entry THEN c.id END,
-                   extract(epoch FROM coalesce(p.resend_after, c.resend_after))::float8,
-                   c.code_pool, coalesce(p.best_hour, c.best_hour),
-                   c.live_activity::text, c.sale_id, c.sale_step, c.widgets_push, c.widgets_of
-            FROM campaigns c LEFT JOIN segments s ON s.id = c.segment_id
-            LEFT JOIN campaigns p ON p.id = c.series_id
-            WHERE c.id = \(id)
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("campaigns/load").query(["campaign": .value(id)]), logger: logger)
         var loaded: DueCampaign?
         for try await row in rows {
             let r = row.makeRandomAccess()
@@ -222,17 +182,8 @@ public struct CampaignStore: Sendable {
     /// it takes no more entrants (an on-entry occurrence, until `open_until`).
     /// Returns true when it did.
     public func completeIfDone(_ campaign: Int64) async throws -> Bool {
-        let rows = try await client.query("""
-            UPDATE campaigns SET status = 'completed', completed_at = now()
-            WHERE id = \(campaign) AND status = 'running' AND snapshot_through IS NULL
-              AND (open_until IS NULL OR open_until <= now())
-              AND NOT EXISTS (SELECT 1 FROM deliveries
-                              WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
-              AND NOT EXISTS (SELECT 1 FROM channel_pushes
-                              WHERE campaign_id = \(campaign) AND status IN ('queued', 'in_flight'))
-              AND herald_batch_done(\(campaign))
-            RETURNING id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("campaigns/complete-if-done").query(["campaign": .value(campaign)]),
+                                          logger: logger)
         for try await _ in rows.decode(Int64.self) { return true }
         return false
     }

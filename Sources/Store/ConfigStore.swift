@@ -37,13 +37,8 @@ public struct ConfigStore: Sendable {
                                      localized: variants))
             }
             var categories: [NotificationCatalogue.Category] = []
-            for try await (id, options, list, apps) in try await conn.query("""
-                SELECT c.id, c.options,
-                       coalesce(array_agg(ca.action_id ORDER BY ca.position) FILTER (WHERE ca.action_id IS NOT NULL), '{}'),
-                       c.apps
-                FROM categories c LEFT JOIN category_actions ca ON ca.category_id = c.id
-                GROUP BY c.id, c.options, c.apps
-                """, logger: logger).decode((String, Int32, [String], [String]?).self) {
+            for try await (id, options, list, apps) in try await conn.query(
+                try SQLQueries.named("catalogue/categories").query([:]), logger: logger).decode((String, Int32, [String], [String]?).self) {
                 categories.append(.init(id: id, options: Int(options), actions: list, apps: apps))
             }
             var apps: Set<String> = []

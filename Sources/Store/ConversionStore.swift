@@ -25,29 +25,15 @@ public struct ConversionStore: Sendable {
     /// Stores `conversions` in one statement; `source` says where they came from (`api`, `ingest`).
     public func store(_ conversions: [Conversion], source: String) async throws -> [Outcome] {
         guard !conversions.isEmpty else { return [] }
-        let rows = try await client.query("""
-            WITH input AS (
-                SELECT x.* FROM unnest(\(conversions.map(\.user)), \(conversions.map(\.event)),
-                                       \(conversions.map(\.occurredAt)), \(conversions.map { $0.amount ?? "" }),
-                                       \(conversions.map { $0.currency ?? "" }), \(conversions.map(\.idempotencyKey)))
-                    WITH ORDINALITY AS x(external_id, event, occurred_at, amount, currency, idempotency_key, n)
-            ), known AS (
-                SELECT i.*, u.id AS user_id FROM input i JOIN users u ON u.external_id = i.external_id
-            ), ins AS (
-                INSERT INTO conversions (user_id, event, occurred_at, amount, currency, idempotency_key, source)
-                SELECT DISTINCT ON (idempotency_key) user_id, event, occurred_at, nullif(amount, '')::numeric,
-                       nullif(currency, ''), idempotency_key, \(source)
-                FROM known ORDER BY idempotency_key, n
-                ON CONFLICT (idempotency_key) DO NOTHING
-                RETURNING idempotency_key
-            )
-            SELECT i.n::int8,
-                   CASE WHEN NOT EXISTS (SELECT 1 FROM known k WHERE k.n = i.n) THEN 'unknown_user'
-                        WHEN EXISTS (SELECT 1 FROM ins WHERE ins.idempotency_key = i.idempotency_key)
-                             AND i.n = (SELECT min(k.n) FROM known k WHERE k.idempotency_key = i.idempotency_key)
-                        THEN 'stored' ELSE 'duplicate' END
-            FROM input i ORDER BY i.n
-            """, logger: logger)
+        let amounts: [String] = conversions.map { $0.amount ?? "" }
+        let currencies: [String] = conversions.map { $0.currency ?? "" }
+        let query = try SQLQueries.named("conversions/store").query([
+            "users": .value(conversions.map(\.user)), "events": .value(conversions.map(\.event)),
+            "occurred_ats": .value(conversions.map(\.occurredAt)), "amounts": .value(amounts),
+            "currencies": .value(currencies), "idempotency_keys": .value(conversions.map(\.idempotencyKey)),
+            "source": .value(source),
+        ])
+        let rows = try await client.query(query, logger: logger)
         var outcomes: [Outcome] = []
         for try await (_, outcome) in rows.decode((Int64, String).self) {
             outcomes.append(outcome == "stored" ? .stored : outcome == "duplicate" ? .duplicate : .unknownUser)

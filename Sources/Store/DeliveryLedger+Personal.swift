@@ -16,7 +16,7 @@ extension DeliveryLedger {
         guard !ids.isEmpty else { return [:] }
         var out: [Int64: PersonalValues] = [:]
         out.reserveCapacity(ids.count)
-        let query = Self.personalQuery(campaign: campaign, variables: variables, deliveries: ids, drawn: drawn)
+        let query = try Self.personalQuery(campaign: campaign, variables: variables, deliveries: ids, drawn: drawn)
         for try await row in try await client.query(query, logger: logger) {
             var cells = RowCells(row)
             let (id, values) = try Self.personalRow(&cells, variables: variables)
@@ -29,14 +29,17 @@ extension DeliveryLedger {
     /// queued delivery of the campaign, with each one's locale, variant and
     /// user (a preview, inside its rolled-back snapshot).
     static func personalQuery(campaign: Int64, variables: [Template.Variable], deliveries ids: [Int64]?,
-                              drawn: Bool = false) -> PostgresQuery {
-        var binds = PostgresBindings(capacity: 2 + variables.count)
-        binds.append(ids ?? [])
-        binds.append(campaign)
+                              drawn: Bool = false) throws -> PostgresQuery {
+        var binds: [String: NamedQuery.Bind] = ["campaign": .value(campaign)]
         // Identifiers come from code; every key a marketer wrote is a bind.
         var columns: [String] = []
         var recipients = false
         var codes = false
+        func key(_ path: [String]) -> String {
+            let name = "key_\(binds.count)"
+            binds[name] = .value(path)
+            return ":\(name)::text[]"
+        }
         for v in variables {
             switch (v.root, v.path) {
             case (.campaign, _), (.device, ["locale"]):
@@ -48,28 +51,22 @@ extension DeliveryLedger {
             case (.user, ["external_id"]):
                 columns.append("u.external_id")
             case (.user, let path):
-                binds.append(path)
-                columns.append("u.attributes #>> $\(binds.count)::text[]")
+                columns.append("u.attributes #>> \(key(path))")
             case (.recipient, let path):
-                binds.append(path)
-                columns.append("r.data #>> $\(binds.count)::text[]")
+                columns.append("r.data #>> \(key(path))")
                 recipients = true
             case (.code, _):
                 columns.append("CASE WHEN d.kind = 'test' THEN '\(Self.undrawnCode)' ELSE coalesce(pc.code, CASE WHEN \(!drawn) AND d.status IN ('queued', 'batch') THEN '\(Self.undrawnCode)' END) END")
                 codes = true
             }
         }
-        let sql = """
-            SELECT d.id, u.time_zone\(columns.map { ", " + $0 }.joined()), coalesce(dv.locale, u.locale), d.variant, u.external_id
-            FROM deliveries d
-            JOIN users u ON u.id = d.user_id
-            JOIN devices dv ON dv.id = d.device_id
-            \(recipients ? "LEFT JOIN campaign_recipients r ON r.campaign_id = d.campaign_id AND r.external_id = u.external_id" : "")
-            \(codes ? "LEFT JOIN pool_codes pc ON pc.campaign_id = d.campaign_id AND pc.user_id = d.user_id" : "")
-            WHERE d.campaign_id = $2
-              AND \(ids == nil ? "d.status = 'queued' AND d.kind = 'campaign'" : "d.id = ANY ($1::int8[])")
-            """
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
+        binds["ids"] = .value(ids ?? [])
+        binds["queued"] = .value(ids == nil)
+        return try SQLQueries.named("ledger/personal-values").filling([
+            "columns": columns.map { ", " + $0 }.joined(),
+            "recipients": recipients ? "LEFT JOIN campaign_recipients r ON r.campaign_id = d.campaign_id AND r.external_id = u.external_id" : "",
+            "codes": codes ? "LEFT JOIN pool_codes pc ON pc.campaign_id = d.campaign_id AND pc.user_id = d.user_id" : "",
+        ]).query(binds)
     }
 
     static func personalRow(_ cells: inout RowCells, variables: [Template.Variable]) throws -> (Int64, PersonalValues) {
@@ -125,28 +122,9 @@ extension DeliveryLedger {
     /// The free codes are read in the pool's order through its partial
     /// index, at most one a delivery of the batch: a limit the planner knows, so it never sorts the whole pool.
     private func drawOnce(campaign: Int64, pool: String, deliveries ids: [Int64]) async throws -> (need: Int64, drew: Int64) {
-        let rows = try await client.query("""
-            WITH need AS (
-                SELECT DISTINCT d.user_id FROM deliveries d
-                WHERE d.campaign_id = \(campaign) AND d.id = ANY (\(ids)::int8[]) AND d.kind = 'campaign'
-                  AND NOT EXISTS (SELECT 1 FROM pool_codes pc WHERE pc.campaign_id = \(campaign) AND pc.user_id = d.user_id)
-            ), numbered AS (
-                SELECT user_id, row_number() OVER (ORDER BY user_id) AS n FROM need
-            ), free AS (
-                SELECT pc.pool, pc.code FROM pool_codes pc
-                WHERE pc.pool = \(pool) AND pc.campaign_id IS NULL
-                ORDER BY pc.code LIMIT \(ids.count)
-                FOR UPDATE SKIP LOCKED
-            ), picked AS (
-                SELECT pool, code, row_number() OVER (ORDER BY code) AS n FROM free
-            ), drawn AS (
-                UPDATE pool_codes pc SET campaign_id = \(campaign), user_id = nb.user_id, drawn_at = now()
-                FROM picked p JOIN numbered nb USING (n)
-                WHERE pc.pool = p.pool AND pc.code = p.code AND pc.campaign_id IS NULL
-                RETURNING pc.user_id
-            )
-            SELECT (SELECT count(*) FROM need)::int8, (SELECT count(*) FROM drawn)::int8
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/draw-codes").query([
+            "campaign": .value(campaign), "ids": .value(ids), "pool": .value(pool), "limit": .value(ids.count),
+        ]), logger: logger)
         for try await (need, drew) in rows.decode((Int64, Int64).self) { return (need, drew) }
         return (0, 0)
     }

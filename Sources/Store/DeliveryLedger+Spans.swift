@@ -32,18 +32,9 @@ extension DeliveryLedger {
         return try await client.withTransaction(logger: logger) { conn in
             // No parallel workers: starting one for each span costs PostgreSQL more CPU than the read.
             try await conn.query("SET LOCAL max_parallel_workers_per_gather = 0", logger: logger)
-            let rows = try await conn.query("""
-                SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id,
-                       herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p)), d.variant, dv.app,
-                       CASE WHEN dv.id IS NULL OR u.id IS NULL THEN 'device deleted'
-                            WHEN dv.invalidated_at IS NOT NULL THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
-                            WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
-                            WHEN dv.user_id <> d.user_id THEN 'device moved to another user' END\(unescaped: reads.returning)
-                FROM deliveries d LEFT JOIN devices dv ON dv.id = d.device_id LEFT JOIN users u ON u.id = d.user_id
-                \(unescaped: reads.joins)
-                WHERE d.campaign_id = \(span.campaign) AND d.id > \(span.after) AND d.id <= \(span.through) AND d.status = 'batch'
-                ORDER BY d.id
-                """, logger: logger)
+            let rows = try await conn.query(try SQLQueries.named("ledger/span-rows").query(
+                ["campaign": .value(span.campaign), "after": .value(span.after), "through": .value(span.through)],
+                fragments: ["personal_joins": reads.joins, "personal_returning": reads.returning]), logger: logger)
             var out: [ClaimedDelivery] = []
             for try await row in rows {
                 var cells = RowCells(row)

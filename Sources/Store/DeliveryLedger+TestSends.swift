@@ -31,24 +31,9 @@ extension DeliveryLedger {
         case .user(let u): (token, user) = (nil, u)
         }
         try await AudienceStore(client: client, logger: logger).ensurePartition(campaign: campaign)
-        let rows = try await client.query("""
-            WITH ins AS (
-                INSERT INTO deliveries (kind, campaign_id, device_id, user_id, status, last_error, apns_id, not_before, variant)
-                SELECT 'test', \(campaign), dv.id, u.id, 'failed', 'test send: no answer from APNs recorded', gen_random_uuid(), now(), \(variant)
-                FROM devices dv JOIN users u ON u.id = dv.user_id
-                WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
-                  AND (dv.token = \(token) OR u.external_id = \(user))
-                ORDER BY dv.id
-                RETURNING id, device_id, apns_id
-            ), ids AS (
-                -- For the reply intake's lookup by delivery id (Sql/0010).
-                INSERT INTO delivery_id_ranges (campaign_id, ids)
-                SELECT \(campaign), int8range(min(id), max(id), '[]') FROM ins HAVING count(*) > 0
-            )
-            SELECT ins.id, ins.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id, ins.apns_id, dv.app
-            FROM ins JOIN devices dv ON dv.id = ins.device_id JOIN users u ON u.id = dv.user_id
-            ORDER BY ins.id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/begin-test-send").query([
+            "campaign": .value(campaign), "variant": .value(variant), "token": .value(token), "user": .value(user),
+        ]), logger: logger)
         var out: [ClaimedDelivery] = []
         for try await (id, deviceID, tok, env, locale, key, kid, apnsID, app) in rows.decode(
             (Int64, Int64, String, APNsEnvironment, String, String?, String?, UUID, String).self) {

@@ -17,13 +17,9 @@ public struct DeliveryLedger: Sendable {
 
     /// Queued deliveries after `afterID`, read only (the dry run).
     public func peekQueued(campaign: Int64, afterID: Int64, limit: Int) async throws -> [ClaimedDelivery] {
-        let rows = try await client.query("""
-            SELECT d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale), dv.public_key, dv.key_id,
-                   coalesce(d.apns_id, herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p))), d.variant, dv.app
-            FROM delivery_status d JOIN devices dv ON dv.id = d.device_id JOIN users u ON u.id = d.user_id
-            WHERE d.campaign_id = \(campaign) AND d.status = 'queued' AND d.id > \(afterID)
-            ORDER BY d.id LIMIT \(limit)
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/peek-queued").query([
+            "campaign": .value(campaign), "after_id": .value(afterID), "limit": .value(limit),
+        ]), logger: logger)
         return try await Self.claimed(rows)
     }
 
@@ -49,67 +45,15 @@ public struct DeliveryLedger: Sendable {
         let reads = Self.claimColumns(personal, campaign: campaign)
         let activity = token.sql
         let ended = activity.missing ?? "false"
-        let rows = try await client.query("""
-            WITH live AS (
-                UPDATE runs SET lease_expires_at = greatest(lease_expires_at, now() + make_interval(secs => \(seconds))),
-                    claimed_campaigns = CASE WHEN \(campaign) = ANY (claimed_campaigns) THEN claimed_campaigns
-                                             ELSE claimed_campaigns || \(campaign)::bigint END
-                WHERE id = \(run) AND status = 'running'
-                  AND EXISTS (SELECT 1 FROM campaigns c WHERE c.id = \(campaign) AND c.status IN ('scheduled', 'running')
-                              AND herald_approved(c.id) AND herald_step_state(c.id) = 'clear')
-                RETURNING id
-            ), win AS MATERIALIZED (
-                SELECT d.ctid AS tid, d.id, d.status, d.not_before, d.claimed_by FROM deliveries d
-                WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
-                ORDER BY d.id LIMIT \(limit)
-            ), picked AS (
-                -- The window's claimable rows, found again by where the
-                -- window read them (a TID scan: no index descent a row), as
-                -- an array (a join with
-                -- the window was planned as millions of rows). A row another
-                -- transaction changed meanwhile is not found there, or is
-                -- checked again as it is now: it is left for a later claim,
-                -- or claimed when it is still claimable.
-                SELECT d.ctid AS tid, d.id, d.device_id, d.user_id FROM deliveries d
-                WHERE d.campaign_id = \(campaign)
-                  AND d.ctid = ANY (ARRAY(SELECT w.tid FROM win w WHERE \(unescaped: Self.claimable("w"))))
-                  -- Checked again on the row as it is once locked.
-                  AND \(unescaped: Self.claimable("d"))
-                  AND \(unescaped: Self.notOfApps("d", apps))
-                  AND EXISTS (SELECT 1 FROM live)
-                FOR UPDATE OF d SKIP LOCKED
-            ), upd AS (
-                UPDATE deliveries d SET
-                    status = CASE WHEN dv.id IS NULL OR u.id IS NULL OR dv.invalidated_at IS NOT NULL
-                                       OR u.opted_out_at IS NOT NULL OR dv.user_id <> d.user_id OR \(unescaped: ended)
-                                  THEN 'skipped' ELSE 'in_flight' END,
-                    last_error = CASE WHEN dv.id IS NULL OR u.id IS NULL THEN 'device deleted'
-                                      WHEN dv.invalidated_at IS NOT NULL
-                                      THEN 'device invalidated: ' || coalesce(dv.invalid_reason, 'unknown')
-                                      WHEN u.opted_out_at IS NOT NULL THEN 'user opted out'
-                                      -- The token was registered by another user since the snapshot.
-                                      WHEN dv.user_id <> d.user_id THEN 'device moved to another user'
-                                      WHEN \(unescaped: ended) THEN '\(unescaped: token.missingReason)'
-                                      ELSE d.last_error END,
-                    claimed_by = \(run),
-                    lease_expires_at = now() + make_interval(secs => \(seconds)),
-                    apns_id = coalesce(d.apns_id, herald_apns_id(d.id, (SELECT p.prefix FROM apns_id_prefix p))),
-                    updated_at = now()
-                FROM picked LEFT JOIN devices dv ON dv.id = picked.device_id LEFT JOIN users u ON u.id = picked.user_id
-                \(unescaped: reads.joins)
-                \(unescaped: activity.join)
-                -- The rows locked above, where they were locked (a row locked in
-                -- a newer version than this statement sees is not found, and is
-                -- left for a later claim).
-                WHERE d.ctid = picked.tid AND d.campaign_id = \(campaign)
-                RETURNING d.id, d.device_id, dv.token, dv.environment, coalesce(dv.locale, u.locale) AS locale, dv.public_key, dv.key_id, d.apns_id, d.status, d.variant, d.attempts, dv.app, \(unescaped: activity.column) AS activity_token\(unescaped: reads.returning)
-            )
-            SELECT m.last, m.n, m.run_live, EXISTS (SELECT 1 FROM live) AS campaign_live, c.id, c.device_id, c.token, c.environment, c.locale, c.public_key, c.key_id, c.apns_id, c.variant, c.attempts, c.app, c.activity_token\(unescaped: reads.selected)
-            FROM (SELECT max(id) AS last, count(*)::bigint AS n,
-                         EXISTS (SELECT 1 FROM runs WHERE id = \(run) AND status = 'running') AS run_live FROM win) m
-            LEFT JOIN (SELECT * FROM upd WHERE status = 'in_flight') c ON true
-            ORDER BY c.id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/claim-window").query([
+            "seconds": .value(seconds), "campaign": .value(campaign), "run": .value(run), "after": .value(after),
+            "limit": .value(limit), "missing_reason": .value(token.missingReason),
+        ], fragments: [
+            "claimable_window": Self.claimable("w"), "claimable": Self.claimable("d"),
+            "not_of_apps": Self.notOfApps("d", apps), "ended": ended,
+            "token_join": activity.join, "token_column": activity.column,
+            "personal_joins": reads.joins, "personal_returning": reads.returning, "personal_selected": reads.selected,
+        ]), logger: logger)
         var window = ClaimWindow(deliveries: [], end: after, full: false)
         // Column by column (`RowCells`): a claim's rows are the run's most decoded.
         for try await row in rows {
@@ -180,12 +124,9 @@ public struct DeliveryLedger: Sendable {
     /// due, or held by a run that is gone), one read of the campaign's rows;
     /// nil when there is none.
     private func firstClaimable(campaign: Int64, after: Int64 = 0, excludingApps apps: [String]) async throws -> Int64? {
-        let rows = try await client.query("""
-            SELECT min(d.id) FROM deliveries d
-            WHERE d.campaign_id = \(campaign) AND d.kind = 'campaign' AND d.id > \(after)
-              AND \(unescaped: Self.claimable("d"))
-              AND \(unescaped: Self.notOfApps("d", apps))
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/first-claimable").query(
+            ["campaign": .value(campaign), "after": .value(after)],
+            fragments: ["claimable": Self.claimable("d"), "not_of_apps": Self.notOfApps("d", apps)]), logger: logger)
         for try await id in rows.decode(Int64?.self) { return id }
         return nil
     }
@@ -242,14 +183,9 @@ public struct DeliveryLedger: Sendable {
     /// one a later step superseded has nothing left to send (`herald_step_state`).
     public func nextDue(campaign: Int64, excludingApps apps: [String] = []) async throws -> Duration? {
         let poll = Self.stepPoll.inSeconds
-        let rows = try await client.query("""
-            SELECT CASE s.state WHEN 'superseded' THEN NULL WHEN 'waits' THEN greatest(q.wait, \(poll)) ELSE q.wait END
-            FROM (SELECT greatest(extract(epoch FROM min(not_before) - now()), 0)::float8 AS wait
-                  FROM deliveries d WHERE d.campaign_id = \(campaign) AND d.status = 'queued'
-                    AND \(unescaped: Self.notOfApps("d", apps))
-                  HAVING count(*) > 0) q,
-                 LATERAL (SELECT herald_step_state(\(campaign)) AS state) s
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/next-due").query(
+            ["campaign": .value(campaign), "poll": .value(poll)],
+            fragments: ["not_of_apps": Self.notOfApps("d", apps)]), logger: logger)
         for try await seconds in rows.decode(Double?.self) { return seconds.map { .milliseconds(Int64($0 * 1000)) } }
         return nil
     }
@@ -345,38 +281,10 @@ public struct DeliveryLedger: Sendable {
         let attempts = outcomes.map { Int32(clamping: $0.attempts) }
         let delays = outcomes.map(\.delay)
         let owners = campaigns.isEmpty ? Array(repeating: Int64(0), count: outcomes.count) : campaigns
-        let rows = try await client.query("""
-            WITH o AS (
-                SELECT * FROM unnest(\(owners)::bigint[], \(ids)::bigint[], \(statuses)::text[], \(errors)::text[], \(attempts)::int4[], \(delays)::float8[])
-                    AS o(campaign, id, status, error, attempts, delay)
-            ), w AS (
-                UPDATE deliveries AS d SET
-                    status = CASE WHEN o.status NOT IN ('queued', 'retry') THEN o.status
-                                  WHEN \(unescaped: Self.campaignCancelled("d")) THEN 'cancelled'
-                                  ELSE 'queued' END,
-                    last_error = CASE WHEN o.status IN ('queued', 'retry') AND \(unescaped: Self.campaignCancelled("d")) THEN 'campaign cancelled'
-                                      WHEN o.status = 'queued' AND o.error = '' THEN d.last_error
-                                      ELSE nullif(o.error, '') END,
-                    attempts = d.attempts + o.attempts,
-                    -- The wait was decided by the run's DeliveryPolicy; SQL only stores it.
-                    not_before = CASE WHEN o.status IN ('queued', 'retry')
-                                      THEN greatest(d.not_before, now() + make_interval(secs => o.delay))
-                                      ELSE d.not_before END,
-                    sent_at = CASE WHEN o.status = 'sent' THEN now() ELSE d.sent_at END,
-                    claimed_by = CASE WHEN o.status IN ('queued', 'retry') THEN NULL ELSE d.claimed_by END,
-                    refresh_open = CASE WHEN o.status IN ('queued', 'retry') THEN d.refresh_open END,
-                    lease_expires_at = NULL,
-                    updated_at = now()
-                FROM o
-                -- IS NOT DISTINCT FROM keeps the planner on the ids: a run's id
-                -- is always new to the statistics, and reading all its rows
-                -- through deliveries_claimed grows with every write.
-                WHERE \(unescaped: partitions)
-                  AND d.id = o.id AND d.claimed_by IS NOT DISTINCT FROM \(run) AND d.status = 'in_flight'
-                RETURNING d.campaign_id
-            )
-            SELECT campaign_id, count(*)::bigint FROM w GROUP BY campaign_id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("ledger/record-outcomes").query([
+            "campaigns": .value(owners), "ids": .value(ids), "statuses": .value(statuses), "errors": .value(errors),
+            "attempts": .value(attempts), "delays": .value(delays), "run": .value(run),
+        ], fragments: ["partitions": partitions, "cancelled": Self.campaignCancelled("d")]), logger: logger)
         var written: [Int64?: Int] = [:]
         for try await (campaign, n) in rows.decode((Int64?, Int64).self) { written[campaign] = Int(n) }
         let total = written.values.reduce(0, +)
@@ -390,12 +298,9 @@ public struct DeliveryLedger: Sendable {
             let devices = invalid.map(\.deviceID)
             let reasons = invalid.map { $0.error ?? "invalid" }
             let since = invalid.map { ($0.invalidSince ?? Date()).timeIntervalSince1970 }
-            try await client.query("""
-                UPDATE devices AS dv SET invalidated_at = to_timestamp(o.since), invalid_reason = o.reason
-                FROM unnest(\(devices)::bigint[], \(reasons)::text[], \(since)::float8[]) AS o(id, reason, since)
-                WHERE dv.id = o.id AND dv.invalidated_at IS NULL
-                  AND (dv.registered_at IS NULL OR dv.registered_at <= to_timestamp(o.since))
-                """, logger: logger)
+            try await client.query(try SQLQueries.named("ledger/invalidate-devices").query([
+                "devices": .value(devices), "reasons": .value(reasons), "since": .value(since),
+            ]), logger: logger)
         }
         return written
     }

@@ -50,57 +50,21 @@ public struct DeviceStore: Sendable {
                 return .invalidatedAfter(since: since)
             }
             var userID: Int64 = 0
-            for try await id in try await conn.query("""
-                INSERT INTO users (external_id, locale, time_zone, attributes, opted_out_at)
-                VALUES (\(r.user), coalesce(\(r.locale)::text, 'en'), coalesce(\(r.timeZone)::text, 'UTC'),
-                        coalesce(\(attributes)::jsonb, '{}'), CASE WHEN \(r.marketing)::bool = false THEN now() END)
-                ON CONFLICT (external_id) DO UPDATE SET
-                    time_zone = coalesce(\(r.timeZone)::text, users.time_zone),
-                    attributes = users.attributes || coalesce(\(attributes)::jsonb, '{}'),
-                    opted_out_at = CASE WHEN \(r.marketing)::bool IS NULL THEN users.opted_out_at
-                                        WHEN \(r.marketing)::bool THEN NULL
-                                        ELSE coalesce(users.opted_out_at, now()) END
-                RETURNING id
-                """, logger: logger).decode(Int64.self) {
+            for try await id in try await conn.query(try SQLQueries.named("devices/register-user").query([
+                "user": .value(r.user), "locale": .value(r.locale), "time_zone": .value(r.timeZone),
+                "attributes": .value(attributes), "marketing": .value(r.marketing),
+            ]), logger: logger).decode(Int64.self) {
                 userID = id
             }
-            // The key columns are written only when a key comes with the
-            // registration, and never read: the intake's role may not read keys.
-            // (From the binds, not EXCLUDED: reading EXCLUDED.public_key needs
-            // the right to read the column.)
-            let keySet = r.publicKey != nil ? "public_key = $4, key_id = $5," : ""
+            // The key columns are written only when a key comes with the registration.
+            let keySet = r.publicKey != nil ? "public_key = :public_key, key_id = :key_id," : ""
             var deviceID: Int64 = 0
             var created = false
-            var insert = PostgresQuery(unsafeSQL: "")
-            insert.sql = """
-                INSERT INTO devices (user_id, token, environment, public_key, key_id, app_version, locale,
-                                     config_etag, config_reported_at, last_seen_at, registered_at, app)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::text IS NOT NULL THEN now() END, now(),
-                        least(to_timestamp($9), now()), $10)
-                ON CONFLICT (token) DO UPDATE SET
-                    user_id = EXCLUDED.user_id,
-                    environment = EXCLUDED.environment,
-                    \(keySet)
-                    app_version = coalesce(EXCLUDED.app_version, devices.app_version),
-                    locale = coalesce(EXCLUDED.locale, devices.locale),
-                    config_etag = coalesce(EXCLUDED.config_etag, devices.config_etag),
-                    config_reported_at = coalesce(EXCLUDED.config_reported_at, devices.config_reported_at),
-                    last_seen_at = now(),
-                    registered_at = EXCLUDED.registered_at,
-                    invalidated_at = NULL,
-                    invalid_reason = NULL
-                RETURNING id
-                """
-            insert.binds.append(userID)
-            insert.binds.append(r.token)
-            insert.binds.append(r.environment.rawValue)
-            insert.binds.append(r.publicKey)
-            insert.binds.append(r.keyID)
-            insert.binds.append(r.appVersion)
-            insert.binds.append(r.locale)
-            insert.binds.append(r.configETag)
-            insert.binds.append(issued)
-            insert.binds.append(r.app)
+            let insert = try SQLQueries.named("devices/register-device").query([
+                "user_id": .value(userID), "token": .value(r.token), "environment": .value(r.environment.rawValue),
+                "public_key": .value(r.publicKey), "key_id": .value(r.keyID), "app_version": .value(r.appVersion),
+                "locale": .value(r.locale), "config_etag": .value(r.configETag), "issued": .value(issued), "app": .value(r.app),
+            ], fragments: ["key_set": keySet])
             // New when no row had the token when it was looked up (two first
             // registrations of one token at the same moment may both say so;
             // the row is the same either way). Not read from xmax: that needs
@@ -126,18 +90,9 @@ public struct DeviceStore: Sendable {
     /// Logout: the device is no longer targeted (its ledger and replies stay)
     /// until it registers again.
     public func unregister(token: String, user: String, app: String = AppRecord.defaultName) async throws -> Unregistered {
-        let rows = try await client.query("""
-            WITH dv AS (
-                SELECT dv.id, u.external_id FROM devices dv JOIN users u ON u.id = dv.user_id
-                WHERE dv.token = \(token) AND dv.app = \(app)
-            ), upd AS (
-                UPDATE devices SET invalidated_at = coalesce(devices.invalidated_at, now()),
-                                   invalid_reason = coalesce(devices.invalid_reason, 'unregistered by the app')
-                FROM dv WHERE devices.id = dv.id AND dv.external_id = \(user)
-                RETURNING devices.id
-            )
-            SELECT dv.external_id = \(user) FROM dv
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("devices/unregister").query([
+            "token": .value(token), "app": .value(app), "user": .value(user),
+        ]), logger: logger)
         for try await mine in rows.decode(Bool.self) {
             return mine ? .unregistered : .otherUser
         }

@@ -32,34 +32,8 @@ public struct PruneStore: Sendable {
     /// counts sent deliveries of that long ago). Oldest first.
     public func candidates(olderThan: Duration) async throws -> [PruneCandidate] {
         let seconds = olderThan.inSeconds
-        let rows = try await client.query("""
-            WITH parts AS (
-                SELECT p.relname::text AS relname, substring(p.relname FROM '^deliveries_c([0-9]+)$')::bigint AS campaign_id
-                FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
-                WHERE i.inhparent = 'public.deliveries'::regclass
-            ), c AS (
-                SELECT c.id, c.name, c.status, c.completed_at, c.created_at, parts.relname
-                FROM campaigns c LEFT JOIN parts ON parts.campaign_id = c.id
-                WHERE c.status IN ('completed', 'cancelled', 'failed', 'archived')
-                  AND NOT EXISTS (SELECT 1 FROM pruned_campaigns pc WHERE pc.campaign_id = c.id)
-                  AND (parts.relname IS NOT NULL OR EXISTS (SELECT 1 FROM deliveries_default dd WHERE dd.campaign_id = c.id))
-            ), l AS (
-                SELECT c.*, x.n, x.pending, x.last_write
-                FROM c CROSS JOIN LATERAL (
-                    SELECT count(*) AS n,
-                           count(*) FILTER (WHERE d.status IN ('queued', 'in_flight')) AS pending,
-                           max(d.updated_at) AS last_write
-                    FROM delivery_status d WHERE d.campaign_id = c.id) x
-            )
-            SELECT l.id, l.name, l.status,
-                   coalesce(greatest(l.completed_at, l.last_write), l.created_at) AS last_activity,
-                   l.n, l.relname
-            FROM l, settings st
-            WHERE l.pending = 0
-              AND coalesce(greatest(l.completed_at, l.last_write), l.created_at)
-                  < now() - greatest(make_interval(secs => \(seconds)), st.frequency_window)
-            ORDER BY last_activity, l.id
-            """, logger: logger)
+        let rows = try await client.query(try SQLQueries.named("prune/candidates").query(["seconds": .value(seconds)]),
+                                          logger: logger)
         var out: [PruneCandidate] = []
         for try await (id, name, status, last, n, part) in rows.decode((Int64, String, String, Date, Int64, String?).self) {
             out.append(PruneCandidate(campaignID: id, name: name, status: status, lastActivity: last,
@@ -101,11 +75,9 @@ public struct PruneStore: Sendable {
                 return .left(reason: "it is \(status ?? "gone") now, not finished")
             }
             var state = (pruned: false, pending: false, inDefault: false)
-            for try await row in try await conn.query("""
-                SELECT EXISTS (SELECT 1 FROM pruned_campaigns WHERE campaign_id = \(id)),
-                       EXISTS (SELECT 1 FROM delivery_status WHERE campaign_id = \(id) AND status IN ('queued', 'in_flight')),
-                       EXISTS (SELECT 1 FROM deliveries_default WHERE campaign_id = \(id))
-                """, logger: logger).decode((Bool, Bool, Bool).self) {
+            for try await row in try await conn.query(
+                try SQLQueries.named("prune/campaign-state").query(["campaign": .value(id)]), logger: logger
+            ).decode((Bool, Bool, Bool).self) {
                 state = row
             }
             if state.pruned { return .left(reason: "it was pruned already") }
@@ -131,64 +103,26 @@ public struct PruneStore: Sendable {
                 exported = try await Self.export(campaign: id, to: exportDirectory, conn: conn, logger: logger)
             }
             var dropped: Int64 = 0
-            for try await n in try await conn.query("""
-                INSERT INTO pruned_campaigns (campaign_id, deliveries, exported_to)
-                SELECT \(id), count(*), \(exported?.path) FROM deliveries WHERE campaign_id = \(id)
-                RETURNING deliveries
-                """, logger: logger).decode(Int64.self) {
+            let record = try SQLQueries.named("prune/record-pruned").query([
+                "campaign": .value(id), "exported_to": .value(exported?.path),
+            ])
+            for try await n in try await conn.query(record, logger: logger).decode(Int64.self) {
                 dropped = n
             }
-            // What the analyst views read of the ledger, kept in the pruned_* tables:
-            // the counts by status, reason, app and variant (campaign_funnel,
-            // delivery_problems, apps, variant_comparison); ...
-            try await conn.query("""
-                INSERT INTO pruned_delivery_counts (campaign_id, status, reason, deliveries, app, variant)
-                SELECT \(id), d.status, d.last_error, count(*), coalesce(dv.app, 'default'), d.variant
-                FROM delivery_status d LEFT JOIN devices dv ON dv.id = d.device_id
-                WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
-                GROUP BY d.status, d.last_error, coalesce(dv.app, 'default'), d.variant
-                """, logger: logger)
-            // ... the deliveries a receipt or a reply refers to, for their
-            // variant and sent_at (variant_comparison, variant_actions,
-            // delivery_confirmation) ...
-            try await conn.query("""
-                INSERT INTO pruned_answered_deliveries (id, campaign_id, variant, sent_at)
-                SELECT d.id, d.campaign_id, d.variant, d.sent_at FROM delivery_status d
-                WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
-                  AND (EXISTS (SELECT 1 FROM receipts r WHERE r.campaign_id = d.campaign_id AND r.delivery_id = d.id)
-                       OR EXISTS (SELECT 1 FROM replies r WHERE r.campaign_id = d.campaign_id AND r.delivery_id = d.id))
-                """, logger: logger)
-            // ... the sent deliveries per minute (pace) ...
-            try await conn.query("""
-                INSERT INTO pruned_sent_minutes (campaign_id, minute, sent, first_sent, last_sent)
-                SELECT \(id), date_trunc('minute', d.sent_at), count(*), min(d.sent_at), max(d.sent_at)
-                FROM delivery_status d
-                WHERE d.campaign_id = \(id) AND d.kind = 'campaign' AND d.status = 'sent'
-                GROUP BY date_trunc('minute', d.sent_at)
-                """, logger: logger)
-            // ... and, when it held users out, each user's arm (lift).
-            try await conn.query("""
-                INSERT INTO pruned_lift_assignments (campaign_id, user_id, treated, variant, assigned_at)
-                SELECT \(id), d.user_id, bool_or(d.status <> 'held_out'),
-                       min(d.variant) FILTER (WHERE d.status <> 'held_out'), min(d.created_at)
-                FROM deliveries d
-                WHERE d.campaign_id = \(id) AND d.kind = 'campaign'
-                  AND EXISTS (SELECT 1 FROM deliveries h WHERE h.campaign_id = \(id) AND h.kind = 'campaign' AND h.status = 'held_out')
-                GROUP BY d.user_id
-                """, logger: logger)
-            // The test sends, by the columns pruned_test_deliveries has (a
-            // column added to deliveries later is kept once added there too).
+            // What the analyst views read of the ledger, kept in the pruned_* tables.
+            for kept in ["prune/keep-delivery-counts", "prune/keep-answered-deliveries", "prune/keep-sent-minutes",
+                         "prune/keep-lift-assignments"] {
+                try await conn.query(try SQLQueries.named(kept).query(["campaign": .value(id)]), logger: logger)
+            }
+            // The test sends, by the columns pruned_test_deliveries has.
             var columns = ""
-            for try await list in try await conn.query("""
-                SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute
-                WHERE attrelid = 'public.pruned_test_deliveries'::regclass AND attnum > 0 AND NOT attisdropped
-                """, logger: logger).decode(String.self) {
+            for try await list in try await conn.query(
+                try SQLQueries.named("prune/test-delivery-columns").query([:]), logger: logger
+            ).decode(String.self) {
                 columns = list
             }
-            try await conn.query("""
-                INSERT INTO pruned_test_deliveries (\(unescaped: columns)) SELECT \(unescaped: columns) FROM deliveries
-                WHERE campaign_id = \(id) AND kind = 'test'
-                """, logger: logger)
+            try await conn.query(try SQLQueries.named("prune/keep-test-deliveries").query(
+                ["campaign": .value(id)], fragments: ["test_columns": columns]), logger: logger)
             try await conn.query("DELETE FROM delivery_spans WHERE campaign_id = \(id)", logger: logger)
             try await conn.query(PostgresQuery(unsafeSQL: "ALTER TABLE deliveries DETACH PARTITION \(name)"), logger: logger)
             try await conn.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
@@ -197,10 +131,8 @@ public struct PruneStore: Sendable {
     }
 
     private static func partition(of campaign: Int64, conn: PostgresConnection, logger: Logger) async throws -> String? {
-        let rows = try await conn.query("""
-            SELECT p.relname::text FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
-            WHERE i.inhparent = 'public.deliveries'::regclass AND p.relname = \("deliveries_c\(campaign)")
-            """, logger: logger)
+        let rows = try await conn.query(
+            try SQLQueries.named("prune/partition").query(["partition": .value("deliveries_c\(campaign)")]), logger: logger)
         for try await name in rows.decode(String.self) { return name }
         return nil
     }

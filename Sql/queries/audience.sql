@@ -114,3 +114,27 @@ SELECT count(*)::bigint,
        coalesce((SELECT array_agg(devices ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[],
        coalesce((SELECT array_agg(queued ORDER BY variant COLLATE "C") FROM by_variant), '{}')::int8[]
 FROM ins;
+
+-- name: capped-users
+-- The users who got settings.frequency_cap campaigns within settings.frequency_window,
+-- when the cap applies: the cap's one statement, for a whole audience at once and for the
+-- set a run's slices share (snapshot_caps). Only the campaigns that may have sent within
+-- the window (not those that ended before it) are read: the ledger partitions to read.
+-- Filled in by code: the fragment enabled (whether the cap applies, an SQL boolean).
+SELECT d.user_id FROM delivery_status d, settings st
+WHERE {{enabled}} AND d.kind = 'campaign' AND d.status = 'sent' AND d.sent_at > now() - st.frequency_window
+  AND d.campaign_id = ANY (ARRAY(SELECT rc.id FROM campaigns rc, settings rs
+                                 WHERE coalesce(rc.completed_at, now()) > now() - rs.frequency_window))
+GROUP BY d.user_id HAVING count(DISTINCT d.campaign_id) >= min(st.frequency_cap)
+
+-- name: store-caps
+-- Keeps the campaign's frequency-capped users for the slices of its snapshot
+-- (snapshot_caps) unless kept already (by an earlier slice, or one before a crash): the
+-- first slice finds them, the next ones read them back instead of each aggregating the
+-- window's whole ledger again.
+-- Filled in by code: the fragment capped (the statement capped-users, the cap applying).
+INSERT INTO snapshot_caps (campaign_id, users)
+SELECT :campaign, coalesce(array_agg(capped.user_id), '{}')
+FROM ({{capped}}) capped
+WHERE NOT EXISTS (SELECT 1 FROM snapshot_caps WHERE campaign_id = :campaign)
+ON CONFLICT (campaign_id) DO NOTHING

@@ -51,6 +51,23 @@ struct SQLQueriesTests {
         "segment": "true",
         "given_back": DeliveryLedger.givenBack("d"),
         "which_series": "true",
+        "test_columns": "id",
+        "claimable_window": "true",
+        "claimable": "true",
+        "not_of_apps": "true",
+        "ended": "false",
+        "token_join": "",
+        "token_column": "NULL::text",
+        "personal_joins": "",
+        "personal_returning": "",
+        "personal_selected": "",
+        "partitions": "true",
+        "cancelled": "false",
+        "columns": "",
+        "recipients": "",
+        "codes": "",
+        "key_set": "",
+        "enabled": "true",
     ]
 
     @Test("every statement of Sql/queries prepares against the migrated schema")
