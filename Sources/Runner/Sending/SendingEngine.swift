@@ -5,13 +5,6 @@ import Lifecycle
 import Logging
 import Store
 
-/// How a source's sending ended in this run.
-enum SendingFinish: Sendable, Hashable {
-    case done, paused, cancelled, expired, stopped
-    /// APNs or the database stayed away beyond its budget: the next run continues (exit 75).
-    case outage(String)
-}
-
 /// Drives `SendingSession`s for one source until it is done, paused,
 /// cancelled, expired, stopped, or an outage outlasts its budget: the thin
 /// loop that does the I/O the session decides on.
