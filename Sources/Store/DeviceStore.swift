@@ -60,11 +60,11 @@ public struct DeviceStore: Sendable {
             let keySet = r.publicKey != nil ? "public_key = :public_key, key_id = :key_id," : ""
             var deviceID: Int64 = 0
             var created = false
-            let insert = try SQLQueries.named("devices/register-device").query([
+            let insert = try SQLQueries.named("devices/register-device").filling(["key_set": keySet]).query([
                 "user_id": .value(userID), "token": .value(r.token), "environment": .value(r.environment.rawValue),
                 "public_key": .value(r.publicKey), "key_id": .value(r.keyID), "app_version": .value(r.appVersion),
                 "locale": .value(r.locale), "config_etag": .value(r.configETag), "issued": .value(issued), "app": .value(r.app),
-            ], fragments: ["key_set": keySet])
+            ])
             // New when no row had the token when it was looked up (two first
             // registrations of one token at the same moment may both say so;
             // the row is the same either way). Not read from xmax: that needs

@@ -37,6 +37,11 @@ struct SQLQueriesTests {
             try first.query(["a": .value(Int64(7)), "b": .value(Int64(8)), "c": .value(true)], fragments: ["rule": "true"])
         }
         #expect(throws: StoreError.self) { try first.query(["a": .value(Int64(7)), "b": .value(Int64(8))]) }
+        // A fragment that names a parameter, given after numbering, is refused: it would reach
+        // PostgreSQL as `:c`.
+        #expect(throws: StoreError.self) {
+            try first.query(["a": .value(Int64(7)), "b": .value(Int64(8))], fragments: ["rule": ":c > 0"])
+        }
         // A fragment filled before numbering may name parameters of its own.
         let filled = try first.filling(["rule": ":c"])
         #expect(filled.parameters == ["b", "a", "c"])

@@ -49,6 +49,13 @@ public struct NamedQuery: Sendable, Hashable {
         guard missing.isEmpty, unknown.isEmpty, Set(filled.keys) == fragments else {
             throw StoreError.query(name, "parameters missing \(missing), unknown \(unknown); fragments \(fragments.sorted()) given \(filled.keys.sorted())")
         }
+        // A fragment that names parameters is filled with `filling`, before they are numbered.
+        for (fragment, value) in filled where value.contains(where: { !$0.isWhitespace }) {
+            let named = try SQLQueries.statement(name, value).parameters
+            guard named.isEmpty else {
+                throw StoreError.query(name, "the fragment {{\(fragment)}} names parameters \(named): fill it with filling(_:)")
+            }
+        }
         var bindings = PostgresBindings(capacity: parameters.count)
         for parameter in parameters { binds[parameter]?.append(&bindings) }
         more(&bindings)
