@@ -1361,6 +1361,184 @@ END $$;
 COMMENT ON FUNCTION public.herald_is_time_zone(tz text) IS 'Whether PostgreSQL knows a time zone name such as Europe/Paris: the check of users.time_zone.';
 
 --
+-- Name: herald_journey_checked(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_checked() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_problems text;
+BEGIN
+    IF NEW.status IN ('scheduled', 'running')
+       AND (TG_OP = 'INSERT' OR OLD.status NOT IN ('scheduled', 'running') OR OLD.version <> NEW.version
+            OR OLD.first_step <> NEW.first_step) THEN
+        SELECT string_agg(coalesce('step ' || p.step || ': ', '') || p.problem, '; ' ORDER BY p.step NULLS FIRST, p.problem)
+        INTO v_problems FROM herald_journey_problems(NEW.id, NEW.version) p;
+        IF v_problems IS NOT NULL THEN
+            RAISE EXCEPTION 'journey "%" cannot run: %', NEW.name, v_problems
+                USING ERRCODE = 'check_violation', HINT = 'SELECT * FROM herald_journey_problems(' || NEW.id || ', ' || NEW.version || ');';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+--
+-- Name: FUNCTION herald_journey_checked(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_checked() IS 'Refuses a journey scheduled or run (or given a new version while it runs) with every problem herald_journey_problems finds, each naming its step. Fired by journeys_checked.';
+
+--
+-- Name: herald_journey_edge_allowed(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_edge_allowed(p_step_kind text, p_edge_kind text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN CASE p_step_kind WHEN 'send'::text THEN (p_edge_kind = 'next'::text) WHEN 'wait'::text THEN (p_edge_kind = 'next'::text) WHEN 'wait_for'::text THEN (p_edge_kind = ANY (ARRAY['reply'::text, 'action'::text, 'text'::text, 'received'::text, 'opened'::text, 'converted'::text, 'segment'::text, 'timeout'::text])) WHEN 'branch'::text THEN (p_edge_kind = ANY (ARRAY['reply'::text, 'action'::text, 'text'::text, 'received'::text, 'opened'::text, 'segment'::text, 'else'::text])) WHEN 'split'::text THEN (p_edge_kind = 'share'::text) ELSE false END;
+
+--
+-- Name: FUNCTION herald_journey_edge_allowed(p_step_kind text, p_edge_kind text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_edge_allowed(p_step_kind text, p_edge_kind text) IS 'Whether a step of this kind takes an edge of that kind (an exit takes none): the table of contract 11.';
+
+--
+-- Name: herald_journey_problems(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_problems(p_journey bigint, p_version integer) RETURNS TABLE(step text, problem text)
+    LANGUAGE sql STABLE
+    AS $_$
+    WITH j AS (
+        SELECT * FROM journeys WHERE id = p_journey
+    ), s AS (
+        SELECT * FROM journey_steps WHERE journey_id = p_journey AND version = p_version
+    ), e AS (
+        SELECT * FROM journey_edges WHERE journey_id = p_journey AND version = p_version
+    ), reached AS (
+        -- The steps a member can reach from the first one.
+        WITH RECURSIVE r(step) AS (
+            SELECT j.first_step FROM j WHERE EXISTS (SELECT 1 FROM s WHERE s.step = j.first_step)
+            UNION
+            SELECT e.to_step FROM r JOIN e ON e.from_step = r.step WHERE e.to_step IS NOT NULL
+        )
+        SELECT step FROM r
+    ), loops AS (
+        -- Paths through steps that decide at once (send, branch, split): one that comes back
+        -- to its start is a loop no wait ends, named once, by its first step in key order.
+        WITH RECURSIVE p(start, at, path, closed) AS (
+            SELECT s.step, s.step, ARRAY[s.step], false FROM s WHERE s.kind IN ('send', 'branch', 'split')
+            UNION ALL
+            SELECT p.start, e.to_step, p.path || e.to_step, e.to_step = p.start
+            FROM p JOIN e ON e.from_step = p.at JOIN s ON s.step = e.to_step
+            WHERE NOT p.closed AND s.kind IN ('send', 'branch', 'split')
+              AND (e.to_step = p.start OR NOT e.to_step = ANY (p.path))
+        )
+        SELECT DISTINCT ON (start) start, path FROM p
+        WHERE closed AND start = (SELECT min(x) FROM unnest(path) x)
+        ORDER BY start, cardinality(path)
+    )
+    SELECT NULL::text, 'journey ' || p_journey || ' has no version ' || p_version
+    WHERE NOT EXISTS (SELECT 1 FROM s)
+    UNION ALL
+    SELECT j.first_step, 'first_step ' || j.first_step || ' is not a step of version ' || p_version
+    FROM j WHERE EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM s WHERE s.step = j.first_step)
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ' goes to ' || e.to_step || ', which is not a step'
+    FROM e WHERE e.to_step IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s WHERE s.step = e.to_step)
+    UNION ALL
+    SELECT s.step, 'nothing reaches it from ' || (SELECT first_step FROM j)
+    FROM s WHERE EXISTS (SELECT 1 FROM reached) AND NOT EXISTS (SELECT 1 FROM reached r WHERE r.step = s.step)
+    UNION ALL
+    SELECT s.step, 'a wait_for needs a timeout'
+    FROM s WHERE s.kind = 'wait_for' AND s.timeout IS NULL
+    UNION ALL
+    SELECT s.step, 'a wait_for needs a timeout edge'
+    FROM s WHERE s.kind = 'wait_for' AND NOT EXISTS (SELECT 1 FROM e WHERE e.from_step = s.step AND e.kind = 'timeout')
+    UNION ALL
+    SELECT s.step, 'a ' || s.kind || ' step needs an edge'
+    FROM s WHERE s.kind <> 'exit' AND NOT EXISTS (SELECT 1 FROM e WHERE e.from_step = s.step)
+    UNION ALL
+    SELECT s.step, 'a branch needs an else edge, last'
+    FROM s WHERE s.kind = 'branch'
+      AND NOT EXISTS (SELECT 1 FROM e WHERE e.from_step = s.step AND e.kind = 'else'
+                      AND e.position = (SELECT max(x.position) FROM e x WHERE x.from_step = s.step))
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ': a ' || s.kind || ' step takes no ' || e.kind || ' edge'
+    FROM e JOIN s ON s.step = e.from_step WHERE NOT herald_journey_edge_allowed(s.kind, e.kind)
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ': ' || herald_text_rule_problem(e.rule)
+    FROM e WHERE e.kind = 'text' AND herald_text_rule_problem(e.rule) IS NOT NULL
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ': an action edge names its action: {"action": "love_it"}'
+    FROM e WHERE e.kind = 'action' AND jsonb_typeof(e.rule->'action') IS DISTINCT FROM 'string'
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ': a converted edge names its event: {"event": "purchase"}'
+    FROM e WHERE e.kind = 'converted' AND coalesce(e.rule->>'event', '') !~ '^[A-Za-z0-9_.:-]{1,100}$'
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ': a segment edge names a segment that exists and whether the user is in it: {"segment_id": 3, "in": true}'
+    FROM e WHERE e.kind = 'segment'
+      AND (jsonb_typeof(e.rule->'in') IS DISTINCT FROM 'boolean' OR jsonb_typeof(e.rule->'segment_id') IS DISTINCT FROM 'number'
+           OR NOT EXISTS (SELECT 1 FROM segments g WHERE g.id::text = e.rule->>'segment_id'))
+    UNION ALL
+    SELECT e.from_step, 'edge ' || e.position || ': a share edge gives its percent: {"share": 50}'
+    FROM e WHERE e.kind = 'share'
+      AND (jsonb_typeof(e.rule->'share') IS DISTINCT FROM 'number' OR (e.rule->>'share') !~ '^[0-9]{1,3}$'
+           OR (e.rule->>'share')::int NOT BETWEEN 1 AND 100)
+    UNION ALL
+    SELECT s.step, 'its shares add up to ' || sum((e.rule->>'share')::int) || ', not 100'
+    FROM s JOIN e ON e.from_step = s.step
+    WHERE s.kind = 'split' AND e.kind = 'share' AND (e.rule->>'share') ~ '^[0-9]{1,3}$'
+    GROUP BY s.step HAVING sum((e.rule->>'share')::int) <> 100
+    UNION ALL
+    SELECT s.step, 'edges of replies, receipts and opens listen to a send step: of_step names none'
+    FROM s WHERE EXISTS (SELECT 1 FROM e WHERE e.from_step = s.step AND e.kind IN ('reply', 'action', 'text', 'received', 'opened'))
+      AND NOT EXISTS (SELECT 1 FROM s x WHERE x.step = s.of_step AND x.kind = 'send')
+    UNION ALL
+    SELECT s.step, 'its campaign ' || s.campaign_id || ' is not a message of this journey (campaigns.journey_id)'
+    FROM s WHERE s.kind = 'send'
+      AND NOT EXISTS (SELECT 1 FROM campaigns c WHERE c.id = s.campaign_id AND c.journey_id = p_journey)
+    UNION ALL
+    SELECT l.start, 'a loop with no wait in it: ' || array_to_string(l.path, ' → ')
+    FROM loops l
+$_$;
+
+--
+-- Name: FUNCTION herald_journey_problems(p_journey bigint, p_version integer); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_problems(p_journey bigint, p_version integer) IS 'Why a version of a journey cannot run, one row per problem with the step it names (contract 11): the one check, made when the journey is scheduled or run (journeys_checked) and shown by a preview.';
+
+--
+-- Name: herald_journey_wake(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_wake() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'receipts' THEN
+        UPDATE journey_members m SET due_at = least(m.due_at, now())
+        FROM (SELECT DISTINCT dv.user_id FROM new_rows n JOIN devices dv ON dv.id = n.device_id) u
+        WHERE m.user_id = u.user_id AND m.state = 'active' AND m.waiting;
+    ELSE
+        UPDATE journey_members m SET due_at = least(m.due_at, now())
+        FROM (SELECT DISTINCT n.user_id FROM new_rows n) u
+        WHERE m.user_id = u.user_id AND m.state = 'active' AND m.waiting;
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
+-- Name: FUNCTION herald_journey_wake(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_wake() IS 'Makes the members waiting for an event (journey_members.waiting) of the users of the rows just stored due now, in the storing transaction: an acknowledged reply, receipt or conversion is never missed by a wait_for, and a run reads only the members woken. Fired by replies_wake_journeys, receipts_wake_journeys and conversions_wake_journeys.';
+
+--
 -- Name: herald_ledger_analyze(bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2504,6 +2682,105 @@ END $$;
 COMMENT ON FUNCTION public.herald_store_receipts(p_ids bigint[], p_arrived timestamp with time zone[], p_sealed smallint[], p_media smallint[], OUT stored integer, OUT unknown bigint[]) IS 'Stores a batch of delivery receipts, one per delivery (the first is kept): returns how many are new and the ids that are no delivery. How the intake writes receipts.';
 
 --
+-- Name: herald_text_fold(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_text_fold(p_text text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN translate(lower(p_text), 'àáâãäåāăąçćčďèéêëēėęěğìíîïīįıłñńňòóôõöøōőŕřśšşťùúûüūůűųýÿźżž'::text, 'aaaaaaaaacccdeeeeeeeegiiiiiiilnnnoooooooorrsssstuuuuuuuuyyzzz'::text);
+
+--
+-- Name: FUNCTION herald_text_fold(p_text text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_text_fold(p_text text) IS 'Text as text rules compare it: lower case, Latin accents removed.';
+
+--
+-- Name: herald_text_rule_holds(jsonb, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_text_rule_holds(p_rule jsonb, p_text text, p_locale text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $_$
+    SELECT CASE
+        WHEN p_rule ? 'empty' THEN (coalesce(btrim(p_text), '') = '') = (p_rule->>'empty')::boolean
+        WHEN p_text IS NULL THEN false
+        WHEN p_rule ? 'any_words' THEN EXISTS (
+            SELECT 1
+            FROM jsonb_array_elements_text(coalesce(p_rule->'any_words'->p_locale,
+                                                    p_rule->'any_words'->split_part(p_locale, '-', 1),
+                                                    p_rule->'any_words'->'*', '[]')) w
+            WHERE herald_text_fold(p_text) ~ ('\m' || regexp_replace(herald_text_fold(btrim(w)), '([.^$*+?()\[\]{}|\\-])', '\\\1', 'g') || '\M'))
+        WHEN p_rule ? 'pattern' THEN p_text ~* (p_rule->>'pattern')
+        WHEN p_rule ? 'number' THEN
+            btrim(p_text) ~ '^[+-]?[0-9]{1,15}([.,][0-9]{1,15})?$'
+            AND replace(btrim(p_text), ',', '.')::numeric BETWEEN (p_rule->'number'->>0)::numeric AND (p_rule->'number'->>1)::numeric
+        ELSE false
+    END
+$_$;
+
+--
+-- Name: FUNCTION herald_text_rule_holds(p_rule jsonb, p_text text, p_locale text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_text_rule_holds(p_rule jsonb, p_text text, p_locale text) IS 'Whether typed text matches a text rule (contract 11): any_words (a whole word or phrase of the reply''s locale, its language, else "*", case and Latin accents ignored), pattern (a regular expression, case ignored), number (a number in the closed range, with . or , as its decimal mark), empty (no text, or only spaces). The one authority of text rules; JourneyRuleTests holds its golden table.';
+
+--
+-- Name: herald_text_rule_problem(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_text_rule_problem(p_rule jsonb) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    AS $$
+DECLARE
+    v_keys text[];
+BEGIN
+    IF jsonb_typeof(p_rule) IS DISTINCT FROM 'object' THEN
+        RETURN 'a text rule is an object with one of any_words, pattern, number or empty';
+    END IF;
+    SELECT array_agg(k) INTO v_keys FROM jsonb_object_keys(p_rule) k;
+    IF cardinality(v_keys) IS DISTINCT FROM 1 OR NOT v_keys[1] = ANY (ARRAY['any_words', 'pattern', 'number', 'empty']) THEN
+        RETURN 'a text rule has exactly one of any_words, pattern, number or empty, not ' || coalesce(array_to_string(v_keys, ', '), 'none');
+    END IF;
+    CASE v_keys[1]
+    WHEN 'any_words' THEN
+        IF jsonb_typeof(p_rule->'any_words') <> 'object' OR p_rule->'any_words' = '{}'
+           OR EXISTS (SELECT 1 FROM jsonb_each(p_rule->'any_words') e
+                      WHERE jsonb_typeof(e.value) <> 'array' OR jsonb_array_length(e.value) = 0
+                         OR EXISTS (SELECT 1 FROM jsonb_array_elements(e.value) w
+                                    WHERE jsonb_typeof(w) <> 'string' OR btrim(w #>> '{}') = '')) THEN
+            RETURN 'any_words maps each locale (or "*") to a list of words, none empty';
+        END IF;
+    WHEN 'pattern' THEN
+        IF jsonb_typeof(p_rule->'pattern') <> 'string' THEN
+            RETURN 'pattern is a regular expression, as a string';
+        END IF;
+        BEGIN
+            PERFORM '' ~* (p_rule->>'pattern');
+        EXCEPTION WHEN invalid_regular_expression THEN
+            RETURN 'pattern ' || (p_rule->>'pattern') || ' is not a regular expression: ' || SQLERRM;
+        END;
+    WHEN 'number' THEN
+        IF jsonb_typeof(p_rule->'number') <> 'array' OR jsonb_array_length(p_rule->'number') <> 2
+           OR jsonb_typeof(p_rule->'number'->0) <> 'number' OR jsonb_typeof(p_rule->'number'->1) <> 'number'
+           OR (p_rule->'number'->>0)::numeric > (p_rule->'number'->>1)::numeric THEN
+            RETURN 'number is a range of two numbers, the lower first: [1, 5]';
+        END IF;
+    WHEN 'empty' THEN
+        IF jsonb_typeof(p_rule->'empty') <> 'boolean' THEN
+            RETURN 'empty is true or false';
+        END IF;
+    END CASE;
+    RETURN NULL;
+END $$;
+
+--
+-- Name: FUNCTION herald_text_rule_problem(p_rule jsonb); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_text_rule_problem(p_rule jsonb) IS 'What is wrong with a text rule, or NULL: the check herald_journey_problems makes of each text edge.';
+
+--
 -- Name: herald_two_sided_p(double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2793,6 +3070,7 @@ CREATE TABLE public.campaigns (
     sale_step integer,
     widgets_push boolean DEFAULT false NOT NULL,
     widgets_of bigint,
+    journey_id bigint,
     CONSTRAINT "a sale's step names its sale and its number (1 or more)" CHECK ((((sale_id IS NULL) = (sale_step IS NULL)) AND ((sale_step IS NULL) OR (sale_step >= 1)))),
     CONSTRAINT "an occurrence (series_id) neither repeats nor is on entry" CHECK (((series_id IS NULL) OR ((repeat_unit IS NULL) AND (NOT on_segment_entry) AND (occurrence >= 1)))),
     CONSTRAINT "campaign attribution_window must be from 1 hour to 90 days" CHECK (((attribution_window >= '01:00:00'::interval) AND (attribution_window <= '90 days'::interval))),
@@ -2882,6 +3160,12 @@ COMMENT ON COLUMN public.campaigns.widgets_push IS 'when it starts, the audience
 --
 
 COMMENT ON COLUMN public.campaigns.widgets_of IS 'the campaign whose widget push this row is';
+
+--
+-- Name: COLUMN campaigns.journey_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.campaigns.journey_id IS 'The journey whose send step this campaign is the message of: its rows are written by the journey, and it is never due by itself (NULL: an ordinary campaign).';
 
 --
 -- Name: replies; Type: TABLE; Schema: public; Owner: -
@@ -4906,6 +5190,189 @@ CREATE SEQUENCE public.devices_id_seq
 ALTER SEQUENCE public.devices_id_seq OWNED BY public.devices.id;
 
 --
+-- Name: journey_edges; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_edges (
+    journey_id bigint NOT NULL,
+    version integer NOT NULL,
+    from_step text NOT NULL,
+    "position" integer NOT NULL,
+    kind text NOT NULL,
+    rule jsonb DEFAULT '{}'::jsonb NOT NULL,
+    to_step text,
+    CONSTRAINT "journey edge kind: one of contract 11s table" CHECK ((kind = ANY (ARRAY['next'::text, 'reply'::text, 'action'::text, 'text'::text, 'received'::text, 'opened'::text, 'converted'::text, 'segment'::text, 'timeout'::text, 'share'::text, 'else'::text])))
+);
+
+--
+-- Name: TABLE journey_edges; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_edges IS 'Where a member goes from a step: the first edge in position order that holds is taken (kind and rule: what takes it; to_step NULL: the member leaves). Rules are evaluated in SQL (herald_text_rule_holds for typed text).';
+
+--
+-- Name: journey_members; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_members (
+    id bigint NOT NULL,
+    journey_id bigint NOT NULL,
+    version integer NOT NULL,
+    user_id bigint NOT NULL,
+    step text,
+    state text DEFAULT 'active'::text NOT NULL,
+    entered_at timestamp with time zone DEFAULT now() NOT NULL,
+    reached_at timestamp with time zone DEFAULT now() NOT NULL,
+    due_at timestamp with time zone,
+    waiting boolean DEFAULT false NOT NULL,
+    moves integer DEFAULT 0 NOT NULL,
+    left_at timestamp with time zone,
+    captured jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT "journey member state: active, done, goal, held_out or exited" CHECK ((state = ANY (ARRAY['active'::text, 'done'::text, 'goal'::text, 'held_out'::text, 'exited'::text]))),
+    CONSTRAINT "journey member: at a step while active" CHECK (((state <> 'active'::text) OR (step IS NOT NULL))),
+    CONSTRAINT "journey member: due while active, and only then" CHECK (((state = 'active'::text) = (due_at IS NOT NULL)))
+);
+
+--
+-- Name: TABLE journey_members; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_members IS 'Each user''s progress through a journey, one row per entry: the step reached and when (reached_at), when a run looks at it next (due_at), whether an event wakes it (waiting: at a wait_for), how many moves it took (moves, the seq of its last transition) and the replies it captured, by send step. At most one active row per journey and user (journey_members_once).';
+
+--
+-- Name: journey_members_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.journey_members_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: journey_members_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.journey_members_id_seq OWNED BY public.journey_members.id;
+
+--
+-- Name: journey_steps; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_steps (
+    journey_id bigint NOT NULL,
+    version integer NOT NULL,
+    step text NOT NULL,
+    kind text NOT NULL,
+    campaign_id bigint,
+    wait_for interval,
+    wait_until time without time zone,
+    best_hour boolean DEFAULT false NOT NULL,
+    timeout interval,
+    of_step text,
+    CONSTRAINT "journey of_step: only a wait_for or branch step" CHECK (((of_step IS NULL) OR (kind = ANY (ARRAY['wait_for'::text, 'branch'::text])))),
+    CONSTRAINT "journey send step: campaign_id, and only a send step" CHECK (((kind = 'send'::text) = (campaign_id IS NOT NULL))),
+    CONSTRAINT "journey step kind: send, wait, wait_for, branch, split or exit" CHECK ((kind = ANY (ARRAY['send'::text, 'wait'::text, 'wait_for'::text, 'branch'::text, 'split'::text, 'exit'::text]))),
+    CONSTRAINT "journey step: 1 to 40 of a-z, 0-9, _ and -" CHECK ((step ~ '^[a-z0-9_-]{1,40}$'::text)),
+    CONSTRAINT "journey timeout: only a wait_for step" CHECK (((timeout IS NULL) OR (kind = 'wait_for'::text))),
+    CONSTRAINT "journey wait: one of wait_for, wait_until, best_hour; only it" CHECK (
+CASE
+    WHEN (kind = 'wait'::text) THEN ((num_nonnulls(wait_for, wait_until) + (best_hour)::integer) = 1)
+    ELSE ((wait_for IS NULL) AND (wait_until IS NULL) AND (NOT best_hour))
+END)
+);
+
+--
+-- Name: TABLE journey_steps; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_steps IS 'The steps of each version of a journey: a send (its campaign is the message), a wait (a duration, a local time of day, the user''s best hour), a wait_for (an event, with a timeout), a branch, a split or an exit. A member stays on the version it entered.';
+
+--
+-- Name: journey_transitions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_transitions (
+    member_id bigint NOT NULL,
+    seq integer NOT NULL,
+    journey_id bigint NOT NULL,
+    from_step text NOT NULL,
+    "position" integer,
+    kind text NOT NULL,
+    to_step text,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    run_id bigint
+);
+
+--
+-- Name: TABLE journey_transitions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_transitions IS 'Every move a member took, append-only: from which step, by which edge (position and kind; kind goal or exited for a journey-wide exit), to which step (NULL: it left). seq is the member''s count of moves, so a move written twice is refused by the key. What the analysts'' flow counts.';
+
+--
+-- Name: journeys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journeys (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    apps text[],
+    status text DEFAULT 'draft'::text NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    first_step text NOT NULL,
+    entry text NOT NULL,
+    entry_segment_id bigint,
+    entry_event text,
+    entry_campaign_id bigint,
+    entry_action text,
+    reentry text DEFAULT 'never'::text NOT NULL,
+    reentry_after interval,
+    goal_event text,
+    holdout_pct integer DEFAULT 0 NOT NULL,
+    starts_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_by text DEFAULT SESSION_USER NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    closed_at timestamp with time zone,
+    CONSTRAINT "journey entry conversion: entry_event, and only it" CHECK (((entry = 'conversion'::text) = (entry_event IS NOT NULL))),
+    CONSTRAINT "journey entry reply or campaign: entry_campaign_id, only them" CHECK (((entry = ANY (ARRAY['reply'::text, 'campaign'::text])) = (entry_campaign_id IS NOT NULL))),
+    CONSTRAINT "journey entry segment: entry_segment_id, and only it" CHECK (((entry = 'segment'::text) = (entry_segment_id IS NOT NULL))),
+    CONSTRAINT "journey entry: segment, conversion, reply, recipients, campaign" CHECK ((entry = ANY (ARRAY['segment'::text, 'conversion'::text, 'reply'::text, 'recipients'::text, 'campaign'::text]))),
+    CONSTRAINT "journey entry_action: only with entry reply" CHECK (((entry_action IS NULL) OR (entry = 'reply'::text))),
+    CONSTRAINT "journey goal_event: a conversion event (as conversions.event)" CHECK ((goal_event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
+    CONSTRAINT "journey holdout_pct: 0 to 100" CHECK (((holdout_pct >= 0) AND (holdout_pct <= 100))),
+    CONSTRAINT "journey name: 1 to 200 characters" CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
+    CONSTRAINT "journey reentry after: reentry_after, and only it" CHECK (((reentry = 'after'::text) = (reentry_after IS NOT NULL))),
+    CONSTRAINT "journey reentry: never, after (with reentry_after) or always" CHECK ((reentry = ANY (ARRAY['never'::text, 'after'::text, 'always'::text]))),
+    CONSTRAINT "journey status: draft, scheduled, running, paused or closed" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'closed'::text]))),
+    CONSTRAINT "journey version: 1 or more" CHECK ((version >= 1))
+);
+
+--
+-- Name: TABLE journeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journeys IS 'A journey as a marketer writes it (contract 11): who enters it (entry and its columns), when they may enter again (reentry), the goal that takes a member out from anywhere (goal_event), the share held out at the entry (holdout_pct) and the steps new members take (version, first_step). Checked by herald_journey_problems when it is scheduled or run (journeys_checked).';
+
+--
+-- Name: journeys_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.journeys_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: journeys_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.journeys_id_seq OWNED BY public.journeys.id;
+
+--
 -- Name: pruned_campaigns; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -5205,6 +5672,18 @@ ALTER TABLE ONLY public.deliveries ALTER COLUMN id SET DEFAULT nextval('public.d
 ALTER TABLE ONLY public.devices ALTER COLUMN id SET DEFAULT nextval('public.devices_id_seq'::regclass);
 
 --
+-- Name: journey_members id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_members ALTER COLUMN id SET DEFAULT nextval('public.journey_members_id_seq'::regclass);
+
+--
+-- Name: journeys id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journeys ALTER COLUMN id SET DEFAULT nextval('public.journeys_id_seq'::regclass);
+
+--
 -- Name: replies id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -5408,6 +5887,48 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_token_key UNIQUE (token);
+
+--
+-- Name: journey_edges journey_edges_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_edges
+    ADD CONSTRAINT journey_edges_pkey PRIMARY KEY (journey_id, version, from_step, "position");
+
+--
+-- Name: journey_members journey_members_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_members
+    ADD CONSTRAINT journey_members_pkey PRIMARY KEY (id);
+
+--
+-- Name: journey_steps journey_steps_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_steps
+    ADD CONSTRAINT journey_steps_pkey PRIMARY KEY (journey_id, version, step);
+
+--
+-- Name: journey_transitions journey_transitions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_transitions
+    ADD CONSTRAINT journey_transitions_pkey PRIMARY KEY (member_id, seq);
+
+--
+-- Name: journeys journeys_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journeys
+    ADD CONSTRAINT journeys_name_key UNIQUE (name);
+
+--
+-- Name: journeys journeys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journeys
+    ADD CONSTRAINT journeys_pkey PRIMARY KEY (id);
 
 --
 -- Name: live_activities live_activities_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5728,6 +6249,54 @@ CREATE INDEX devices_app ON public.devices USING btree (app) WHERE (app <> 'defa
 --
 
 CREATE INDEX devices_user ON public.devices USING btree (user_id);
+
+--
+-- Name: journey_members_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX journey_members_due ON public.journey_members USING btree (due_at) WHERE (state = 'active'::text);
+
+--
+-- Name: INDEX journey_members_due; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON INDEX public.journey_members_due IS 'The members a run advances: active and due, read in due order without looking at the others.';
+
+--
+-- Name: journey_members_once; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX journey_members_once ON public.journey_members USING btree (journey_id, user_id) WHERE (state = 'active'::text);
+
+--
+-- Name: INDEX journey_members_once; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON INDEX public.journey_members_once IS 'A user is in a journey at most once at a time.';
+
+--
+-- Name: journey_members_waiting; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX journey_members_waiting ON public.journey_members USING btree (user_id) WHERE ((state = 'active'::text) AND waiting);
+
+--
+-- Name: INDEX journey_members_waiting; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON INDEX public.journey_members_waiting IS 'The members an event of their user wakes (herald_journey_wake): only those waiting for one.';
+
+--
+-- Name: journey_transitions_journey; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX journey_transitions_journey ON public.journey_transitions USING btree (journey_id, from_step);
+
+--
+-- Name: INDEX journey_transitions_journey; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON INDEX public.journey_transitions_journey IS 'A journey''s flow, counted by step and edge.';
 
 --
 -- Name: pool_codes_free; Type: INDEX; Schema: public; Owner: -
@@ -6237,6 +6806,18 @@ CREATE CONSTRAINT TRIGGER category_actions_at_most_4 AFTER INSERT OR UPDATE ON p
 COMMENT ON TRIGGER category_actions_at_most_4 ON public.category_actions IS 'A category has at most four actions (herald_category_actions_check).';
 
 --
+-- Name: conversions conversions_wake_journeys; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER conversions_wake_journeys AFTER INSERT ON public.conversions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_journey_wake();
+
+--
+-- Name: TRIGGER conversions_wake_journeys ON conversions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER conversions_wake_journeys ON public.conversions IS 'Wakes the journey members waiting for a conversion of these users, or reaching their goal (herald_journey_wake).';
+
+--
 -- Name: deliveries deliveries_keep_replies; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -6259,6 +6840,18 @@ CREATE TRIGGER devices_deleted_deliveries AFTER DELETE ON public.devices REFEREN
 --
 
 COMMENT ON TRIGGER devices_deleted_deliveries ON public.devices IS 'Deleting devices deletes their replies and ledger rows (herald_device_deleted).';
+
+--
+-- Name: journeys journeys_checked; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journeys_checked BEFORE INSERT OR UPDATE ON public.journeys FOR EACH ROW EXECUTE FUNCTION public.herald_journey_checked();
+
+--
+-- Name: TRIGGER journeys_checked ON journeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER journeys_checked ON public.journeys IS 'A journey that cannot run is refused when it is scheduled or run (herald_journey_checked).';
 
 --
 -- Name: pool_codes pool_codes_code_changed; Type: TRIGGER; Schema: public; Owner: -
@@ -6309,6 +6902,18 @@ CREATE TRIGGER pool_codes_truncated AFTER TRUNCATE ON public.pool_codes FOR EACH
 COMMENT ON TRIGGER pool_codes_truncated ON public.pool_codes IS 'Emptying pool_codes withdraws the approval of every campaign that draws from a pool (herald_pool_approval_guard).';
 
 --
+-- Name: receipts receipts_wake_journeys; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER receipts_wake_journeys AFTER INSERT ON public.receipts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_journey_wake();
+
+--
+-- Name: TRIGGER receipts_wake_journeys ON receipts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER receipts_wake_journeys ON public.receipts IS 'Wakes the journey members waiting for a receipt of these users (herald_journey_wake).';
+
+--
 -- Name: replies replies_added_delivery; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -6331,6 +6936,18 @@ CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON pub
 --
 
 COMMENT ON TRIGGER replies_delivery ON public.replies IS 'A reply moved to another delivery or campaign must answer one that exists (herald_reply_delivery).';
+
+--
+-- Name: replies replies_wake_journeys; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER replies_wake_journeys AFTER INSERT ON public.replies REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_journey_wake();
+
+--
+-- Name: TRIGGER replies_wake_journeys ON replies; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER replies_wake_journeys ON public.replies IS 'Wakes the journey members waiting for a reply of these users (herald_journey_wake).';
 
 --
 -- Name: segments segments_approval_guard; Type: TRIGGER; Schema: public; Owner: -
@@ -6533,6 +7150,62 @@ ALTER TABLE ONLY public.devices
 
 ALTER TABLE ONLY public.devices
     ADD CONSTRAINT devices_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: journey_edges journey_edges_journey_id_version_from_step_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_edges
+    ADD CONSTRAINT journey_edges_journey_id_version_from_step_fkey FOREIGN KEY (journey_id, version, from_step) REFERENCES public.journey_steps(journey_id, version, step) ON DELETE CASCADE;
+
+--
+-- Name: journey_members journey_members_journey_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_members
+    ADD CONSTRAINT journey_members_journey_id_fkey FOREIGN KEY (journey_id) REFERENCES public.journeys(id) ON DELETE CASCADE;
+
+--
+-- Name: journey_members journey_members_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_members
+    ADD CONSTRAINT journey_members_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+--
+-- Name: journey_steps journey_steps_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_steps
+    ADD CONSTRAINT journey_steps_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES public.campaigns(id);
+
+--
+-- Name: journey_steps journey_steps_journey_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_steps
+    ADD CONSTRAINT journey_steps_journey_id_fkey FOREIGN KEY (journey_id) REFERENCES public.journeys(id) ON DELETE CASCADE;
+
+--
+-- Name: journey_transitions journey_transitions_member_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journey_transitions
+    ADD CONSTRAINT journey_transitions_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.journey_members(id) ON DELETE CASCADE;
+
+--
+-- Name: journeys journeys_entry_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journeys
+    ADD CONSTRAINT journeys_entry_campaign_id_fkey FOREIGN KEY (entry_campaign_id) REFERENCES public.campaigns(id);
+
+--
+-- Name: journeys journeys_entry_segment_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.journeys
+    ADD CONSTRAINT journeys_entry_segment_id_fkey FOREIGN KEY (entry_segment_id) REFERENCES public.segments(id);
 
 --
 -- Name: live_activities live_activities_campaign_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -27,11 +27,12 @@ SELECT (SELECT count(*) FROM exp) + (SELECT coalesce(sum(n), 0) FROM batch)::big
 -- name: due
 -- The campaigns a run sends now, by send_at then id: scheduled or running, due, not
 -- expired, approved where approval is required (herald_approved). A recurring series and
--- an on-entry campaign are not sent themselves: their occurrences are.
+-- an on-entry campaign are not sent themselves: their occurrences are; nor is a journey's
+-- message (journey_id): its rows are written by the journey.
 SELECT id, kind, interruption_level, send_at FROM campaigns
 WHERE status IN ('scheduled', 'running') AND send_at <= now()
   AND (expires_at IS NULL OR expires_at > now())
-  AND repeat_unit IS NULL AND NOT on_segment_entry
+  AND repeat_unit IS NULL AND NOT on_segment_entry AND journey_id IS NULL
   AND herald_approved(id)
 ORDER BY send_at, id
 

@@ -158,8 +158,10 @@ struct PartitionTests {
                 WHERE i.inhparent = 'deliveries'::regclass
                 """) == ["fillfactor=40"])
             #expect(try await Migrator(directory: TestDatabase.sqlHistoryDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
-            // The 1.0.0 baseline (Sql/) finds the whole history there: adopted, nothing run.
-            #expect(try await Migrator(directory: TestDatabase.sqlDirectory).migrate(client: client, logger: TestDatabase.logger).isEmpty)
+            // The 1.0.0 baseline (Sql/) finds the whole history there: adopted, not run; only
+            // the migrations after it are.
+            let current = Migrator(directory: TestDatabase.sqlDirectory)
+            #expect(try await current.migrate(client: client, logger: TestDatabase.logger) == (try current.migrations().dropFirst().map(\.name)))
         }
     }
 
