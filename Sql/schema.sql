@@ -1405,6 +1405,174 @@ CREATE FUNCTION public.herald_journey_edge_allowed(p_step_kind text, p_edge_kind
 COMMENT ON FUNCTION public.herald_journey_edge_allowed(p_step_kind text, p_edge_kind text) IS 'Whether a step of this kind takes an edge of that kind (an exit takes none): the table of contract 11.';
 
 --
+-- Name: journey_edges; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_edges (
+    journey_id bigint NOT NULL,
+    version integer NOT NULL,
+    from_step text NOT NULL,
+    "position" integer NOT NULL,
+    kind text NOT NULL,
+    rule jsonb DEFAULT '{}'::jsonb NOT NULL,
+    to_step text,
+    CONSTRAINT "journey edge kind: one of contract 11s table" CHECK ((kind = ANY (ARRAY['next'::text, 'reply'::text, 'action'::text, 'text'::text, 'received'::text, 'opened'::text, 'converted'::text, 'segment'::text, 'timeout'::text, 'share'::text, 'else'::text])))
+);
+
+--
+-- Name: TABLE journey_edges; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_edges IS 'Where a member goes from a step: the first edge in position order that holds is taken (kind and rule: what takes it; to_step NULL: the member leaves). Rules are evaluated in SQL (herald_text_rule_holds for typed text).';
+
+--
+-- Name: herald_journey_edge_holds(public.journey_edges, bigint, timestamp with time zone, timestamp with time zone, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_edge_holds(p_edge public.journey_edges, p_user bigint, p_entered timestamp with time zone, p_reached timestamp with time zone, p_message bigint) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT CASE p_edge.kind
+        WHEN 'reply' THEN EXISTS (
+            SELECT 1 FROM replies r
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+              AND herald_reply_is_answer(r.action))
+        WHEN 'action' THEN EXISTS (
+            SELECT 1 FROM replies r
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+              AND r.action = p_edge.rule->>'action')
+        WHEN 'text' THEN EXISTS (
+            SELECT 1 FROM replies r JOIN devices dv ON dv.id = r.device_id JOIN users u ON u.id = r.user_id
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+              AND herald_reply_is_answer(r.action)
+              AND herald_text_rule_holds(p_edge.rule, r.text, coalesce(dv.locale, u.locale)))
+        WHEN 'opened' THEN EXISTS (
+            SELECT 1 FROM replies r
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+              AND r.action = 'com.apple.UNNotificationDefaultActionIdentifier')
+        WHEN 'received' THEN EXISTS (
+            SELECT 1 FROM devices dv
+            JOIN deliveries d ON d.device_id = dv.id AND d.campaign_id = p_message AND d.kind = 'campaign'
+            JOIN receipts rc ON rc.delivery_id = d.id
+            WHERE dv.user_id = p_user AND rc.arrived_at >= p_entered)
+        WHEN 'converted' THEN EXISTS (
+            SELECT 1 FROM conversions c
+            WHERE c.user_id = p_user AND c.event = p_edge.rule->>'event' AND c.occurred_at >= p_reached)
+        WHEN 'share' THEN (
+            -- The user's bucket (0-99) for this step, against the shares laid end to end in
+            -- position order.
+            SELECT herald_bucket10k(p_edge.journey_id || ':' || p_edge.from_step || ':' || p_user) / 100
+                   BETWEEN coalesce(sum((x.rule->>'share')::int) FILTER (WHERE x.position < p_edge.position), 0)
+                       AND coalesce(sum((x.rule->>'share')::int) FILTER (WHERE x.position <= p_edge.position), 0) - 1
+            FROM journey_edges x
+            WHERE x.journey_id = p_edge.journey_id AND x.version = p_edge.version AND x.from_step = p_edge.from_step
+              AND x.kind = 'share')
+        ELSE false
+    END
+$$;
+
+--
+-- Name: FUNCTION herald_journey_edge_holds(p_edge public.journey_edges, p_user bigint, p_entered timestamp with time zone, p_reached timestamp with time zone, p_message bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_edge_holds(p_edge public.journey_edges, p_user bigint, p_entered timestamp with time zone, p_reached timestamp with time zone, p_message bigint) IS 'Whether an edge''s rule holds for a member (contract 11): its user''s replies (an answer, an action, typed text by herald_text_rule_holds, an open) and receipts of the message of the step it listens to (p_message) since it entered, a conversion since it reached the step, or its bucket of a split. The edges a run decides by itself (next, timeout, else) and segment edges (compiled by the run) are false here.';
+
+--
+-- Name: herald_journey_enter(bigint, bigint[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_enter(p_journey bigint, p_users bigint[]) RETURNS bigint
+    LANGUAGE sql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH j AS (
+        SELECT * FROM journeys WHERE id = p_journey AND status = 'running'
+    ), fresh AS (
+        SELECT DISTINCT u.id AS user_id FROM unnest(p_users) AS u(id), j
+        WHERE NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = j.id AND m.user_id = u.id AND m.state = 'active')
+          AND CASE j.reentry
+                  WHEN 'always' THEN true
+                  WHEN 'never' THEN NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = j.id AND m.user_id = u.id)
+                  ELSE NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = j.id AND m.user_id = u.id
+                                   AND m.entered_at > now() - j.reentry_after)
+              END
+          AND (j.apps IS NULL OR EXISTS (SELECT 1 FROM devices dv WHERE dv.user_id = u.id AND dv.app = ANY (j.apps)))
+    ), ins AS (
+        INSERT INTO journey_members (journey_id, version, user_id, step, state, due_at)
+        SELECT j.id, j.version, f.user_id, j.first_step,
+               CASE WHEN herald_bucket10k('journey:' || j.id || ':' || f.user_id) < j.holdout_pct * 100 THEN 'held_out' ELSE 'active' END,
+               CASE WHEN herald_bucket10k('journey:' || j.id || ':' || f.user_id) < j.holdout_pct * 100 THEN NULL ELSE now() END
+        FROM fresh f, j
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+    )
+    SELECT count(*) FROM ins
+$$;
+
+--
+-- Name: FUNCTION herald_journey_enter(p_journey bigint, p_users bigint[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_enter(p_journey bigint, p_users bigint[]) IS 'Makes these users members of a running journey at its first step, due now, as its reentry allows (never: not a member before; after: not within reentry_after; always: not an active member), held out for the journey''s holdout_pct by a stable hash of the journey and the user. Answers how many entered. The one entry rule: the event triggers and a run''s entries by segment call it.';
+
+--
+-- Name: herald_journey_event_entries(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_event_entries() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_journey bigint;
+    v_users bigint[];
+BEGIN
+    IF TG_TABLE_NAME = 'conversions' THEN
+        FOR v_journey, v_users IN
+            SELECT j.id, array_agg(DISTINCT n.user_id) FROM new_rows n JOIN journeys j ON j.entry = 'conversion' AND j.entry_event = n.event
+            WHERE j.status = 'running' GROUP BY j.id
+        LOOP
+            PERFORM herald_journey_enter(v_journey, v_users);
+        END LOOP;
+    ELSE
+        FOR v_journey, v_users IN
+            SELECT j.id, array_agg(DISTINCT n.user_id) FROM new_rows n
+            JOIN journeys j ON j.entry = 'reply' AND j.entry_campaign_id = n.campaign_id
+                           AND (j.entry_action IS NULL OR j.entry_action = n.action)
+            WHERE j.status = 'running' AND n.delivery_kind = 'campaign' GROUP BY j.id
+        LOOP
+            PERFORM herald_journey_enter(v_journey, v_users);
+        END LOOP;
+    END IF;
+    RETURN NULL;
+END $$;
+
+--
+-- Name: FUNCTION herald_journey_event_entries(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_event_entries() IS 'Enters the users of the conversions or replies just stored into the running journeys whose entry they are (herald_journey_enter), in the storing transaction. Fired by conversions_enter_journeys and replies_enter_journeys.';
+
+--
+-- Name: herald_journey_goal_reached(bigint, text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_goal_reached(p_user bigint, p_event text, p_entered timestamp with time zone) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    SELECT p_event IS NOT NULL AND EXISTS (
+        SELECT 1 FROM conversions c WHERE c.user_id = p_user AND c.event = p_event AND c.occurred_at >= p_entered)
+$$;
+
+--
+-- Name: FUNCTION herald_journey_goal_reached(p_user bigint, p_event text, p_entered timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_goal_reached(p_user bigint, p_event text, p_entered timestamp with time zone) IS 'Whether a member reached its journey''s goal: a conversion of the goal''s event by its user since it entered. As the owner, so that a run learns that, not the conversions.';
+
+--
 -- Name: herald_journey_problems(bigint, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2053,6 +2221,20 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.herald_reply_delivery() IS 'Refuses an update that points a reply at a delivery its campaign does not have, and records the delivery''s kind on the reply. Fired by replies_delivery; new replies are checked per statement instead.';
+
+--
+-- Name: herald_reply_is_answer(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_reply_is_answer(p_action text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (p_action <> ALL (ARRAY['com.apple.UNNotificationDefaultActionIdentifier'::text, 'com.apple.UNNotificationDismissActionIdentifier'::text]));
+
+--
+-- Name: FUNCTION herald_reply_is_answer(p_action text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_reply_is_answer(p_action text) IS 'Whether a reply''s action is an answer (a button, typed text), not an open or a dismissal: what a journey''s reply edge waits for.';
 
 --
 -- Name: herald_reply_refusal(text, boolean, boolean, text[], text[]); Type: FUNCTION; Schema: public; Owner: -
@@ -4040,6 +4222,176 @@ CREATE VIEW analyst.feedback_text AS
 COMMENT ON VIEW analyst.feedback_text IS 'What users typed into feedback prompts, verbatim, with their locale and when; replies to campaign deliveries only.';
 
 --
+-- Name: journey_members; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_members (
+    id bigint NOT NULL,
+    journey_id bigint NOT NULL,
+    version integer NOT NULL,
+    user_id bigint NOT NULL,
+    step text,
+    state text DEFAULT 'active'::text NOT NULL,
+    entered_at timestamp with time zone DEFAULT now() NOT NULL,
+    reached_at timestamp with time zone DEFAULT now() NOT NULL,
+    due_at timestamp with time zone,
+    waiting boolean DEFAULT false NOT NULL,
+    moves integer DEFAULT 0 NOT NULL,
+    left_at timestamp with time zone,
+    captured jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT "journey member state: active, done, goal, held_out or exited" CHECK ((state = ANY (ARRAY['active'::text, 'done'::text, 'goal'::text, 'held_out'::text, 'exited'::text]))),
+    CONSTRAINT "journey member: at a step while active" CHECK (((state <> 'active'::text) OR (step IS NOT NULL))),
+    CONSTRAINT "journey member: due while active, and only then" CHECK (((state = 'active'::text) = (due_at IS NOT NULL)))
+);
+
+--
+-- Name: TABLE journey_members; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_members IS 'Each user''s progress through a journey, one row per entry: the step reached and when (reached_at), when a run looks at it next (due_at), whether an event wakes it (waiting: at a wait_for), how many moves it took (moves, the seq of its last transition) and the replies it captured, by send step. At most one active row per journey and user (journey_members_once).';
+
+--
+-- Name: journey_transitions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journey_transitions (
+    member_id bigint NOT NULL,
+    seq integer NOT NULL,
+    journey_id bigint NOT NULL,
+    from_step text NOT NULL,
+    "position" integer,
+    kind text NOT NULL,
+    to_step text,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    run_id bigint
+);
+
+--
+-- Name: TABLE journey_transitions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journey_transitions IS 'Every move a member took, append-only: from which step, by which edge (position and kind; kind goal or exited for a journey-wide exit), to which step (NULL: it left). seq is the member''s count of moves, so a move written twice is refused by the key. What the analysts'' flow counts.';
+
+--
+-- Name: journeys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.journeys (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    apps text[],
+    status text DEFAULT 'draft'::text NOT NULL,
+    version integer DEFAULT 1 NOT NULL,
+    first_step text NOT NULL,
+    entry text NOT NULL,
+    entry_segment_id bigint,
+    entry_event text,
+    entry_campaign_id bigint,
+    entry_action text,
+    reentry text DEFAULT 'never'::text NOT NULL,
+    reentry_after interval,
+    goal_event text,
+    holdout_pct integer DEFAULT 0 NOT NULL,
+    starts_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_by text DEFAULT SESSION_USER NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    closed_at timestamp with time zone,
+    CONSTRAINT "journey entry conversion: entry_event, and only it" CHECK (((entry = 'conversion'::text) = (entry_event IS NOT NULL))),
+    CONSTRAINT "journey entry reply or campaign: entry_campaign_id, only them" CHECK (((entry = ANY (ARRAY['reply'::text, 'campaign'::text])) = (entry_campaign_id IS NOT NULL))),
+    CONSTRAINT "journey entry segment: entry_segment_id, and only it" CHECK (((entry = 'segment'::text) = (entry_segment_id IS NOT NULL))),
+    CONSTRAINT "journey entry: segment, conversion, reply, recipients, campaign" CHECK ((entry = ANY (ARRAY['segment'::text, 'conversion'::text, 'reply'::text, 'recipients'::text, 'campaign'::text]))),
+    CONSTRAINT "journey entry_action: only with entry reply" CHECK (((entry_action IS NULL) OR (entry = 'reply'::text))),
+    CONSTRAINT "journey goal_event: a conversion event (as conversions.event)" CHECK ((goal_event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
+    CONSTRAINT "journey holdout_pct: 0 to 100" CHECK (((holdout_pct >= 0) AND (holdout_pct <= 100))),
+    CONSTRAINT "journey name: 1 to 200 characters" CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
+    CONSTRAINT "journey reentry after: reentry_after, and only it" CHECK (((reentry = 'after'::text) = (reentry_after IS NOT NULL))),
+    CONSTRAINT "journey reentry: never, after (with reentry_after) or always" CHECK ((reentry = ANY (ARRAY['never'::text, 'after'::text, 'always'::text]))),
+    CONSTRAINT "journey status: draft, scheduled, running, paused or closed" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'closed'::text]))),
+    CONSTRAINT "journey version: 1 or more" CHECK ((version >= 1))
+);
+
+--
+-- Name: TABLE journeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.journeys IS 'A journey as a marketer writes it (contract 11): who enters it (entry and its columns), when they may enter again (reentry), the goal that takes a member out from anywhere (goal_event), the share held out at the entry (holdout_pct) and the steps new members take (version, first_step). Checked by herald_journey_problems when it is scheduled or run (journeys_checked).';
+
+--
+-- Name: journey_flow; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.journey_flow AS
+ SELECT t.journey_id,
+    j.name AS journey,
+    m.version,
+    t.from_step,
+    t."position",
+    t.kind,
+    t.to_step,
+    count(*) AS members,
+    min(t.at) AS first_at,
+    max(t.at) AS last_at
+   FROM ((public.journey_transitions t
+     JOIN public.journey_members m ON ((m.id = t.member_id)))
+     JOIN public.journeys j ON ((j.id = t.journey_id)))
+  GROUP BY t.journey_id, j.name, m.version, t.from_step, t."position", t.kind, t.to_step;
+
+--
+-- Name: VIEW journey_flow; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.journey_flow IS 'A journey as a flow (contract 11): for each edge of each version (from_step, position, kind, to_step; kind goal for the journey-wide goal, to_step NULL out of the journey) how many members took it, and when the first and the last did.';
+
+--
+-- Name: journey_goal; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.journey_goal AS
+ SELECT j.id AS journey_id,
+    j.name AS journey,
+    j.goal_event,
+    count(*) FILTER (WHERE (m.state <> 'held_out'::text)) AS entered,
+    count(*) FILTER (WHERE (m.state = 'goal'::text)) AS reached_goal,
+    count(*) FILTER (WHERE (m.state = 'held_out'::text)) AS held_out,
+    count(*) FILTER (WHERE ((m.state = 'held_out'::text) AND (EXISTS ( SELECT 1
+           FROM public.conversions c
+          WHERE ((c.user_id = m.user_id) AND (c.event = j.goal_event) AND (c.occurred_at >= m.entered_at)))))) AS held_out_converted
+   FROM (public.journeys j
+     JOIN public.journey_members m ON ((m.journey_id = j.id)))
+  GROUP BY j.id, j.name, j.goal_event;
+
+--
+-- Name: VIEW journey_goal; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.journey_goal IS 'Each journey''s goal (contract 11): its entrants, how many reached the goal, and, of the entrants held out at the entry (holdout_pct), how many converted with the goal''s event anyway: the baseline its rate is compared with.';
+
+--
+-- Name: journey_steps; Type: VIEW; Schema: analyst; Owner: -
+--
+
+CREATE VIEW analyst.journey_steps AS
+ SELECT m.journey_id,
+    j.name AS journey,
+    m.version,
+    m.step,
+    count(*) FILTER (WHERE (m.state = 'active'::text)) AS active,
+    count(*) FILTER (WHERE ((m.state = 'active'::text) AND m.waiting)) AS waiting_for_an_event,
+    count(*) FILTER (WHERE (m.state = 'done'::text)) AS done_here,
+    count(*) FILTER (WHERE (m.state = 'goal'::text)) AS goal_here,
+    count(*) FILTER (WHERE (m.state = 'exited'::text)) AS exited_here
+   FROM (public.journey_members m
+     JOIN public.journeys j ON ((j.id = m.journey_id)))
+  WHERE (m.state <> 'held_out'::text)
+  GROUP BY m.journey_id, j.name, m.version, m.step;
+
+--
+-- Name: VIEW journey_steps; Type: COMMENT; Schema: analyst; Owner: -
+--
+
+COMMENT ON VIEW analyst.journey_steps IS 'Where a journey''s members are (contract 11): by step, how many are at it (and of those, waiting for an event), and how many left from it done, at the goal or exited.';
+
+--
 -- Name: pruned_lift_assignments; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -5190,56 +5542,6 @@ CREATE SEQUENCE public.devices_id_seq
 ALTER SEQUENCE public.devices_id_seq OWNED BY public.devices.id;
 
 --
--- Name: journey_edges; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.journey_edges (
-    journey_id bigint NOT NULL,
-    version integer NOT NULL,
-    from_step text NOT NULL,
-    "position" integer NOT NULL,
-    kind text NOT NULL,
-    rule jsonb DEFAULT '{}'::jsonb NOT NULL,
-    to_step text,
-    CONSTRAINT "journey edge kind: one of contract 11s table" CHECK ((kind = ANY (ARRAY['next'::text, 'reply'::text, 'action'::text, 'text'::text, 'received'::text, 'opened'::text, 'converted'::text, 'segment'::text, 'timeout'::text, 'share'::text, 'else'::text])))
-);
-
---
--- Name: TABLE journey_edges; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.journey_edges IS 'Where a member goes from a step: the first edge in position order that holds is taken (kind and rule: what takes it; to_step NULL: the member leaves). Rules are evaluated in SQL (herald_text_rule_holds for typed text).';
-
---
--- Name: journey_members; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.journey_members (
-    id bigint NOT NULL,
-    journey_id bigint NOT NULL,
-    version integer NOT NULL,
-    user_id bigint NOT NULL,
-    step text,
-    state text DEFAULT 'active'::text NOT NULL,
-    entered_at timestamp with time zone DEFAULT now() NOT NULL,
-    reached_at timestamp with time zone DEFAULT now() NOT NULL,
-    due_at timestamp with time zone,
-    waiting boolean DEFAULT false NOT NULL,
-    moves integer DEFAULT 0 NOT NULL,
-    left_at timestamp with time zone,
-    captured jsonb DEFAULT '{}'::jsonb NOT NULL,
-    CONSTRAINT "journey member state: active, done, goal, held_out or exited" CHECK ((state = ANY (ARRAY['active'::text, 'done'::text, 'goal'::text, 'held_out'::text, 'exited'::text]))),
-    CONSTRAINT "journey member: at a step while active" CHECK (((state <> 'active'::text) OR (step IS NOT NULL))),
-    CONSTRAINT "journey member: due while active, and only then" CHECK (((state = 'active'::text) = (due_at IS NOT NULL)))
-);
-
---
--- Name: TABLE journey_members; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.journey_members IS 'Each user''s progress through a journey, one row per entry: the step reached and when (reached_at), when a run looks at it next (due_at), whether an event wakes it (waiting: at a wait_for), how many moves it took (moves, the seq of its last transition) and the replies it captured, by send step. At most one active row per journey and user (journey_members_once).';
-
---
 -- Name: journey_members_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -5288,72 +5590,6 @@ END)
 --
 
 COMMENT ON TABLE public.journey_steps IS 'The steps of each version of a journey: a send (its campaign is the message), a wait (a duration, a local time of day, the user''s best hour), a wait_for (an event, with a timeout), a branch, a split or an exit. A member stays on the version it entered.';
-
---
--- Name: journey_transitions; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.journey_transitions (
-    member_id bigint NOT NULL,
-    seq integer NOT NULL,
-    journey_id bigint NOT NULL,
-    from_step text NOT NULL,
-    "position" integer,
-    kind text NOT NULL,
-    to_step text,
-    at timestamp with time zone DEFAULT now() NOT NULL,
-    run_id bigint
-);
-
---
--- Name: TABLE journey_transitions; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.journey_transitions IS 'Every move a member took, append-only: from which step, by which edge (position and kind; kind goal or exited for a journey-wide exit), to which step (NULL: it left). seq is the member''s count of moves, so a move written twice is refused by the key. What the analysts'' flow counts.';
-
---
--- Name: journeys; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.journeys (
-    id bigint NOT NULL,
-    name text NOT NULL,
-    apps text[],
-    status text DEFAULT 'draft'::text NOT NULL,
-    version integer DEFAULT 1 NOT NULL,
-    first_step text NOT NULL,
-    entry text NOT NULL,
-    entry_segment_id bigint,
-    entry_event text,
-    entry_campaign_id bigint,
-    entry_action text,
-    reentry text DEFAULT 'never'::text NOT NULL,
-    reentry_after interval,
-    goal_event text,
-    holdout_pct integer DEFAULT 0 NOT NULL,
-    starts_at timestamp with time zone DEFAULT now() NOT NULL,
-    created_by text DEFAULT SESSION_USER NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    closed_at timestamp with time zone,
-    CONSTRAINT "journey entry conversion: entry_event, and only it" CHECK (((entry = 'conversion'::text) = (entry_event IS NOT NULL))),
-    CONSTRAINT "journey entry reply or campaign: entry_campaign_id, only them" CHECK (((entry = ANY (ARRAY['reply'::text, 'campaign'::text])) = (entry_campaign_id IS NOT NULL))),
-    CONSTRAINT "journey entry segment: entry_segment_id, and only it" CHECK (((entry = 'segment'::text) = (entry_segment_id IS NOT NULL))),
-    CONSTRAINT "journey entry: segment, conversion, reply, recipients, campaign" CHECK ((entry = ANY (ARRAY['segment'::text, 'conversion'::text, 'reply'::text, 'recipients'::text, 'campaign'::text]))),
-    CONSTRAINT "journey entry_action: only with entry reply" CHECK (((entry_action IS NULL) OR (entry = 'reply'::text))),
-    CONSTRAINT "journey goal_event: a conversion event (as conversions.event)" CHECK ((goal_event ~ '^[A-Za-z0-9_.:-]{1,100}$'::text)),
-    CONSTRAINT "journey holdout_pct: 0 to 100" CHECK (((holdout_pct >= 0) AND (holdout_pct <= 100))),
-    CONSTRAINT "journey name: 1 to 200 characters" CHECK (((char_length(name) >= 1) AND (char_length(name) <= 200))),
-    CONSTRAINT "journey reentry after: reentry_after, and only it" CHECK (((reentry = 'after'::text) = (reentry_after IS NOT NULL))),
-    CONSTRAINT "journey reentry: never, after (with reentry_after) or always" CHECK ((reentry = ANY (ARRAY['never'::text, 'after'::text, 'always'::text]))),
-    CONSTRAINT "journey status: draft, scheduled, running, paused or closed" CHECK ((status = ANY (ARRAY['draft'::text, 'scheduled'::text, 'running'::text, 'paused'::text, 'closed'::text]))),
-    CONSTRAINT "journey version: 1 or more" CHECK ((version >= 1))
-);
-
---
--- Name: TABLE journeys; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.journeys IS 'A journey as a marketer writes it (contract 11): who enters it (entry and its columns), when they may enter again (reentry), the goal that takes a member out from anywhere (goal_event), the share held out at the entry (holdout_pct) and the steps new members take (version, first_step). Checked by herald_journey_problems when it is scheduled or run (journeys_checked).';
 
 --
 -- Name: journeys_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -6353,6 +6589,18 @@ CREATE INDEX receipts_campaign ON public.receipts USING btree (campaign_id);
 CREATE INDEX replies_campaign ON public.replies USING btree (campaign_id, action);
 
 --
+-- Name: replies_user_campaign; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX replies_user_campaign ON public.replies USING btree (user_id, campaign_id);
+
+--
+-- Name: INDEX replies_user_campaign; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON INDEX public.replies_user_campaign IS 'A journey member''s replies to the message of the step it listens to (herald_journey_edge_holds).';
+
+--
 -- Name: deliveries_default_campaign_id_device_id_config_etag_idx; Type: INDEX ATTACH; Schema: public; Owner: -
 --
 
@@ -6806,6 +7054,18 @@ CREATE CONSTRAINT TRIGGER category_actions_at_most_4 AFTER INSERT OR UPDATE ON p
 COMMENT ON TRIGGER category_actions_at_most_4 ON public.category_actions IS 'A category has at most four actions (herald_category_actions_check).';
 
 --
+-- Name: conversions conversions_enter_journeys; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER conversions_enter_journeys AFTER INSERT ON public.conversions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_journey_event_entries();
+
+--
+-- Name: TRIGGER conversions_enter_journeys ON conversions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER conversions_enter_journeys ON public.conversions IS 'A conversion enters its user into the journeys that start with it (herald_journey_event_entries).';
+
+--
 -- Name: conversions conversions_wake_journeys; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -6936,6 +7196,18 @@ CREATE TRIGGER replies_delivery BEFORE UPDATE OF delivery_id, campaign_id ON pub
 --
 
 COMMENT ON TRIGGER replies_delivery ON public.replies IS 'A reply moved to another delivery or campaign must answer one that exists (herald_reply_delivery).';
+
+--
+-- Name: replies replies_enter_journeys; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER replies_enter_journeys AFTER INSERT ON public.replies REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.herald_journey_event_entries();
+
+--
+-- Name: TRIGGER replies_enter_journeys ON replies; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER replies_enter_journeys ON public.replies IS 'A reply enters its user into the journeys that start with a reply to its campaign (herald_journey_event_entries).';
 
 --
 -- Name: replies replies_wake_journeys; Type: TRIGGER; Schema: public; Owner: -

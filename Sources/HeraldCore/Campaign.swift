@@ -43,6 +43,9 @@ public struct Campaign: Sendable, Hashable {
     public var widgetsPush = false
     /// The campaign whose widget push this row is (its devices with a widget token get one `widgets` push).
     public var widgetsOf: Int64?
+    /// The journey whose send step this campaign is the message of (its rows are written by
+    /// the journey's members' moves, never by a snapshot).
+    public var journeyID: Int64?
 
     public init(
         id: Int64, name: String, kind: CampaignKind, status: CampaignStatus = .scheduled,

@@ -80,6 +80,7 @@ public struct CampaignRun: Sendable {
         var recovered = 0
         var refresh = ConfigRefreshSummary()
         var series = SeriesSummary()
+        var journeys = JourneyBatch()
         // Not a child of the group below: a call on a connection that never
         // answers must not keep the run from ending; cancelled when it does.
         let session = options.dryRun ? nil : Task { [logger] in await Self.holdSession(runs: runs, run: runID, clock: options.clock, logger: logger) }
@@ -105,6 +106,7 @@ public struct CampaignRun: Sendable {
                         logger.notice("occurrences made", metadata: ["campaigns": "\(series.made.map(String.init).joined(separator: ","))"])
                     }
                     if recovered > 0 { logger.notice("requeued deliveries of stopped runs", metadata: ["deliveries": "\(recovered)"]) }
+                    journeys = try await JourneyMoves(stores: stores, options: options, db: db, runID: runID, logger: logger).run()
                 }
                 if !options.dryRun, let transport {
                     refresh = try await ConfigRefresh(stores: stores, transport: transport, options: options, db: db,
@@ -155,9 +157,11 @@ public struct CampaignRun: Sendable {
         for (app, text) in refused.sorted(by: { $0.key < $1.key }) {
             logger.error("APNs refused an app's credential", metadata: ["app": "\(app)", "reason": "\(text)"])
         }
-        return RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
-                          duration: clock.now - started, expired: expired, recovered: recovered,
-                          configRefresh: refresh, series: series, interruption: state.interruption, refusedApps: refused)
+        var summary = RunSummary(runID: runID, dryRun: options.dryRun, figures: state.figures, campaigns: summaries,
+                                 duration: clock.now - started, expired: expired, recovered: recovered,
+                                 configRefresh: refresh, series: series, interruption: state.interruption, refusedApps: refused)
+        summary.journeys = journeys
+        return summary
     }
 
     /// Renews the run's leases every `renewEvery` until cancelled; each

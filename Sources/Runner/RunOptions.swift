@@ -56,6 +56,10 @@ public struct RunOptions: Sendable {
     /// where the largest slice (`AudienceStore` caps it at 1,000,000
     /// device ids) commits in about 17 s.
     public var snapshotLead = 600_000
+    /// Journey members claimed, decided on and written in one transaction.
+    public var journeyBatch = 500
+    /// At most this many batches of journey members a run moves before it sends.
+    public var journeyBatchesPerRun = 10_000
     /// Due campaigns sent at once (in `DueOrder`), sharing the run's
     /// concurrency and repeat bound; 1: one after another.
     public var campaignsAtOnce = 4

@@ -42,6 +42,6 @@ extension RunSummary {
         case .outage(let why)?: total += "; STOPPED: \(why)"
         }
         let refused = refusedApps.sorted { $0.key < $1.key }.map { "CREDENTIAL REFUSED: \($0.value)" }
-        return ([total] + refused + [configRefresh.line, series.line].compactMap { $0 } + lines).joined(separator: "\n")
+        return ([total] + refused + [configRefresh.line, series.line, journeys.line].compactMap { $0 } + lines).joined(separator: "\n")
     }
 }

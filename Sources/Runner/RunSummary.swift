@@ -9,6 +9,14 @@ public enum RunInterruption: Sendable, Hashable {
     case outage(String)
 }
 
+extension JourneyBatch {
+    /// The run report's line about journeys, when members moved.
+    var line: String? {
+        guard claimed > 0 else { return nil }
+        return "  journeys: \(claimed) members decided on, \(moves) moves, \(sends) sends (\(rowsWritten) notifications queued), \(left) left"
+    }
+}
+
 extension SeriesSummary {
     /// The run report's line about recurring and on-entry campaigns, when it has news.
     var line: String? {
@@ -50,6 +58,8 @@ public struct RunSummary: Sendable {
     public var configRefresh = ConfigRefreshSummary()
     /// Occurrences of recurring and on-entry campaigns this run made.
     public var series = SeriesSummary()
+    /// What the run did to journeys' members before it sent.
+    public var journeys = JourneyBatch()
     /// Set when the run ended early with work left (exit status 75).
     public var interruption: RunInterruption?
     /// Apps whose APNs credential was refused in this run, each with why

@@ -104,6 +104,7 @@ public struct CampaignStore: Sendable {
             paced.saleStep = try r[33].decode(Int32?.self).map(Int.init)
             paced.widgetsPush = try r[34].decode(Bool.self)
             paced.widgetsOf = try r[35].decode(Int64?.self)
+            paced.journeyID = try r[36].decode(Int64?.self)
             if let rate = try r[23].decode(Int32?.self) {
                 paced.pace = .perMinute(Int(rate))
             } else if let seconds = try r[24].decode(Double?.self) {

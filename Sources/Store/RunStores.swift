@@ -10,6 +10,7 @@ public struct RunStores: Sendable {
     public let series: SeriesStore
     public let liveActivities: LiveActivityStore
     public let widgets: WidgetStore
+    public let journeys: JourneyStore
 
     public init(client: Database, logger: Logger) {
         runs = RunStore(client: client, logger: logger)
@@ -19,6 +20,7 @@ public struct RunStores: Sendable {
         series = SeriesStore(client: client, logger: logger)
         liveActivities = LiveActivityStore(client: client, logger: logger)
         widgets = WidgetStore(client: client, logger: logger)
+        journeys = JourneyStore(client: client, logger: logger)
     }
 
     public var client: Database { ledger.client }

@@ -171,6 +171,22 @@ struct PruneFiguresTests {
                     VALUES (1, 'purchase', now(), 5.00, 'EUR', 'code-1', 'P-1')
                     """)
 
+                // A journey some users went through, one held out, a few at its goal.
+                try await client.exec("""
+                    INSERT INTO journeys (id, name, first_step, entry, entry_event, goal_event, holdout_pct)
+                    VALUES (1, 'After the order', 'listen', 'conversion', 'order_delivered', 'purchase', 10);
+                    INSERT INTO journey_steps (journey_id, version, step, kind, timeout) VALUES (1, 1, 'listen', 'wait_for', '2 days');
+                    INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step)
+                    VALUES (1, 1, 'listen', 1, 'converted', '{"event": "purchase"}', NULL), (1, 1, 'listen', 2, 'timeout', '{}', NULL);
+                    INSERT INTO journey_members (id, journey_id, version, user_id, step, state, due_at, moves)
+                    SELECT id, 1, 1, id, 'listen', CASE WHEN id % 7 = 0 THEN 'held_out' WHEN id % 3 = 0 THEN 'goal' ELSE 'active' END,
+                           CASE WHEN id % 7 <> 0 AND id % 3 <> 0 THEN now() + interval '1 day' END,
+                           CASE WHEN id % 7 <> 0 AND id % 3 = 0 THEN 1 ELSE 0 END
+                    FROM users WHERE id <= 30;
+                    INSERT INTO journey_transitions (member_id, seq, journey_id, from_step, position, kind, to_step)
+                    SELECT id, 1, 1, 'listen', NULL, 'goal', NULL FROM journey_members WHERE state = 'goal';
+                    """)
+
                 // Everything finished, the frequency window short: prunable a moment later.
                 try await client.exec("UPDATE settings SET frequency_window = '1 second'")
                 try await Task.sleep(for: .seconds(2))

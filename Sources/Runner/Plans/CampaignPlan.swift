@@ -84,6 +84,7 @@ struct PlanChoice: Sendable {
 
     /// Herald's kinds, most particular first.
     static let standard = PlanChoice(kinds: [
+        JourneyMessagePlan.self,
         SaleStepPlan.self,
         WidgetPushPlan.self,
         SaleStartPlan.self,

@@ -1,0 +1,118 @@
+-- Journeys as a run moves their members (docs/DESIGN.md, contract 11): the graph of a
+-- version, the members due, what each move writes, and the rows of a send step.
+-- Statements of this file are run by Sources/Store/JourneyStore.swift.
+
+-- name: steps
+-- The steps of one version of a journey, with what a decision reads of each (a wait in
+-- seconds or as a local time of day, a wait_for's timeout in seconds) and a send step's
+-- message (its campaign).
+SELECT s.step, s.kind, extract(epoch FROM s.wait_for)::float8,
+       extract(hour FROM s.wait_until)::int4, extract(minute FROM s.wait_until)::int4, s.best_hour,
+       extract(epoch FROM s.timeout)::float8, s.campaign_id
+FROM journey_steps s
+WHERE s.journey_id = :journey AND s.version = :version
+
+-- name: edges
+-- The edges of one version of a journey, in position order.
+SELECT e.from_step, e.position, e.kind, e.to_step
+FROM journey_edges e
+WHERE e.journey_id = :journey AND e.version = :version
+ORDER BY e.from_step, e.position
+
+-- name: journey
+-- What a run reads of a journey besides its steps: its first step and its apps.
+SELECT j.first_step, j.apps FROM journeys j WHERE j.id = :journey
+
+-- name: messages
+-- The messages (campaigns) of the send steps of the running journeys: each needs its
+-- ledger partition before a move writes its rows.
+SELECT DISTINCT s.campaign_id
+FROM journeys j JOIN journey_steps s ON s.journey_id = j.id AND s.kind = 'send'
+WHERE j.status = 'running'
+
+-- name: claim-members
+-- Claims up to :limit active members of running journeys whose time has come (due_at,
+-- through journey_members_due), locked for the transaction that writes their moves: a
+-- kill or a failover before it commits leaves them as they were. With each, what its
+-- decision reads: its step and since when, its user's zone, whether its goal was reached
+-- (herald_journey_goal_reached), and which edges of its version hold for
+-- it now (herald_journey_edge_holds, each edge listening to the message of its step's
+-- of_step), written step:position; and the transaction's time, the decisions' now.
+WITH due AS (
+    SELECT m.id FROM journey_members m
+    WHERE m.state = 'active' AND m.due_at <= now()
+      AND EXISTS (SELECT 1 FROM journeys j WHERE j.id = m.journey_id AND j.status = 'running')
+    ORDER BY m.due_at
+    LIMIT :limit
+    FOR UPDATE OF m SKIP LOCKED
+)
+SELECT m.id, m.journey_id, m.version, m.step, m.reached_at, m.moves, coalesce(u.time_zone, 'UTC'),
+       herald_journey_goal_reached(m.user_id, j.goal_event, m.entered_at),
+       ARRAY(
+           SELECT e.from_step || ':' || e.position
+           FROM journey_edges e
+           JOIN journey_steps s ON s.journey_id = e.journey_id AND s.version = e.version AND s.step = e.from_step
+           LEFT JOIN journey_steps o ON o.journey_id = s.journey_id AND o.version = s.version AND o.step = s.of_step
+           WHERE e.journey_id = m.journey_id AND e.version = m.version
+             AND e.kind NOT IN ('next', 'timeout', 'else')
+             AND herald_journey_edge_holds(e, m.user_id, m.entered_at, m.reached_at, o.campaign_id)),
+       now()
+FROM journey_members m
+JOIN due ON due.id = m.id
+JOIN journeys j ON j.id = m.journey_id
+JOIN users u ON u.id = m.user_id
+ORDER BY m.id
+
+-- name: move-members
+-- Writes where each claimed member rests after its decision (one row of the arrays each):
+-- its step and since when, when a run looks at it next and whether an event wakes it
+-- sooner, or how it left (done, goal, exited), and its count of moves.
+WITH v AS (
+    SELECT * FROM unnest(:ids::bigint[], :steps::text[], :states::text[], :reached::float8[], :due::float8[],
+                         :waiting::bool[], :moves::int4[])
+        AS v(id, step, state, reached, due, waiting, moves)
+)
+UPDATE journey_members m SET
+    step = v.step, state = v.state, reached_at = to_timestamp(v.reached),
+    due_at = CASE WHEN v.state = 'active' THEN to_timestamp(v.due) END,
+    waiting = v.state = 'active' AND v.waiting, moves = v.moves,
+    left_at = CASE WHEN v.state <> 'active' THEN now() END
+FROM v WHERE m.id = v.id
+
+-- name: record-transitions
+-- Records the moves the decisions took, each with the member's count of moves (seq): a move
+-- written twice is refused by the table's key. A position of -1 (the goal, taken from any
+-- step) and a step of '' (out of the journey) are written NULL.
+INSERT INTO journey_transitions (member_id, seq, journey_id, from_step, position, kind, to_step, run_id)
+SELECT t.member, t.seq, t.journey, t.from_step, nullif(t.position, -1), t.kind, nullif(t.to_step, ''), t.run
+FROM unnest(:members::bigint[], :seqs::int4[], :journeys::bigint[], :froms::text[], :positions::int4[],
+            :kinds::text[], :tos::text[], :runs::bigint[])
+    AS t(member, seq, journey, from_step, position, kind, to_step, run)
+
+-- name: write-sends
+-- Writes the ledger rows of the send steps the decisions reached: for each member and
+-- message, a queued row for each of its user's valid devices of the journey's apps (not
+-- opted out), sent by the message's plan like any campaign's rows (once per device: a
+-- device its message reached already is left). Their ids are recorded in
+-- delivery_id_ranges, where the app server finds a reply's campaign. Answers the rows
+-- written.
+WITH v AS (
+    SELECT * FROM unnest(:members::bigint[], :messages::bigint[]) AS v(member, message)
+), ins AS (
+    INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before)
+    SELECT v.message, dv.id, m.user_id, 'queued', now()
+    FROM v
+    JOIN journey_members m ON m.id = v.member
+    JOIN journeys j ON j.id = m.journey_id
+    JOIN users u ON u.id = m.user_id
+    JOIN devices dv ON dv.user_id = m.user_id
+    WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+      AND (j.apps IS NULL OR dv.app = ANY (j.apps))
+    ORDER BY v.message, dv.id
+    ON CONFLICT DO NOTHING
+    RETURNING id, campaign_id
+), ranges AS (
+    INSERT INTO delivery_id_ranges (campaign_id, ids)
+    SELECT campaign_id, int8range(min(id), max(id), '[]') FROM ins GROUP BY campaign_id
+)
+SELECT count(*)::bigint FROM ins

@@ -1,0 +1,159 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HeraldCore
+import PostgresNIO
+import Runner
+import Store
+import Testing
+import TestSupport
+
+/// A journey moved by real runs against PostgreSQL and the APNs simulator (DESIGN, contract
+/// 11): the demo's "How was your order?", entered by a conversion, answered through the
+/// reply store, timed out, and left at its goal. What APNs accepted (the simulator's own
+/// log) is compared with the ledger and the members' transitions.
+@Suite("Journeys moved by runs", .serialized)
+struct JourneyRunTests {
+    /// The catalogue, users u1…u4 (a device each), and the journey: ask (a feedback prompt)
+    /// → listen for two days → a reply whose text says damaged: sorry; another answer: thanks;
+    /// nothing: out. A purchase is the goal.
+    static let journey = """
+        INSERT INTO journeys (id, name, first_step, entry, entry_event, goal_event)
+        VALUES (1, 'After the order', 'ask', 'conversion', 'order_delivered', 'purchase');
+        INSERT INTO campaigns (id, name, kind, status, content, category_id, journey_id) VALUES
+            (101, 'Ask', 'feedback', 'scheduled', '{"en": {"title": "How was your order?", "body": "Tell us"}}', 'feedback.v1', 1);
+        INSERT INTO campaigns (id, name, kind, status, content, media_url, journey_id) VALUES
+            (102, 'Sorry', 'poster', 'scheduled', '{"en": {"title": "We are sorry", "body": "Here is a code"}}', 'https://cdn.example.com/s.png', 1),
+            (103, 'Thanks', 'poster', 'scheduled', '{"en": {"title": "Thank you", "body": "Review us?"}}', 'https://cdn.example.com/t.png', 1);
+        INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id, timeout, of_step) VALUES
+            (1, 1, 'ask', 'send', 101, NULL, NULL),
+            (1, 1, 'listen', 'wait_for', NULL, '2 days', 'ask'),
+            (1, 1, 'sorry', 'send', 102, NULL, NULL),
+            (1, 1, 'thanks', 'send', 103, NULL, NULL);
+        INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES
+            (1, 1, 'ask', 1, 'next', '{}', 'listen'),
+            (1, 1, 'listen', 1, 'text', '{"any_words": {"*": ["damaged", "late", "abîmé"]}}', 'sorry'),
+            (1, 1, 'listen', 2, 'reply', '{}', 'thanks'),
+            (1, 1, 'listen', 3, 'timeout', '{}', NULL),
+            (1, 1, 'sorry', 1, 'next', '{}', NULL),
+            (1, 1, 'thanks', 1, 'next', '{}', NULL);
+        UPDATE journeys SET status = 'running' WHERE id = 1;
+        """
+
+    static func run(_ client: Database, _ sim: RunningAPNsSimulator) async throws -> RunSummary {
+        try await sendRun(client, apns: sim.clientConfiguration,
+                          options: RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 10))
+    }
+
+    /// The campaign each accepted notification was of, by its apns-id in the ledger.
+    static func accepted(_ client: Database, _ sim: RunningAPNsSimulator) async throws -> [String] {
+        let ids = await sim.simulator.accepted.map { $0.apnsID.lowercased() }
+        var names: [String] = []
+        for try await name in try await client.query("""
+            SELECT c.name FROM unnest(\(ids)::text[]) AS a(id)
+            JOIN delivery_status d ON d.apns_id::text = a.id JOIN campaigns c ON c.id = d.campaign_id
+            ORDER BY c.name
+            """, logger: TestDatabase.logger).decode(String.self) { names.append(name) }
+        return names
+    }
+
+    static func paths(_ client: Database) async throws -> String? {
+        try await client.scalar("""
+            SELECT string_agg(u.external_id || ' ' || m.state || ' ' || p.path, '; ' ORDER BY u.external_id)
+            FROM journey_members m JOIN users u ON u.id = m.user_id,
+                 LATERAL (SELECT string_agg(t.from_step || '-' || t.kind || '->' || coalesce(t.to_step, 'out'), ' ' ORDER BY t.seq) AS path
+                          FROM journey_transitions t WHERE t.member_id = m.id) p
+            """, as: String.self)
+    }
+
+    /// Stores a reply to the `ask` message of user `user` as the app server does.
+    static func reply(_ client: Database, user: String, action: String, text: String?) async throws {
+        let delivery = try #require(try await client.scalar("""
+            SELECT d.id FROM deliveries d JOIN users u ON u.id = d.user_id WHERE d.campaign_id = 101 AND u.external_id = '\(user)'
+            """, as: Int64.self))
+        let stored = try await ReplyStore(client: client, logger: TestDatabase.logger).store([
+            .init(replyID: UUID(), deliveryID: delivery, action: action, text: text, occurredAt: Date()),
+        ], source: "api")
+        #expect(stored.stored == 1, "\(stored)")
+    }
+
+    @Test func membersAreSentTheirStepsAndBranchOnWhatTheyTypedTimedOutOrBought() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 4))
+            try await client.exec(Self.journey)
+            // The conversions enter their users, in the transaction that stores them.
+            try await client.exec("""
+                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+                SELECT id, 'order_delivered', now(), 'order-' || id FROM users WHERE external_id IN ('u1', 'u2', 'u3', 'u4')
+                """)
+            #expect(try await client.scalar("SELECT count(*) FROM journey_members WHERE state = 'active' AND step = 'ask'", as: Int64.self) == 4)
+            try await withSimulator { sim in
+                // Run 1: everyone is asked, then listens.
+                let first = try await Self.run(client, sim)
+                #expect(first.journeys.moves == 4 && first.journeys.rowsWritten == 4)
+                #expect(try await Self.accepted(client, sim) == ["Ask", "Ask", "Ask", "Ask"])
+                #expect(try await client.scalar("SELECT count(*) FROM journey_members WHERE step = 'listen' AND waiting", as: Int64.self) == 4)
+
+                // u1 types that the box came damaged, u2 that it was lovely, u4 buys: each
+                // makes its member due at once; u3 says nothing.
+                try await Self.reply(client, user: "u1", action: "comment", text: "The box arrived DAMAGED")
+                try await Self.reply(client, user: "u2", action: "comment", text: "Lovely, thank you")
+                try await client.exec("""
+                    INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+                    SELECT id, 'purchase', now(), 'buy-4' FROM users WHERE external_id = 'u4'
+                    """)
+                #expect(try await client.scalar("""
+                    SELECT string_agg(u.external_id, ',' ORDER BY u.external_id) FROM journey_members m JOIN users u ON u.id = m.user_id
+                    WHERE m.due_at <= now()
+                    """, as: String.self) == "u1,u2,u4")
+
+                // Run 2: the answers are sent their step; the buyer leaves at the goal.
+                let second = try await Self.run(client, sim)
+                #expect(second.journeys.claimed == 3)
+                #expect(try await Self.accepted(client, sim) == ["Ask", "Ask", "Ask", "Ask", "Sorry", "Thanks"])
+
+                // Two days pass for u3 (its step reached two days ago): the timeout takes it out.
+                try await client.exec("""
+                    UPDATE journey_members SET reached_at = reached_at - interval '2 days', due_at = now()
+                    WHERE state = 'active'
+                    """)
+                let third = try await Self.run(client, sim)
+                #expect(third.journeys.claimed == 1 && third.journeys.left == 1 && third.journeys.rowsWritten == 0)
+                #expect(try await Self.paths(client) == """
+                    u1 done ask-next->listen listen-text->sorry sorry-next->out; \
+                    u2 done ask-next->listen listen-reply->thanks thanks-next->out; \
+                    u3 done ask-next->listen listen-timeout->out; \
+                    u4 goal ask-next->listen listen-goal->out
+                    """)
+                // Nothing more is due; a fourth run moves nobody and sends nothing.
+                let fourth = try await Self.run(client, sim)
+                #expect(fourth.journeys.claimed == 0)
+                #expect(await sim.simulator.accepted.count == 6)
+            }
+        }
+    }
+
+    @Test func aPausedJourneyHoldsItsMembersAndSendsNothing() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 2))
+            try await client.exec(Self.journey)
+            try await client.exec("""
+                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+                SELECT id, 'order_delivered', now(), 'order-' || id FROM users;
+                UPDATE journeys SET status = 'paused' WHERE id = 1;
+                """)
+            try await withSimulator { sim in
+                let paused = try await Self.run(client, sim)
+                #expect(paused.journeys.claimed == 0)
+                #expect(await sim.simulator.accepted.isEmpty)
+                #expect(try await client.scalar("SELECT count(*) FROM journey_members WHERE step = 'ask' AND state = 'active'", as: Int64.self) == 2)
+                try await client.exec("UPDATE journeys SET status = 'running' WHERE id = 1")
+                let resumed = try await Self.run(client, sim)
+                #expect(resumed.journeys.claimed == 2)
+                #expect(await sim.simulator.accepted.count == 2)
+            }
+        }
+    }
+}
