@@ -29,14 +29,17 @@ public enum SQLQueries {
     }
 
     /// The statements of one file: each starts at a `-- name: NAME` line and runs to the next.
-    /// A fragment is written `{{name}}` in the statement's text, never in its comments.
+    /// A fragment is written `{{name}}` in the statement's text, never in its comments. The
+    /// comment lines above a statement (its why) stay in the file: PostgreSQL gets the
+    /// statement after `/* file/name */`, which names it in pg_stat_statements.
     public static func parse(file: String, text: String) throws(StoreError) -> [NamedQuery] {
         var statements: [NamedQuery] = []
         var name: String?
         var lines: [Substring] = []
         func close() throws(StoreError) {
             guard let name else { return }
-            statements.append(try statement("\(file)/\(name)", lines.joined(separator: "\n")))
+            let full = "\(file)/\(name)"
+            statements.append(try statement(full, "/* \(full) */ " + lines.joined(separator: "\n")))
         }
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
             let trimmed = line.trimmingPrefix(while: \.isWhitespace)
@@ -44,7 +47,7 @@ public enum SQLQueries {
                 try close()
                 name = trimmed.dropFirst("-- name:".count).split(whereSeparator: \.isWhitespace).first.map(String.init)
                 lines = []
-            } else if name != nil {
+            } else if name != nil, !(lines.isEmpty && (trimmed.hasPrefix("--") || trimmed.isEmpty)) {
                 lines.append(line)
             }
         }
