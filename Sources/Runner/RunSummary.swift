@@ -12,8 +12,8 @@ public enum RunInterruption: Sendable, Hashable {
 extension JourneyBatch {
     /// The run report's line about journeys, when members moved.
     var line: String? {
-        guard claimed > 0 else { return nil }
-        return "  journeys: \(claimed) members decided on, \(moves) moves, \(sends) sends (\(rowsWritten) notifications queued), \(left) left"
+        guard claimed > 0 || entered > 0 else { return nil }
+        return "  journeys: \(entered) entered by a segment, \(claimed) members decided on, \(moves) moves, \(sends) sends (\(rowsWritten) notifications queued), \(left) left"
     }
 }
 

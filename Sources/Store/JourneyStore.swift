@@ -24,6 +24,35 @@ public struct JourneyStore: Sendable {
         return out
     }
 
+    /// Enters the users of each running journey's segment, for journeys entered by a segment
+    /// (`journeys/enter-segment`); answers how many entered. A journey whose rule does not
+    /// compile enters nobody, said in the log with its reason.
+    public func enterBySegments() async throws -> Int {
+        var journeys: [(Int64, String)] = []
+        for try await row in try await client.query(try SQLQueries.named("journeys/segment-entries").query([:]), logger: logger)
+            .decode((Int64, String).self) { journeys.append(row) }
+        var entered = 0
+        for (journey, rule) in journeys {
+            let statement = try SQLQueries.named("journeys/enter-segment")
+            let segment: CompiledSegment
+            do {
+                let json = try JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))
+                segment = try SegmentCompiler(firstPlaceholder: statement.parameters.count + 1, deviceAlias: "dv", userAlias: "u")
+                    .compile(json)
+            } catch {
+                logger.error("a journey's entry segment does not compile: nobody enters", metadata: [
+                    "journey": "\(journey)", "reason": "\(error)",
+                ])
+                continue
+            }
+            let query = try statement.query(["journey": .value(journey)], fragments: ["segment": segment.sql]) {
+                $0.append(segment: segment)
+            }
+            for try await n in try await client.query(query, logger: logger).decode(Int64.self) { entered += Int(n) }
+        }
+        return entered
+    }
+
     /// Claims up to `limit` due members, decides each with `decide` and writes what it
     /// decided (moves, where each rests, the rows of its sends), all in one transaction.
     public func advanceBatch(run: Int64, limit: Int,
@@ -218,6 +247,8 @@ public struct JourneyBatch: Sendable, Hashable {
     public var rowsWritten = 0
     public var left = 0
     public var stuck = 0
+    /// Users a run entered by their journey's segment.
+    public var entered = 0
 
     public init() {}
 
@@ -228,5 +259,6 @@ public struct JourneyBatch: Sendable, Hashable {
         rowsWritten += other.rowsWritten
         left += other.left
         stuck += other.stuck
+        entered += other.entered
     }
 }

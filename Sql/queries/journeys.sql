@@ -116,3 +116,24 @@ WITH v AS (
     SELECT campaign_id, int8range(min(id), max(id), '[]') FROM ins GROUP BY campaign_id
 )
 SELECT count(*)::bigint FROM ins
+
+-- name: segment-entries
+-- The running journeys entered by a segment, with its rule: each run enters the users in it
+-- (enter-segment).
+SELECT j.id, coalesce(s.rule, '{}'::jsonb)::text
+FROM journeys j JOIN segments s ON s.id = j.entry_segment_id
+WHERE j.status = 'running' AND j.entry = 'segment'
+ORDER BY j.id
+
+-- name: enter-segment
+-- Enters into a journey the users of its segment who are not active members, as its
+-- reentry allows (herald_journey_enter, the one entry rule): the users in the segment who
+-- have not been members (never), not within reentry_after (after), or are not now
+-- (always). Each run reads the whole segment, as a campaign on segment entry does.
+-- Filled in by code: the fragment segment (the segment's rule, compiled for this
+-- statement; it names devices dv and users u).
+SELECT herald_journey_enter(:journey, ARRAY(
+    SELECT DISTINCT u.id FROM users u JOIN devices dv ON dv.user_id = u.id
+    WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = :journey AND m.user_id = u.id AND m.state = 'active')
+      AND ({{segment}})))

@@ -134,6 +134,40 @@ struct JourneyRunTests {
         }
     }
 
+    /// A journey entered by a segment: each run enters the users in it who were not members
+    /// (reentry never), and a user who comes into the segment later enters at the next run.
+    @Test func aSegmentsUsersEnterAtEachRunOnceEach() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 6))
+            try await client.exec("""
+                INSERT INTO segments (id, name, rule) VALUES (5, 'gold', '{"attr": "attributes.tier", "op": "=", "value": "gold"}');
+                INSERT INTO journeys (id, name, first_step, entry, entry_segment_id) VALUES (2, 'Gold welcome', 'hello', 'segment', 5);
+                INSERT INTO campaigns (id, name, kind, status, content, media_url, journey_id) VALUES
+                    (201, 'Hello gold', 'poster', 'scheduled', '{"en": {"title": "Hello", "body": "Gold member"}}', 'https://cdn.example.com/g.png', 2);
+                INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id) VALUES (2, 1, 'hello', 'send', 201);
+                INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES (2, 1, 'hello', 1, 'next', '{}', NULL);
+                UPDATE journeys SET status = 'running' WHERE id = 2;
+                """)
+            try await withSimulator { sim in
+                // Users 2, 4 and 6 are gold (Fixtures.audience).
+                let first = try await Self.run(client, sim)
+                #expect(first.journeys.entered == 3 && first.journeys.rowsWritten == 3)
+                #expect(await sim.simulator.accepted.count == 3)
+                // u1 becomes gold: the next run enters u1 alone; the others were members.
+                try await client.exec(#"UPDATE users SET attributes = attributes || '{"tier": "gold"}' WHERE external_id = 'u1'"#)
+                let second = try await Self.run(client, sim)
+                #expect(second.journeys.entered == 1 && second.journeys.rowsWritten == 1)
+                #expect(try await Self.accepted(client, sim) == Array(repeating: "Hello gold", count: 4))
+                #expect(try await client.scalar(
+                    "SELECT string_agg(u.external_id, ',' ORDER BY u.external_id) FROM journey_members m JOIN users u ON u.id = m.user_id WHERE m.state = 'done'",
+                    as: String.self) == "u1,u2,u4,u6")
+                let third = try await Self.run(client, sim)
+                #expect(third.journeys.entered == 0)
+            }
+        }
+    }
+
     @Test func aPausedJourneyHoldsItsMembersAndSendsNothing() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)

@@ -20,6 +20,7 @@ struct JourneyMoves: Sendable {
             _ = try await db("give a journey's message its partition") { try await audience.ensurePartition(campaign: message) }
         }
         var total = JourneyBatch()
+        total.entered = try await db("enter journeys by their segments") { try await journeys.enterBySegments() }
         let (limit, run) = (options.journeyBatch, runID)
         // A member resting due now (at the guard of a loop) is taken again by the next batch;
         // the bound keeps one run from going round it for ever.
@@ -32,9 +33,9 @@ struct JourneyMoves: Sendable {
             total.add(batch)
             if batch.claimed < limit { break }
         }
-        if total.claimed > 0 {
+        if total.claimed > 0 || total.entered > 0 {
             logger.notice("journey members moved", metadata: [
-                "members": "\(total.claimed)", "moves": "\(total.moves)", "sends": "\(total.sends)",
+                "entered": "\(total.entered)", "members": "\(total.claimed)", "moves": "\(total.moves)", "sends": "\(total.sends)",
                 "rows": "\(total.rowsWritten)", "left": "\(total.left)",
             ])
         }
