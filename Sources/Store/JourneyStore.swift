@@ -62,7 +62,7 @@ public struct JourneyStore: Sendable {
             var batch = JourneyBatch()
             var claimed: [JourneyClaimedMember] = []
             var now = Date()
-            let rows = try await conn.query(try SQLQueries.named("journeys/claim-members").query(["limit": .value(limit)]), logger: logger)
+            let rows = try await conn.query(try await Self.claimMembers(limit: limit, on: conn, logger: logger), logger: logger)
             for try await row in rows {
                 var cells = RowCells(row)
                 let id = try cells.next(Int64.self), journey = try cells.next(Int64.self), version = try cells.next(Int32.self)
@@ -144,6 +144,36 @@ public struct JourneyStore: Sendable {
             batch.moves = moves.members.count
             batch.sends = sends.members.count
             return batch
+        }
+    }
+
+    /// The claim of due members, with the segments its segment edges name compiled into it
+    /// (a segment whose rule does not compile leaves its edges unknown: they do not hold).
+    static func claimMembers(limit: Int, on conn: PostgresConnection, logger: Logger) async throws -> PostgresQuery {
+        let statement = try SQLQueries.named("journeys/claim-members")
+        var cases: [String] = []
+        var compiled: [CompiledSegment] = []
+        var next = statement.parameters.count + 1
+        for try await (id, rule) in try await conn.query(try SQLQueries.named("journeys/edge-segments").query([:]), logger: logger)
+            .decode((Int64, String).self) {
+            do {
+                let json = try JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))
+                let segment = try SegmentCompiler(firstPlaceholder: next, deviceAlias: "dv", userAlias: "u").compile(json)
+                next += segment.binds.count
+                compiled.append(segment)
+                cases.append("""
+                    WHEN e.rule->>'segment_id' = '\(id)' THEN EXISTS (
+                        SELECT 1 FROM users u JOIN devices dv ON dv.user_id = u.id
+                        WHERE u.id = m.user_id AND dv.invalidated_at IS NULL AND (\(segment.sql)))
+                    """)
+            } catch {
+                logger.error("a segment a journey branches on does not compile: its edges do not hold", metadata: [
+                    "segment": "\(id)", "reason": "\(error)",
+                ])
+            }
+        }
+        return try statement.query(["limit": .value(limit)], fragments: ["segment_cases": cases.joined(separator: "\n")]) { binds in
+            for segment in compiled { binds.append(segment: segment) }
         }
     }
 

@@ -37,7 +37,12 @@ WHERE j.status = 'running'
 -- decision reads: its step and since when, its user's zone, whether its goal was reached
 -- (herald_journey_goal_reached), and which edges of its version hold for
 -- it now (herald_journey_edge_holds, each edge listening to the message of its step's
--- of_step), written step:position; and the transaction's time, the decisions' now.
+-- of_step; a segment edge by whether one of the user's valid devices is in the segment),
+-- written step:position; and the transaction's time, the decisions' now.
+-- Filled in by code: the fragment segment_cases (for each segment a segment edge of a
+-- running journey names, WHEN its id THEN whether the member's user is in it, by the
+-- segment's rule compiled for this statement; a segment not given reads as unknown, and
+-- its edge does not hold).
 WITH due AS (
     SELECT m.id FROM journey_members m
     WHERE m.state = 'active' AND m.due_at <= now()
@@ -55,7 +60,12 @@ SELECT m.id, m.journey_id, m.version, m.step, m.reached_at, m.moves, coalesce(u.
            LEFT JOIN journey_steps o ON o.journey_id = s.journey_id AND o.version = s.version AND o.step = s.of_step
            WHERE e.journey_id = m.journey_id AND e.version = m.version
              AND e.kind NOT IN ('next', 'timeout', 'else')
-             AND herald_journey_edge_holds(e, m.user_id, m.entered_at, m.reached_at, o.campaign_id)),
+             AND herald_journey_edge_holds(e, m.user_id, m.entered_at, m.reached_at, o.campaign_id))
+       || ARRAY(
+           SELECT e.from_step || ':' || e.position
+           FROM journey_edges e
+           WHERE e.journey_id = m.journey_id AND e.version = m.version AND e.kind = 'segment'
+             AND (CASE WHEN false THEN NULL::boolean {{segment_cases}} ELSE NULL END) = (e.rule->>'in')::boolean),
        now()
 FROM journey_members m
 JOIN due ON due.id = m.id
@@ -137,3 +147,13 @@ SELECT herald_journey_enter(:journey, ARRAY(
     WHERE dv.invalidated_at IS NULL AND u.opted_out_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = :journey AND m.user_id = u.id AND m.state = 'active')
       AND ({{segment}})))
+
+-- name: edge-segments
+-- The segments the segment edges of running journeys name, with their rules: compiled into
+-- claim-members.
+SELECT DISTINCT g.id, coalesce(g.rule, '{}'::jsonb)::text
+FROM journeys j
+JOIN journey_edges e ON e.journey_id = j.id AND e.kind = 'segment'
+JOIN segments g ON g.id::text = e.rule->>'segment_id'
+WHERE j.status = 'running'
+ORDER BY g.id

@@ -168,6 +168,41 @@ struct JourneyRunTests {
         }
     }
 
+    /// A branch on a segment's rule: gold users (by their attributes) get one message, the
+    /// others another; a segment edge with `"in": false` holds for those outside it.
+    @Test func aBranchOnASegmentSendsEachUserTheirSide() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 6))
+            try await client.exec("""
+                INSERT INTO segments (id, name, rule) VALUES (5, 'gold', '{"attr": "attributes.tier", "op": "=", "value": "gold"}');
+                INSERT INTO journeys (id, name, first_step, entry, entry_event) VALUES (3, 'Tiers', 'tier', 'conversion', 'signup');
+                INSERT INTO campaigns (id, name, kind, status, content, media_url, journey_id) VALUES
+                    (301, 'Gold', 'poster', 'scheduled', '{"en": {"title": "Gold", "body": "Thanks"}}', 'https://cdn.example.com/g.png', 3),
+                    (302, 'Others', 'poster', 'scheduled', '{"en": {"title": "Go gold", "body": "Upgrade"}}', 'https://cdn.example.com/o.png', 3);
+                INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id) VALUES
+                    (3, 1, 'tier', 'branch', NULL), (3, 1, 'gold', 'send', 301), (3, 1, 'others', 'send', 302);
+                INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES
+                    (3, 1, 'tier', 1, 'segment', '{"segment_id": 5, "in": false}', 'others'),
+                    (3, 1, 'tier', 2, 'else', '{}', 'gold'),
+                    (3, 1, 'gold', 1, 'next', '{}', NULL),
+                    (3, 1, 'others', 1, 'next', '{}', NULL);
+                UPDATE journeys SET status = 'running' WHERE id = 3;
+                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key) SELECT id, 'signup', now(), 's' || id FROM users;
+                """)
+            try await withSimulator { sim in
+                let run = try await Self.run(client, sim)
+                #expect(run.journeys.claimed == 6)
+                #expect(try await client.scalar("""
+                    SELECT string_agg(u.external_id || ':' || t.to_step, ',' ORDER BY u.external_id)
+                    FROM journey_transitions t JOIN journey_members m ON m.id = t.member_id JOIN users u ON u.id = m.user_id
+                    WHERE t.from_step = 'tier'
+                    """, as: String.self) == "u1:others,u2:gold,u3:others,u4:gold,u5:others,u6:gold")
+                #expect(try await Self.accepted(client, sim) == ["Gold", "Gold", "Gold", "Others", "Others", "Others"])
+            }
+        }
+    }
+
     @Test func aPausedJourneyHoldsItsMembersAndSendsNothing() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)

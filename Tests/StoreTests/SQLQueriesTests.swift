@@ -73,6 +73,7 @@ struct SQLQueriesTests {
         "codes": "",
         "key_set": "",
         "enabled": "true",
+        "segment_cases": "",
     ]
 
     @Test("every statement of Sql/queries prepares against the migrated schema")
