@@ -180,10 +180,9 @@ public struct JourneyStore: Sendable {
     /// One version of a journey as its decisions read it.
     static func version(_ key: JourneyVersion.Key, on conn: PostgresConnection, logger: Logger) async throws -> JourneyVersion {
         var first = ""
-        var apps: [String]?
-        for try await (f, a) in try await conn.query(try SQLQueries.named("journeys/journey").query(["journey": .value(key.journey)]),
-                                                     logger: logger).decode((String, [String]?).self) {
-            (first, apps) = (f, a)
+        for try await f in try await conn.query(try SQLQueries.named("journeys/journey").query(["journey": .value(key.journey)]),
+                                                logger: logger).decode(String.self) {
+            first = f
         }
         var steps: [JourneyStep] = []
         var messages: [String: Int64] = [:]
@@ -210,7 +209,7 @@ public struct JourneyStore: Sendable {
             }
             edges.append(JourneyEdge(from: from, position: Int(position), kind: kind, to: to))
         }
-        return JourneyVersion(graph: JourneyGraph(first: first, steps: steps, edges: edges), messages: messages, apps: apps)
+        return JourneyVersion(graph: JourneyGraph(first: first, steps: steps, edges: edges), messages: messages)
     }
 
     private struct RestColumns {
@@ -257,7 +256,7 @@ public struct JourneyClaimedMember: Sendable, Hashable {
     var key: JourneyVersion.Key { JourneyVersion.Key(journey: journey, version: version) }
 }
 
-/// One version of a journey: its graph, the message (campaign) of each send step, its apps.
+/// One version of a journey: its graph and the message (campaign) of each send step.
 public struct JourneyVersion: Sendable, Hashable {
     public struct Key: Sendable, Hashable {
         public var journey: Int64
@@ -266,7 +265,6 @@ public struct JourneyVersion: Sendable, Hashable {
 
     public var graph: JourneyGraph
     public var messages: [String: Int64]
-    public var apps: [String]?
 }
 
 /// What one batch of moves did.

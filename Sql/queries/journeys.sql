@@ -20,8 +20,9 @@ WHERE e.journey_id = :journey AND e.version = :version
 ORDER BY e.from_step, e.position
 
 -- name: journey
--- What a run reads of a journey besides its steps: its first step and its apps.
-SELECT j.first_step, j.apps FROM journeys j WHERE j.id = :journey
+-- What a run reads of a journey besides its steps: its first step (a journey's apps are
+-- read where its rows are written, write-sends).
+SELECT j.first_step FROM journeys j WHERE j.id = :journey
 
 -- name: messages
 -- The messages (campaigns) of the send steps of the running journeys: each needs its
