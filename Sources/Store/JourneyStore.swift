@@ -36,9 +36,7 @@ public struct JourneyStore: Sendable {
             let statement = try SQLQueries.named("journeys/enter-segment")
             let segment: CompiledSegment
             do {
-                let json = try JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))
-                segment = try SegmentCompiler(firstPlaceholder: statement.parameters.count + 1, deviceAlias: "dv", userAlias: "u")
-                    .compile(json)
+                segment = try Self.compile(rule: rule, from: statement.parameters.count + 1)
             } catch {
                 logger.error("a journey's entry segment does not compile: nobody enters", metadata: [
                     "journey": "\(journey)", "reason": "\(error)",
@@ -157,8 +155,7 @@ public struct JourneyStore: Sendable {
         for try await (id, rule) in try await conn.query(try SQLQueries.named("journeys/edge-segments").query([:]), logger: logger)
             .decode((Int64, String).self) {
             do {
-                let json = try JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))
-                let segment = try SegmentCompiler(firstPlaceholder: next, deviceAlias: "dv", userAlias: "u").compile(json)
+                let segment = try Self.compile(rule: rule, from: next)
                 next += segment.binds.count
                 compiled.append(segment)
                 cases.append("""
@@ -175,6 +172,13 @@ public struct JourneyStore: Sendable {
         return try statement.query(["limit": .value(limit)], fragments: ["segment_cases": cases.joined(separator: "\n")]) { binds in
             for segment in compiled { binds.append(segment: segment) }
         }
+    }
+
+    /// A segment's rule (`segments.rule` as text) compiled over devices `dv` and users `u`,
+    /// its binds numbered from `first`.
+    static func compile(rule: String, from first: Int) throws -> CompiledSegment {
+        let json = try JSONDecoder().decode(JSONValue.self, from: Data(rule.utf8))
+        return try SegmentCompiler(firstPlaceholder: first, deviceAlias: "dv", userAlias: "u").compile(json)
     }
 
     /// One version of a journey as its decisions read it.
