@@ -466,3 +466,89 @@ INSERT INTO users (external_id, locale, time_zone, attributes, opted_out_at) VAL
     ('demo-user-299', 'es-MX', 'America/Mexico_City', '{"tier": "free", "city": "CDMX", "orders": 9}', NULL),
     ('demo-user-300', 'zh-Hans', 'Asia/Shanghai', '{"tier": "gold", "city": "Shanghai", "orders": 8}', now() - interval '3 days');
 
+
+-- A journey (docs/marketers.md, "Journeys: wait, listen and branch"): when the shop
+-- reports an order delivered (POST /v1/conversions, event order_delivered), ask how it
+-- went; a typed answer that says the box came damaged or late gets an apology with a
+-- code of its own, another typed answer a thank-you, a "no thanks" nothing more; no
+-- answer within two days gets one reminder, then the journey ends. A purchase ends it
+-- anywhere (its goal). Its messages are campaigns of the journey; a member's step
+-- decides when each goes out, so they have no send_at. They reach people who just
+-- ordered, at any hour they answer: neither frequency-capped nor held to quiet hours.
+INSERT INTO code_pools (name) VALUES ('sorry-10');
+INSERT INTO pool_codes (pool, code)
+SELECT 'sorry-10', 'SORRY-' || upper(substr(md5('sorry-10-' || n), 1, 6)) FROM generate_series(1, 400) n;
+
+INSERT INTO journeys (name, apps, first_step, entry, entry_event, goal_event)
+VALUES ('After the order', ARRAY['default'], 'ask', 'conversion', 'order_delivered', 'purchase');
+
+INSERT INTO campaigns (name, kind, status, content, default_locale, category_id, quiet_hours, frequency_capped,
+                       media_url, code_pool, sensitive, journey_id)
+SELECT m.name, m.kind, 'scheduled', m.content::jsonb, 'en', m.category, false, false, m.media, m.pool, m.sensitive::jsonb, j.id
+FROM journeys j, (VALUES
+    ('After the order: ask', 'feedback', 'feedback.v1', NULL, NULL, NULL,
+     '{"en": {"title": "Your order has arrived", "body": "How was it? Tell us in a few words."},
+       "fr": {"title": "Votre commande est arrivée", "body": "Comment était-elle ? Dites-le-nous."},
+       "de": {"title": "Ihre Bestellung ist da", "body": "Wie war sie? Sagen Sie es uns."},
+       "es": {"title": "Tu pedido ha llegado", "body": "¿Qué tal? Cuéntanos."},
+       "ja": {"title": "ご注文の品が届きました", "body": "いかがでしたか？"},
+       "zh-Hans": {"title": "您的订单已送达", "body": "体验如何？说两句吧。"}}'),
+    -- The code is in the text, not sealed: every device of the user gets it, with a key or not.
+    ('After the order: sorry', 'poster', 'poster.v1', 'https://cdn.example.com/sorry.png', 'sorry-10', NULL,
+     '{"en": {"title": "We are sorry", "body": "10% off your next order: {{ code }}"},
+       "fr": {"title": "Toutes nos excuses", "body": "10 % sur votre prochaine commande : {{ code }}"},
+       "de": {"title": "Das tut uns leid", "body": "10 % auf Ihre nächste Bestellung: {{ code }}"},
+       "es": {"title": "Lo sentimos", "body": "10 % en tu próximo pedido: {{ code }}"},
+       "ja": {"title": "申し訳ございません", "body": "次回のご注文が10%オフ：{{ code }}"},
+       "zh-Hans": {"title": "非常抱歉", "body": "下次订单九折：{{ code }}"}}'),
+    ('After the order: thanks', 'poster', 'poster.v1', 'https://cdn.example.com/thanks.png', NULL, NULL,
+     '{"en": {"title": "Thank you!", "body": "Would you review it for others?"},
+       "fr": {"title": "Merci !", "body": "Un avis pour les autres clients ?"},
+       "de": {"title": "Danke!", "body": "Eine Bewertung für andere?"},
+       "es": {"title": "¡Gracias!", "body": "¿Lo reseñas para otros?"},
+       "ja": {"title": "ありがとうございます！", "body": "レビューをお願いできますか？"},
+       "zh-Hans": {"title": "谢谢！", "body": "愿意写个评价吗？"}}'),
+    ('After the order: reminder', 'feedback', 'feedback.v1', NULL, NULL, NULL,
+     '{"en": {"title": "Still happy with your order?", "body": "One line helps us."},
+       "fr": {"title": "Toujours satisfait de votre commande ?", "body": "Une ligne nous aide."},
+       "de": {"title": "Noch zufrieden mit Ihrer Bestellung?", "body": "Eine Zeile hilft uns."},
+       "es": {"title": "¿Sigues contento con tu pedido?", "body": "Una línea nos ayuda."},
+       "ja": {"title": "ご注文にご満足いただけましたか？", "body": "一言お願いします。"},
+       "zh-Hans": {"title": "对订单还满意吗？", "body": "一句话就好。"}}')
+) AS m(name, kind, category, media, pool, sensitive, content)
+WHERE j.name = 'After the order';
+
+INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id, timeout, of_step)
+SELECT j.id, 1, s.step, s.kind, c.id, s.timeout::interval, s.of_step
+FROM journeys j CROSS JOIN (VALUES
+    ('ask', 'send', 'After the order: ask', NULL, NULL),
+    ('listen', 'wait_for', NULL, '2 days', 'ask'),
+    ('sorry', 'send', 'After the order: sorry', NULL, NULL),
+    ('thanks', 'send', 'After the order: thanks', NULL, NULL),
+    ('remind', 'send', 'After the order: reminder', NULL, NULL)
+) AS s(step, kind, message, timeout, of_step)
+LEFT JOIN campaigns c ON c.name = s.message
+WHERE j.name = 'After the order';
+
+-- The edges out of each step; of a step's edges, the first (by position) that holds is taken.
+INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step)
+SELECT j.id, 1, e.from_step, e.position, e.kind, e.rule::jsonb, e.to_step
+FROM journeys j CROSS JOIN (VALUES
+    ('ask', 1, 'next', '{}', 'listen'),
+    -- The words that say something went wrong, in each language the shop's users write.
+    ('listen', 1, 'text', '{"any_words": {"en": ["damaged", "broken", "late", "slow"],
+                                         "fr": ["abîmé", "cassé", "retard", "lent"],
+                                         "de": ["beschädigt", "kaputt", "spät", "langsam"],
+                                         "es": ["dañada", "dañado", "roto", "tarde", "lento"],
+                                         "ja": ["壊れ", "遅"],
+                                         "zh": ["破损", "坏", "慢"]}}', 'sorry'),
+    ('listen', 2, 'action', '{"action": "comment"}', 'thanks'),
+    ('listen', 3, 'reply', '{}', NULL),          -- "no thanks": out, nothing more
+    ('listen', 4, 'timeout', '{}', 'remind'),    -- two days of silence: one reminder
+    ('sorry', 1, 'next', '{}', NULL),
+    ('thanks', 1, 'next', '{}', NULL),
+    ('remind', 1, 'next', '{}', NULL)
+) AS e(from_step, position, kind, rule, to_step)
+WHERE j.name = 'After the order';
+
+UPDATE journeys SET status = 'running' WHERE name = 'After the order';

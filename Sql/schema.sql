@@ -1436,26 +1436,26 @@ CREATE FUNCTION public.herald_journey_edge_holds(p_edge public.journey_edges, p_
     SELECT CASE p_edge.kind
         WHEN 'reply' THEN EXISTS (
             SELECT 1 FROM replies r
-            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.received_at >= p_entered
               AND herald_reply_is_answer(r.action))
         WHEN 'action' THEN EXISTS (
             SELECT 1 FROM replies r
-            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.received_at >= p_entered
               AND r.action = p_edge.rule->>'action')
         WHEN 'text' THEN EXISTS (
             SELECT 1 FROM replies r JOIN devices dv ON dv.id = r.device_id JOIN users u ON u.id = r.user_id
-            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.received_at >= p_entered
               AND herald_reply_is_answer(r.action)
               AND herald_text_rule_holds(p_edge.rule, r.text, coalesce(dv.locale, u.locale)))
         WHEN 'opened' THEN EXISTS (
             SELECT 1 FROM replies r
-            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.occurred_at >= p_entered
+            WHERE r.user_id = p_user AND r.campaign_id = p_message AND r.received_at >= p_entered
               AND r.action = 'com.apple.UNNotificationDefaultActionIdentifier')
         WHEN 'received' THEN EXISTS (
             SELECT 1 FROM devices dv
             JOIN deliveries d ON d.device_id = dv.id AND d.campaign_id = p_message AND d.kind = 'campaign'
             JOIN receipts rc ON rc.delivery_id = d.id
-            WHERE dv.user_id = p_user AND rc.arrived_at >= p_entered)
+            WHERE dv.user_id = p_user AND rc.received_at >= p_entered)
         WHEN 'converted' THEN EXISTS (
             SELECT 1 FROM conversions c
             WHERE c.user_id = p_user AND c.event = p_edge.rule->>'event' AND c.occurred_at >= p_reached)
@@ -1476,7 +1476,7 @@ $$;
 -- Name: FUNCTION herald_journey_edge_holds(p_edge public.journey_edges, p_user bigint, p_entered timestamp with time zone, p_reached timestamp with time zone, p_message bigint); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.herald_journey_edge_holds(p_edge public.journey_edges, p_user bigint, p_entered timestamp with time zone, p_reached timestamp with time zone, p_message bigint) IS 'Whether an edge''s rule holds for a member (contract 11): its user''s replies (an answer, an action, typed text by herald_text_rule_holds, an open) and receipts of the message of the step it listens to (p_message) since it entered, a conversion since it reached the step, or its bucket of a split. The edges a run decides by itself (next, timeout, else) and segment edges (compiled by the run) are false here.';
+COMMENT ON FUNCTION public.herald_journey_edge_holds(p_edge public.journey_edges, p_user bigint, p_entered timestamp with time zone, p_reached timestamp with time zone, p_message bigint) IS 'Whether an edge''s rule holds for a member (contract 11): its user''s replies (an answer, an action, typed text by herald_text_rule_holds, an open) and receipts of the message of the step it listens to (p_message) stored since it entered (received_at: Herald''s clock, not the device''s), a conversion that occurred since it reached the step, or its bucket of a split. The edges a run decides by itself (next, timeout, else) and segment edges (compiled by the run) are false here.';
 
 --
 -- Name: herald_journey_enter(bigint, bigint[]); Type: FUNCTION; Schema: public; Owner: -
@@ -2891,8 +2891,14 @@ CREATE FUNCTION public.herald_text_rule_holds(p_rule jsonb, p_text text, p_local
             SELECT 1
             FROM jsonb_array_elements_text(coalesce(p_rule->'any_words'->p_locale,
                                                     p_rule->'any_words'->split_part(p_locale, '-', 1),
-                                                    p_rule->'any_words'->'*', '[]')) w
-            WHERE herald_text_fold(p_text) ~ ('\m' || regexp_replace(herald_text_fold(btrim(w)), '([.^$*+?()\[\]{}|\\-])', '\\\1', 'g') || '\M'))
+                                                    p_rule->'any_words'->'*', '[]')) w,
+                 LATERAL (SELECT herald_text_fold(btrim(w)) AS word) f
+            WHERE f.word <> ''
+              AND herald_text_fold(p_text) ~ (
+                  -- A boundary on each side whose letter is of a script written with spaces.
+                  CASE WHEN f.word ~ '^[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]' THEN '' ELSE '\m' END
+                  || regexp_replace(f.word, '([.^$*+?()\[\]{}|\\-])', '\\\1', 'g')
+                  || CASE WHEN f.word ~ '[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]$' THEN '' ELSE '\M' END))
         WHEN p_rule ? 'pattern' THEN p_text ~* (p_rule->>'pattern')
         WHEN p_rule ? 'number' THEN
             btrim(p_text) ~ '^[+-]?[0-9]{1,15}([.,][0-9]{1,15})?$'
@@ -2905,7 +2911,7 @@ $_$;
 -- Name: FUNCTION herald_text_rule_holds(p_rule jsonb, p_text text, p_locale text); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.herald_text_rule_holds(p_rule jsonb, p_text text, p_locale text) IS 'Whether typed text matches a text rule (contract 11): any_words (a whole word or phrase of the reply''s locale, its language, else "*", case and Latin accents ignored), pattern (a regular expression, case ignored), number (a number in the closed range, with . or , as its decimal mark), empty (no text, or only spaces). The one authority of text rules; JourneyRuleTests holds its golden table.';
+COMMENT ON FUNCTION public.herald_text_rule_holds(p_rule jsonb, p_text text, p_locale text) IS 'Whether typed text matches a text rule (contract 11): any_words (a word or phrase of the reply''s locale, its language, else "*", case and Latin accents ignored; whole, except that a word of Chinese, Japanese or Thai, scripts written without spaces, is found inside the text), pattern (a regular expression, case ignored), number (a number in the closed range, with . or , as its decimal mark), empty (no text, or only spaces). The one authority of text rules; JourneyRuleTests holds its golden table.';
 
 --
 -- Name: herald_text_rule_problem(jsonb); Type: FUNCTION; Schema: public; Owner: -

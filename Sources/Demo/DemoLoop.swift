@@ -46,6 +46,8 @@ public struct DemoLoop: Sendable {
         /// The runs of the Live Activity sale: its start, each update, its end.
         public var saleRuns: [RunSummary] = []
         public var sale = SaleActivitiesReport()
+        /// The journey "After the order": each path's count by what the devices did, and as analysts see it.
+        public var journey = OrderJourneyReport()
         public var report: String
         public var acceptedLog: String
     }
@@ -154,11 +156,17 @@ public struct DemoLoop: Sendable {
                         saleRuns.append(try await job.send(client: client, apns: apns))
                         try await sale.show(Array(await simulator.accepted.dropFirst(before)))
                     }
+                    // Then the journey "After the order": orders delivered, a question, the
+                    // answers, what each calls for, two days, a reminder.
+                    let journey = try await OrderJourney(
+                        client: client, job: job, apns: apns, simulator: simulator, apps: apps, fleet: devices,
+                        devices: sampleDevices, intake: intakeURL, issuer: backend, logger: logger).execute()
                     let report = try await AnalystReport(client: client, logger: logger).render()
                     var outcome = Outcome(runs: [first, second], apps: await apps.report, fleet: fleet, purchases: purchases,
                                           report: report, acceptedLog: acceptedLog)
                     outcome.saleRuns = saleRuns
                     outcome.sale = await sale.finish(steps: steps)
+                    outcome.journey = journey
                     return outcome
                 }
             }

@@ -164,16 +164,24 @@ public struct DeviceFleet: Sendable {
                            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
     }
 
-    /// What users type, by language.
-    static let answers: [String: [String]] = [
-        "en": ["Arrived a day early, thanks!", "The box was damaged but the shoes are fine.",
-               "Took two weeks — too slow.", "Love it ❤️"],
-        "zh": ["非常满意，包装很好。", "配送有点慢。", "质量不错，会再买。"],
-        "fr": ["Livraison rapide, très bien 👍", "Le colis était abîmé."],
-        "de": ["Schnell und gut verpackt.", "Leider zu spät angekommen."],
-        "ja": ["とても良かったです！", "配送が少し遅かった。"],
-        "es": ["¡Llegó rapidísimo!", "La caja llegó dañada."],
+    /// What users type, by language, and whether the text says something went wrong (the
+    /// damaged box, the late parcel): what the demo's journey branches on, known here as
+    /// the user meant it, not by Herald's text rules.
+    static let answers: [String: [(text: String, complaint: Bool)]] = [
+        "en": [("Arrived a day early, thanks!", false), ("The box was damaged but the shoes are fine.", true),
+               ("Took two weeks — too slow.", true), ("Love it ❤️", false)],
+        "zh": [("非常满意，包装很好。", false), ("配送有点慢。", true), ("质量不错，会再买。", false)],
+        "fr": [("Livraison rapide, très bien 👍", false), ("Le colis était abîmé.", true)],
+        "de": [("Schnell und gut verpackt.", false), ("Leider zu spät angekommen.", true)],
+        "ja": [("とても良かったです！", false), ("配送が少し遅かった。", true)],
+        "es": [("¡Llegó rapidísimo!", false), ("La caja llegó dañada.", true)],
     ]
+
+    /// Whether `text` is one of the answers that say something went wrong.
+    static func isComplaint(_ text: String?) -> Bool {
+        guard let text else { return false }
+        return answers.values.contains { $0.contains { $0.text == text && $0.complaint } }
+    }
 
     /// What this device's user does, decided by the delivery id so that a demo
     /// run is reproducible: nil when the user ignores the notification.
@@ -194,7 +202,7 @@ public struct DeviceFleet: Sendable {
             if roll < 60 {
                 let language = String(locale.prefix { $0 != "-" && $0 != "_" })
                 let texts = answers[language] ?? answers["en"] ?? []
-                return ("comment", texts.isEmpty ? nil : texts[Int(n.delivery % Int64(texts.count))])
+                return ("comment", texts.isEmpty ? nil : texts[Int(n.delivery % Int64(texts.count))].text)
             }
             if roll < 75 { return ("dont_care", nil) }
             return nil

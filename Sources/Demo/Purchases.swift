@@ -25,16 +25,28 @@ enum Purchases {
             if draw(user) < chance { buyers.append(user) }
         }
         var stored = 0
-        for user in buyers {
-            let body = #"{"user":"\#(user)","event":"purchase","occurred_at":"\#(Date().ISO8601Format())","amount":"59.00","currency":"EUR","idempotency_key":"demo-order-\#(user)"}"#
-            let request = ReplyHTTPRequest(
-                url: intake.appending(path: "v1/conversions"), method: "POST",
-                headers: [("Content-Type", "application/json"),
-                          ("Authorization", "Bearer \(try await issuer.token(user: user))")],
-                body: Data(body.utf8))
-            if try await DemoHTTP.send(request).status == 201 { stored += 1 }
+        for user in buyers where try await report("purchase", of: user, key: "demo-order-\(user)", amount: "59.00",
+                                                  intake: intake, issuer: issuer) {
+            stored += 1
         }
         return stored
+    }
+
+    /// The backend reports one event of `user` (POST /v1/conversions with its token for
+    /// that user); true when it was stored (201).
+    static func report(_ event: String, of user: String, key: String, amount: String? = nil,
+                       intake: URL, issuer: AppTokenIssuer) async throws -> Bool {
+        var body: [String: String] = ["user": user, "event": event, "occurred_at": Date().ISO8601Format(), "idempotency_key": key]
+        if let amount {
+            body["amount"] = amount
+            body["currency"] = "EUR"
+        }
+        let request = ReplyHTTPRequest(
+            url: intake.appending(path: "v1/conversions"), method: "POST",
+            headers: [("Content-Type", "application/json"),
+                      ("Authorization", "Bearer \(try await issuer.token(user: user))")],
+            body: try JSONEncoder().encode(body))
+        return try await DemoHTTP.send(request).status == 201
     }
 
     /// 0 ≤ x < 1, by the user.

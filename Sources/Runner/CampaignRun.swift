@@ -244,7 +244,7 @@ public struct CampaignRun: Sendable {
                 state.merge(own)
             }
         }
-        return summaries.compactMap { $0 }
+        return summaries.compactMap { $0 }.filter { !$0.idleJourneyMessage }
     }
 
     private func runCampaign(_ id: Int64, state: inout RunState, logger: Logger) async throws -> CampaignSummary {
@@ -257,6 +257,7 @@ public struct CampaignRun: Sendable {
             let due = try await db("load campaign") { try await campaigns.loadCampaign(id) }
             summary.name = due.campaign.name
             summary.kind = due.campaign.kind
+            summary.journeyMessage = due.campaign.journeyID != nil
             var plan = try plans.plan(for: due)
             let start = try await plan.begin(in: run)
             state.widgetPushes += start.followUps

@@ -11,7 +11,7 @@ public enum RunInterruption: Sendable, Hashable {
 
 extension JourneyBatch {
     /// The run report's line about journeys, when members moved.
-    var line: String? {
+    public var line: String? {
         guard claimed > 0 || entered > 0 else { return nil }
         return "  journeys: \(entered) entered by a segment, \(claimed) members decided on, \(moves) moves, \(sends) sends (\(rowsWritten) notifications queued), \(left) left"
     }
@@ -45,6 +45,14 @@ public struct CampaignSummary: Sendable, Hashable {
     public var failure: String?
     /// The failure needs an operator (exit status 1), not a change to the campaign.
     public var personNeeded = false
+    /// A journey's message (its rows are written by its members' moves).
+    public var journeyMessage = false
+
+    /// A journey's message that had nothing queued this run: left out of the run's report,
+    /// which would otherwise list every message of every running journey at every run.
+    var idleJourneyMessage: Bool {
+        journeyMessage && sent + invalid + failed + skipped + requeued + printed == 0 && failure == nil && !personNeeded
+    }
 }
 
 public struct RunSummary: Sendable {

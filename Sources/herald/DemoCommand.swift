@@ -69,8 +69,13 @@ struct DemoCommand: AsyncParsableCommand {
                 print(run.report)
             }
             print(outcome.sale)
+            print("\n== then a journey, \"After the order\" (three runs; the demo moves its clock two days before the last)")
+            print(outcome.journey)
             print("\n== what analysts see (analyst.campaign_funnel, analyst.action_breakdown, analyst.feedback_text)")
             print(outcome.report)
+            guard outcome.journey.matches else {
+                throw ConfigurationError("the demo's journey took other paths than its devices' answers call for (above)")
+            }
             let reportPath = work.appendingPathComponent("demo-report.html").path
             let reportLogger = logger
             let reportData = try await withPostgres(demo, logger: reportLogger) { client in

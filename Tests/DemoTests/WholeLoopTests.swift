@@ -28,7 +28,8 @@ struct WholeLoopTests {
             let invalidAnswers = outcome.runs.reduce(0) { $0 + $1.figures.invalid + $1.configRefresh.invalid }
             #expect((3...9).contains(invalidAnswers), "\(invalidAnswers)")
             #expect(outcome.runs[1].campaigns.filter(\.completed).count == 3)
-            #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status <> 'completed'", as: Int64.self) == 0)
+            // (A journey's messages stay scheduled while it runs: members may still reach them.)
+            #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status <> 'completed' AND journey_id IS NULL", as: Int64.self) == 0)
             let invalid = try await client.scalar("SELECT count(*) FROM devices dv WHERE EXISTS (SELECT 1 FROM delivery_status d WHERE d.device_id = dv.id AND d.status = 'invalid') AND dv.invalidated_at IS NOT NULL", as: Int64.self)
             #expect(invalid == 3)
 
@@ -45,9 +46,10 @@ struct WholeLoopTests {
             #expect(outcome.fleet.arrived > 0 && outcome.fleet.neverArrived > 0)
             #expect(outcome.fleet.receiptsStored == outcome.fleet.arrived)
             // (A Live Activity's pushes go to ActivityKit, not the service extension: no receipt.)
+            // (The journey's apology, thanks and reminder are not given to the fleet: no receipt.)
             let gap = try await client.scalar("""
                 SELECT (sum(sent) - sum(delivered))::bigint FROM analyst.delivery_confirmation x JOIN campaigns c ON c.id = x.campaign_id
-                WHERE c.live_activity IS NULL AND c.sale_id IS NULL
+                WHERE c.live_activity IS NULL AND c.sale_id IS NULL AND c.journey_id IS NULL
                 """, as: Int64.self)
             #expect(gap == Int64(outcome.fleet.neverArrived))
             #expect(outcome.fleet.refused.isEmpty)
@@ -55,7 +57,7 @@ struct WholeLoopTests {
 
             // The analyst views hold exactly what the devices said.
             let replies = try await client.scalar("SELECT sum(replies)::bigint FROM analyst.campaign_funnel", as: Int64.self)
-            #expect(replies == Int64(outcome.fleet.stored))
+            #expect(replies == Int64(outcome.fleet.stored + outcome.journey.devices.stored))
             let byAction = try await client.scalar("SELECT sum(replies)::bigint FROM analyst.action_breakdown", as: Int64.self)
             #expect(byAction == replies)
             let typed = try await client.scalar("""
@@ -149,6 +151,20 @@ struct WholeLoopTests {
             let french = try await client.scalar("SELECT count(*) FROM analyst.feedback_text WHERE locale = 'fr'", as: Int64.self)
             #expect((french ?? 0) > 0)
             #expect(outcome.report.contains("How was your order?"))
+
+            // Then the journey "After the order": each member left the listening step by
+            // the edge its devices' answers (or its purchase, or its silence) call for, as
+            // analyst.journey_flow shows it, every path taken by someone; an apology drew
+            // one code for each user it went to.
+            let journey = outcome.journey
+            #expect(journey.matches, "\(journey)")
+            #expect(journey.entered == journey.ordersDelivered && journey.entered > 100, "\(journey)")
+            #expect(OrderJourneyReport.Path.allCases.allSatisfy { journey.expected[$0, default: 0] > 0 }, "\(journey)")
+            #expect(journey.devices.refused.isEmpty && journey.devices.stored > 50, "\(journey)")
+            let messages = Dictionary(journey.sent.map { ($0.message, ($0.sent, $0.codes)) }, uniquingKeysWith: { a, _ in a })
+            #expect(messages["After the order: sorry"]?.1 == journey.seen(.complained), "\(journey)")
+            #expect((messages["After the order: reminder"]?.0 ?? 0) > 0 && (messages["After the order: thanks"]?.0 ?? 0) >= journey.seen(.answered))
+            #expect(try await client.scalar("SELECT count(*) FROM journey_members WHERE state = 'active'", as: Int64.self) == 0)
         }
     }
 }

@@ -67,12 +67,13 @@ struct JourneyRunTests {
     }
 
     /// Stores a reply to the `ask` message of user `user` as the app server does.
-    static func reply(_ client: Database, user: String, action: String, text: String?) async throws {
+    static func reply(_ client: Database, user: String, action: String, text: String?,
+                      occurredAt: Date = Date()) async throws {
         let delivery = try #require(try await client.scalar("""
             SELECT d.id FROM deliveries d JOIN users u ON u.id = d.user_id WHERE d.campaign_id = 101 AND u.external_id = '\(user)'
             """, as: Int64.self))
         let stored = try await ReplyStore(client: client, logger: TestDatabase.logger).store([
-            .init(replyID: UUID(), deliveryID: delivery, action: action, text: text, occurredAt: Date()),
+            .init(replyID: UUID(), deliveryID: delivery, action: action, text: text, occurredAt: occurredAt),
         ], source: "api")
         #expect(stored.stored == 1, "\(stored)")
     }
@@ -96,8 +97,10 @@ struct JourneyRunTests {
                 #expect(try await client.scalar("SELECT count(*) FROM journey_members WHERE step = 'listen' AND waiting", as: Int64.self) == 4)
 
                 // u1 types that the box came damaged, u2 that it was lovely, u4 buys: each
-                // makes its member due at once; u3 says nothing.
-                try await Self.reply(client, user: "u1", action: "comment", text: "The box arrived DAMAGED")
+                // makes its member due at once; u3 says nothing. u1's phone is an hour behind:
+                // its reply counts all the same, stored after u1 entered.
+                try await Self.reply(client, user: "u1", action: "comment", text: "The box arrived DAMAGED",
+                                     occurredAt: Date(timeIntervalSinceNow: -3600))
                 try await Self.reply(client, user: "u2", action: "comment", text: "Lovely, thank you")
                 try await client.exec("""
                     INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)

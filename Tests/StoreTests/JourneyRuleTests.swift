@@ -19,6 +19,11 @@ struct JourneyRuleTests {
         (#"{"any_words": {"en": ["never arrived"]}}"#, "It never  arrived", "en", false),  // a phrase as written
         (#"{"any_words": {"en": ["never arrived"]}}"#, "It never arrived at all", "en", true),
         (#"{"any_words": {"en": ["c++"]}}"#, "I like c++ a lot", "en", false),  // no word boundary after "+": not a word
+        // Chinese, Japanese and Thai mark no word boundary: their words are found inside the text.
+        (#"{"any_words": {"zh": ["慢", "破损"]}}"#, "配送有点慢。", "zh-Hans", true),
+        (#"{"any_words": {"zh": ["慢", "破损"]}}"#, "非常满意，包装很好。", "zh-Hans", false),
+        (#"{"any_words": {"ja": ["遅"]}}"#, "配送が少し遅かった。", "ja", true),
+        (#"{"any_words": {"*": ["late", "遅"]}}"#, "translated", "en", false),  // a Latin word is still whole
         (#"{"pattern": "^no(pe)?$"}"#, "Nope", "en", true),
         (#"{"pattern": "^no(pe)?$"}"#, "not now", "en", false),
         (#"{"number": [1, 2]}"#, " 2 ", "en", true),

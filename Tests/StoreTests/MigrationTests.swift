@@ -19,7 +19,8 @@ struct MigrationTests {
             // The schema is there: the sample data loads on top.
             try await SQLScript.run(file: TestDatabase.sqlDirectory.appendingPathComponent("sample_data.sql"),
                                     on: client, logger: TestDatabase.logger)
-            #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status = 'scheduled'", as: Int64.self) == 4, "the poster, the flash sale, the feedback prompt and the Live Activity sale")
+            #expect(try await client.scalar("SELECT count(*) FROM campaigns WHERE status = 'scheduled' AND journey_id IS NULL", as: Int64.self) == 4, "the poster, the flash sale, the feedback prompt and the Live Activity sale")
+            #expect(try await client.scalar("SELECT count(*) FROM journeys WHERE status = 'running'", as: Int64.self) == 1, "After the order")
         }
     }
 
