@@ -1391,6 +1391,38 @@ END $$;
 COMMENT ON FUNCTION public.herald_journey_checked() IS 'Refuses a journey scheduled or run (or given a new version while it runs) with every problem herald_journey_problems finds, each naming its step. Fired by journeys_checked.';
 
 --
+-- Name: herald_journey_closed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_closed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    NEW.closed_at := coalesce(NEW.closed_at, now());
+    WITH gone AS (
+        UPDATE journey_members m
+        SET state = 'exited', due_at = NULL, waiting = false, moves = m.moves + 1, left_at = now()
+        WHERE m.journey_id = NEW.id AND m.state = 'active'
+        RETURNING m.id, m.moves, m.step
+    )
+    INSERT INTO journey_transitions (member_id, seq, journey_id, from_step, position, kind, to_step)
+    SELECT g.id, g.moves, NEW.id, g.step, NULL, 'exited', NULL FROM gone g;
+    UPDATE deliveries d SET status = 'cancelled', last_error = 'journey closed', updated_at = now()
+    FROM campaigns c
+    WHERE c.journey_id = NEW.id AND d.campaign_id = c.id AND d.status = 'queued';
+    UPDATE campaigns SET status = 'completed', completed_at = coalesce(completed_at, now())
+    WHERE journey_id = NEW.id AND status IN ('scheduled', 'running', 'paused');
+    RETURN NEW;
+END $$;
+
+--
+-- Name: FUNCTION herald_journey_closed(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_closed() IS 'Closes a journey (contract 11): sets closed_at, exits its active members (state exited, a transition of kind exited from their step), cancels its messages'' queued deliveries and completes its messages. As the owner: a marketer closes a journey without rights on members, the ledger or a campaign''s status. Fired by journeys_closed.';
+
+--
 -- Name: herald_journey_edge_allowed(text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1678,6 +1710,25 @@ $_$;
 --
 
 COMMENT ON FUNCTION public.herald_journey_problems(p_journey bigint, p_version integer) IS 'Why a version of a journey cannot run, one row per problem with the step it names (contract 11): the one check, made when the journey is scheduled or run (journeys_checked) and shown by a preview.';
+
+--
+-- Name: herald_journey_stays_closed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_stays_closed() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+BEGIN
+    RAISE EXCEPTION 'journey % is closed: a closed journey takes no other status (write a new journey)', OLD.id
+        USING ERRCODE = 'check_violation';
+END $$;
+
+--
+-- Name: FUNCTION herald_journey_stays_closed(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_stays_closed() IS 'Refuses to reopen a closed journey: its members left and its messages completed when it closed. Fired by journeys_stay_closed.';
 
 --
 -- Name: herald_journey_wake(); Type: FUNCTION; Schema: public; Owner: -
@@ -7118,6 +7169,30 @@ CREATE TRIGGER journeys_checked BEFORE INSERT OR UPDATE ON public.journeys FOR E
 --
 
 COMMENT ON TRIGGER journeys_checked ON public.journeys IS 'A journey that cannot run is refused when it is scheduled or run (herald_journey_checked).';
+
+--
+-- Name: journeys journeys_closed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journeys_closed BEFORE UPDATE OF status ON public.journeys FOR EACH ROW WHEN (((new.status = 'closed'::text) AND (old.status IS DISTINCT FROM 'closed'::text))) EXECUTE FUNCTION public.herald_journey_closed();
+
+--
+-- Name: TRIGGER journeys_closed ON journeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER journeys_closed ON public.journeys IS 'Closing a journey exits its members and completes its messages (herald_journey_closed).';
+
+--
+-- Name: journeys journeys_stay_closed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journeys_stay_closed BEFORE UPDATE OF status ON public.journeys FOR EACH ROW WHEN (((old.status = 'closed'::text) AND (new.status IS DISTINCT FROM 'closed'::text))) EXECUTE FUNCTION public.herald_journey_stays_closed();
+
+--
+-- Name: TRIGGER journeys_stay_closed ON journeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER journeys_stay_closed ON public.journeys IS 'A closed journey stays closed (herald_journey_stays_closed).';
 
 --
 -- Name: pool_codes pool_codes_code_changed; Type: TRIGGER; Schema: public; Owner: -

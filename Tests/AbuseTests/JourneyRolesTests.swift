@@ -18,7 +18,7 @@ struct JourneyRolesTests {
                 INSERT INTO journey_steps (journey_id, version, step, kind, timeout) VALUES (1, 1, 'w', 'wait_for', '1 day');
                 INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES
                     (1, 1, 'w', 1, 'converted', '{"event": "purchase"}', NULL), (1, 1, 'w', 2, 'timeout', '{}', NULL);
-                INSERT INTO journey_members (id, journey_id, version, user_id, step, due_at, waiting) VALUES (1, 1, 1, 1, 'w', now(), true);
+                INSERT INTO journey_members (id, journey_id, version, user_id, step, due_at, waiting, moves) VALUES (1, 1, 1, 1, 'w', now(), true, 1);
                 INSERT INTO journey_transitions (member_id, seq, journey_id, from_step, position, kind, to_step) VALUES (1, 1, 1, 'w', 2, 'timeout', NULL);
                 INSERT INTO conversions (user_id, event, occurred_at, idempotency_key) VALUES (1, 'purchase', now(), 'p1');
                 """)
@@ -58,6 +58,13 @@ struct JourneyRolesTests {
             }
             try await asMember(of: "herald_intake", database: config, admin: admin) { (client: Database, _: DatabaseConfiguration) async throws in
                 #expect(await refused(client, ["SELECT * FROM journeys", "SELECT * FROM journey_members", "SELECT * FROM analyst.journey_flow"]).count == 3)
+            }
+            // A marketer closes the journey: its member leaves, which the marketer could not
+            // have written itself (the trigger does it as the owner).
+            try await asMember(of: "herald_marketer", database: config, admin: admin) { (client: Database, _: DatabaseConfiguration) async throws in
+                try await client.exec("UPDATE journeys SET status = 'closed' WHERE id = 1")
+                #expect(try await client.scalar("SELECT state FROM journey_members WHERE id = 1", as: String.self) == "exited")
+                await #expect(throws: (any Error).self) { try await client.exec("UPDATE journeys SET status = 'running' WHERE id = 1") }
             }
         }
     }

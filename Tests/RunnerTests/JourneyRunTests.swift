@@ -228,4 +228,48 @@ struct JourneyRunTests {
             }
         }
     }
+
+    /// Closing a journey (contract 11): whoever is still in it leaves at once (exited, a
+    /// transition from the step they were at), what its messages had queued is cancelled,
+    /// its messages complete, a run moves and sends nothing more of it, and it cannot be
+    /// opened again.
+    @Test func closingAJourneyExitsItsMembersCancelsWhatIsQueuedAndCompletesItsMessages() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 3))
+            try await client.exec(Self.journey)
+            try await client.exec("""
+                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+                SELECT id, 'order_delivered', now(), 'order-' || id FROM users
+                """)
+            try await withSimulator { sim in
+                _ = try await Self.run(client, sim)
+                #expect(await sim.simulator.accepted.count == 3)
+                // u1 answers; before a run moves it, a thank-you row of u2's is queued (as a
+                // move in flight would leave it), and the journey closes.
+                try await Self.reply(client, user: "u1", action: "comment", text: "fine")
+                try await client.exec("""
+                    INSERT INTO deliveries (campaign_id, device_id, user_id, status, not_before)
+                    SELECT 103, dv.id, dv.user_id, 'queued', now() FROM devices dv JOIN users u ON u.id = dv.user_id WHERE u.external_id = 'u2'
+                    """)
+                try await client.exec("UPDATE journeys SET status = 'closed' WHERE id = 1")
+                #expect(try await Self.paths(client) == """
+                    u1 exited ask-next->listen listen-exited->out; \
+                    u2 exited ask-next->listen listen-exited->out; \
+                    u3 exited ask-next->listen listen-exited->out
+                    """)
+                #expect(try await client.scalar("SELECT status FROM delivery_status WHERE campaign_id = 103", as: String.self) == "cancelled")
+                #expect(try await client.scalar("""
+                    SELECT string_agg(status, ',' ORDER BY id) FROM campaigns WHERE journey_id = 1
+                    """, as: String.self) == "completed,completed,completed")
+                #expect(try await client.scalar("SELECT closed_at IS NOT NULL FROM journeys WHERE id = 1", as: Bool.self) == true)
+                let after = try await Self.run(client, sim)
+                #expect(after.journeys.claimed == 0 && after.campaigns.isEmpty)
+                #expect(await sim.simulator.accepted.count == 3)
+                await #expect(throws: (any Error).self) {
+                    try await client.exec("UPDATE journeys SET status = 'running' WHERE id = 1")
+                }
+            }
+        }
+    }
 }
