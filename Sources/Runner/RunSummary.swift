@@ -13,7 +13,7 @@ extension JourneyBatch {
     /// The run report's line about journeys, when members moved.
     public var line: String? {
         guard claimed > 0 || entered > 0 else { return nil }
-        return "  journeys: \(entered) entered by a segment, \(claimed) members decided on, \(moves) moves, \(sends) sends (\(rowsWritten) notifications queued), \(left) left"
+        return "  journeys: \(entered) entered by a segment or a campaign, \(claimed) members decided on, \(moves) moves, \(sends) sends (\(rowsWritten) notifications queued), \(left) left"
     }
 }
 

@@ -51,6 +51,15 @@ public struct JourneyStore: Sendable {
         return entered
     }
 
+    /// Enters the users each running journey's entry campaign was sent to, for journeys
+    /// entered by a campaign (`journeys/enter-campaigns`); answers how many entered.
+    public func enterByCampaigns() async throws -> Int {
+        var entered = 0
+        for try await n in try await client.query(try SQLQueries.named("journeys/enter-campaigns").query([:]), logger: logger)
+            .decode(Int64.self) { entered += Int(n) }
+        return entered
+    }
+
     /// Claims up to `limit` due members, decides each with `decide` and writes what it
     /// decided (moves, where each rests, the rows of its sends), all in one transaction.
     public func advanceBatch(run: Int64, limit: Int,
@@ -279,7 +288,7 @@ public struct JourneyBatch: Sendable, Hashable {
     public var rowsWritten = 0
     public var left = 0
     public var stuck = 0
-    /// Users a run entered by their journey's segment.
+    /// Users a run entered by their journey's segment or campaign.
     public var entered = 0
 
     public init() {}

@@ -149,6 +149,18 @@ SELECT herald_journey_enter(:journey, ARRAY(
       AND NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = :journey AND m.user_id = u.id AND m.state = 'active')
       AND ({{segment}})))
 
+-- name: enter-campaigns
+-- Enters into each running journey entered by a campaign the users that campaign was sent
+-- to (a notification of theirs accepted by APNs) who are not active members, as its
+-- reentry allows (herald_journey_enter, the one entry rule). Each run reads the
+-- campaign's sent rows, as a segment entry reads its segment. Answers how many entered.
+SELECT coalesce(sum(herald_journey_enter(j.id, ARRAY(
+    SELECT DISTINCT d.user_id FROM delivery_status d
+    WHERE d.campaign_id = j.entry_campaign_id AND d.kind = 'campaign' AND d.status = 'sent' AND d.user_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM journey_members m WHERE m.journey_id = j.id AND m.user_id = d.user_id AND m.state = 'active')))), 0)::bigint
+FROM journeys j
+WHERE j.status = 'running' AND j.entry = 'campaign'
+
 -- name: edge-segments
 -- The segments the segment edges of running journeys name, with their rules: compiled into
 -- claim-members.

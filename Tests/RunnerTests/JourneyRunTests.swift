@@ -171,6 +171,37 @@ struct JourneyRunTests {
         }
     }
 
+    /// A journey entered by a campaign: the users it was sent to enter at the next run, once
+    /// each; a device APNs refused does not enter its user.
+    @Test func aCampaignsAudienceEntersOnceItIsSent() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 4))
+            try await client.exec(Fixtures.campaign(name: "Poster"))
+            try await client.exec("""
+                INSERT INTO journeys (id, name, first_step, entry, entry_campaign_id)
+                SELECT 4, 'After the poster', 'follow', 'campaign', id FROM campaigns WHERE name = 'Poster';
+                INSERT INTO campaigns (id, name, kind, status, content, media_url, journey_id) VALUES
+                    (401, 'Follow-up', 'poster', 'scheduled', '{"en": {"title": "Still thinking?", "body": "It is still there"}}', 'https://cdn.example.com/f.png', 4);
+                INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id) VALUES (4, 1, 'follow', 'send', 401);
+                INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES (4, 1, 'follow', 1, 'next', '{}', NULL);
+                UPDATE journeys SET status = 'running' WHERE id = 4;
+                """)
+            // u4's device is gone: APNs answers 410, and u4 never enters.
+            let gone = try #require(try await client.scalar("SELECT d.token FROM devices d JOIN users u ON u.id = d.user_id WHERE u.external_id = 'u4'", as: String.self))
+            try await withSimulator(customize: { $0.unregisteredTokens = [gone: Date(timeIntervalSinceNow: 600)] }) { sim in
+                // The run that sends the poster comes after its journey moves: nobody yet.
+                let first = try await Self.run(client, sim)
+                #expect(first.journeys.entered == 0)
+                let second = try await Self.run(client, sim)
+                #expect(second.journeys.entered == 3 && second.journeys.rowsWritten == 3)
+                let third = try await Self.run(client, sim)
+                #expect(third.journeys.entered == 0)
+                #expect(try await Self.accepted(client, sim) == ["Follow-up", "Follow-up", "Follow-up", "Poster", "Poster", "Poster"])
+            }
+        }
+    }
+
     /// A branch on a segment's rule: gold users (by their attributes) get one message, the
     /// others another; a segment edge with `"in": false` holds for those outside it.
     @Test func aBranchOnASegmentSendsEachUserTheirSide() async throws {

@@ -21,6 +21,7 @@ struct JourneyMoves: Sendable {
         }
         var total = JourneyBatch()
         total.entered = try await db("enter journeys by their segments") { try await journeys.enterBySegments() }
+        total.entered += try await db("enter journeys by their campaigns") { try await journeys.enterByCampaigns() }
         let (limit, run) = (options.journeyBatch, runID)
         // A member resting due now (at the guard of a loop) is taken again by the next batch;
         // the bound keeps one run from going round it for ever.
