@@ -40,7 +40,11 @@ public struct AnalystReport: Sendable {
             c.responseRatePct = try r[16].decode(Double?.self)
             campaigns.append(c)
         }
-        guard !campaigns.isEmpty else { return ReportData(generatedAt: now, campaigns: []) }
+        guard !campaigns.isEmpty else {
+            var data = ReportData(generatedAt: now, campaigns: [])
+            if campaign == nil { data.journeys = try await journeys() }
+            return data
+        }
         var index: [Int64: Int] = [:]
         for (i, c) in campaigns.enumerated() { index[c.id] = i }
 
@@ -86,8 +90,38 @@ public struct AnalystReport: Sendable {
         }
         try await addSales(to: &campaigns, index: index, campaign: campaign)
         var data = ReportData(generatedAt: now, campaigns: campaigns)
-        if campaign == nil { data.apps = try await apps() }
+        if campaign == nil {
+            data.apps = try await apps()
+            data.journeys = try await journeys()
+        }
         return data
+    }
+
+    /// Every journey: its goal, where its members are, and how many took each edge.
+    func journeys() async throws -> [ReportData.Journey] {
+        var journeys: [ReportData.Journey] = []
+        var index: [Int64: Int] = [:]
+        for try await (id, name, event, entered, goal, heldOut, converted) in try await client.query(
+            try SQLQueries.named("reports/journey-goals").query([:]), logger: logger
+        ).decode((Int64, String, String?, Int64, Int64, Int64, Int64).self) {
+            index[id] = journeys.count
+            journeys.append(.init(id: id, name: name, goalEvent: event, entered: entered, reachedGoal: goal,
+                                  heldOut: heldOut, heldOutConverted: converted))
+        }
+        for try await (id, version, step, active, waiting, done, goal, exited) in try await client.query(
+            try SQLQueries.named("reports/journey-steps").query([:]), logger: logger
+        ).decode((Int64, Int32, String, Int64, Int64, Int64, Int64, Int64).self) {
+            guard let i = index[id] else { continue }
+            journeys[i].steps.append(.init(version: version, step: step, active: active, waiting: waiting, done: done,
+                                           goal: goal, exited: exited))
+        }
+        for try await (id, version, from, position, kind, to, members) in try await client.query(
+            try SQLQueries.named("reports/journey-flow").query([:]), logger: logger
+        ).decode((Int64, Int32, String, Int32, String, String, Int64).self) {
+            guard let i = index[id] else { continue }
+            journeys[i].flow.append(.init(version: version, from: from, position: position, kind: kind, to: to, members: members))
+        }
+        return journeys
     }
 
     /// The report's statement `name` (`Sql/queries/reports.sql`) for every campaign, or only `campaign`.

@@ -302,8 +302,62 @@ public struct ReportData: Sendable {
         }
     }
 
+    /// A journey as analysts see it (analyst.journey_goal, journey_steps, journey_flow).
+    public struct Journey: Sendable, Equatable {
+        public struct Step: Sendable, Equatable {
+            public var version: Int32
+            public var step: String
+            public var active: Int64
+            public var waiting: Int64
+            public var done: Int64
+            public var goal: Int64
+            public var exited: Int64
+        }
+
+        public struct Edge: Sendable, Equatable {
+            public var version: Int32
+            public var from: String
+            /// Its position among its step's edges; -1 for the journey-wide goal or exit.
+            public var position: Int32
+            public var kind: String
+            /// Empty: out of the journey.
+            public var to: String
+            public var members: Int64
+
+            /// Where it leads, as the report writes it.
+            public var target: String { to.isEmpty ? "out" : to }
+        }
+
+        public var id: Int64
+        public var name: String
+        public var goalEvent: String?
+        public var entered: Int64
+        public var reachedGoal: Int64
+        public var heldOut: Int64
+        public var heldOutConverted: Int64
+        public var steps: [Step] = []
+        public var flow: [Edge] = []
+
+        public var goalRatePct: Double? { entered > 0 && goalEvent != nil ? 100 * Double(reachedGoal) / Double(entered) : nil }
+        public var heldOutRatePct: Double? { heldOut > 0 ? 100 * Double(heldOutConverted) / Double(heldOut) : nil }
+
+        /// The journey's summary line: entrants, the goal and its rate, the holdout's.
+        public var text: String {
+            var s = "journey \(id) \"\(name)\": \(entered) entered"
+            if let event = goalEvent, let rate = goalRatePct {
+                s += String(format: ", %d reached the goal (%@, %.1f%%)", reachedGoal, event, rate)
+            }
+            if let rate = heldOutRatePct {
+                s += String(format: "; %d held out, %d of them converted anyway (%.1f%%)", heldOut, heldOutConverted, rate)
+            }
+            return s
+        }
+    }
+
     public var generatedAt: Date
     public var campaigns: [Campaign]
+    /// Every journey, in the whole report (not in one campaign's).
+    public var journeys: [Journey] = []
     /// Every app, when the deployment serves more than one (else empty).
     public var apps: [App] = []
 

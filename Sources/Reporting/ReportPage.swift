@@ -21,6 +21,9 @@ public enum ReportPage {
         for c in data.campaigns {
             out += campaignSection(c)
         }
+        for j in data.journeys {
+            out += journeySection(j)
+        }
         out += "<script>\(script)</script>\n</body></html>\n"
         return out
     }
@@ -327,6 +330,8 @@ public enum ReportPage {
         .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(17rem,1fr));gap:1rem}
         figure{margin:.6rem 0}figcaption{font-weight:600;margin-bottom:.3rem}
         .chart{width:100%;height:auto;font-size:12px}.chart text{fill:#1d1d1f}.chart .num{fill:#6e6e73}
+        .flow-edge{fill:none;stroke:#0a84ff;opacity:.75}.flow-goal{stroke:#34c759}.flow-timeout{stroke:#8e8e93}.flow-exited{stroke:#ff9f0a}
+        .flow-head{fill:#6e6e73}.chart .flow-halo{fill:#fff;stroke:#fff;stroke-width:4px;stroke-linejoin:round}.flow-step{fill:#f2f2f7;stroke:#d2d2d7}.flow-out{fill:#fff;stroke:#d2d2d7;stroke-dasharray:4 3}
         .bar-total{fill:#8e8e93}.bar-good{fill:#0a84ff}.bar-other{fill:#ff9f0a}.axis{stroke:#d2d2d7}
         .filter{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #d2d2d7;border-radius:.4rem}
         table{border-collapse:collapse;width:100%;margin-top:.4rem}td,th{text-align:left;padding:.3rem .4rem;border-bottom:1px solid #f2f2f7;vertical-align:top}

@@ -2,7 +2,8 @@ import Foundation
 
 extension AnalystReport {
     /// The report as text for a terminal: one block per campaign (the
-    /// funnel, replies by action, the variants, a few typed answers).
+    /// funnel, replies by action, the variants, a few typed answers), then
+    /// one per journey (its goal, and how many took each edge).
     public func render(campaign: Int64? = nil, samples: Int = 3) async throws -> String {
         TextReport.text(try await data(campaign: campaign, feedbackLimit: samples))
     }
@@ -53,6 +54,15 @@ public enum TextReport {
             for f in c.feedback { out.append("  feedback [\(f.locale)]: \(f.text)") }
         }
         if data.campaigns.isEmpty { out.append("no campaigns") }
+        for j in data.journeys {
+            out.append(j.text)
+            for e in j.flow {
+                out.append("  \(e.from) → \(e.target) (\(e.kind)): \(e.members)")
+            }
+            for st in j.steps where st.active > 0 {
+                out.append("  at \(st.step): \(st.active)" + (st.waiting > 0 ? " (\(st.waiting) waiting for an event)" : ""))
+            }
+        }
         return out.joined(separator: "\n")
     }
 }

@@ -114,3 +114,20 @@ SELECT campaign_id, variant, action, coalesce(action_title, action), replies, sh
 FROM analyst.variant_actions
 WHERE :campaign::bigint IS NULL OR campaign_id = :campaign
 ORDER BY campaign_id, variant, replies DESC, action
+
+-- name: journey-goals
+-- Each journey's entrants and goal (analyst.journey_goal): the report's line for it.
+SELECT journey_id, journey, goal_event, entered, reached_goal, held_out, held_out_converted
+FROM analyst.journey_goal ORDER BY journey_id
+
+-- name: journey-steps
+-- Where each journey's members are and where they left (analyst.journey_steps).
+SELECT journey_id, version, step, active, waiting_for_an_event, done_here, goal_here, exited_here
+FROM analyst.journey_steps ORDER BY journey_id, version, step
+
+-- name: journey-flow
+-- How many members took each edge of each journey (analyst.journey_flow): the flow the
+-- report draws, its counts on its edges; to_step '' is out of the journey, position -1 the
+-- journey-wide goal or exit.
+SELECT journey_id, version, from_step, coalesce(position, -1), kind, coalesce(to_step, ''), members
+FROM analyst.journey_flow ORDER BY journey_id, version, from_step, position NULLS LAST, kind
