@@ -67,24 +67,7 @@ public struct JourneyStore: Sendable {
         let logger = self.logger
         return try await client.withTransaction(logger: logger) { conn in
             var batch = JourneyBatch()
-            var claimed: [JourneyClaimedMember] = []
-            var now = Date()
-            let rows = try await conn.query(try await Self.claimMembers(limit: limit, on: conn, logger: logger), logger: logger)
-            for try await row in rows {
-                var cells = RowCells(row)
-                let id = try cells.next(Int64.self), journey = try cells.next(Int64.self), version = try cells.next(Int32.self)
-                let step = try cells.next(String.self), reached = try cells.next(Date.self), moves = try cells.next(Int32.self)
-                let zone = try cells.next(String.self), goal = try cells.next(Bool.self), holds = try cells.next([String].self)
-                now = try cells.next(Date.self)
-                let held = Set(holds.compactMap { text -> JourneyEdge.ID? in
-                    guard let colon = text.lastIndex(of: ":"), let position = Int(text[text.index(after: colon)...]) else { return nil }
-                    return JourneyEdge.ID(from: String(text[..<colon]), position: position)
-                })
-                claimed.append(JourneyClaimedMember(
-                    id: id, journey: journey, version: Int(version), moves: Int(moves),
-                    facts: JourneyMemberFacts(step: step, reachedAt: reached, holds: held, goalReached: goal,
-                                              zone: TimeZone(identifier: zone) ?? .gmt)))
-            }
+            let (claimed, now) = try await Self.claim(limit: limit, on: conn, logger: logger)
             batch.claimed = claimed.count
             guard !claimed.isEmpty else { return batch }
 
@@ -156,6 +139,30 @@ public struct JourneyStore: Sendable {
 
     /// The claim of due members, with the segments its segment edges name compiled into it
     /// (a segment whose rule does not compile leaves its edges unknown: they do not hold).
+    /// Claims up to `limit` due members (`journeys/claim-members`), each with what its
+    /// decision reads, and the transaction's time.
+    static func claim(limit: Int, on conn: PostgresConnection, logger: Logger) async throws -> (members: [JourneyClaimedMember], now: Date) {
+        var claimed: [JourneyClaimedMember] = []
+        var now = Date()
+        let rows = try await conn.query(try await Self.claimMembers(limit: limit, on: conn, logger: logger), logger: logger)
+        for try await row in rows {
+            var cells = RowCells(row)
+            let id = try cells.next(Int64.self), journey = try cells.next(Int64.self), version = try cells.next(Int32.self)
+            let step = try cells.next(String.self), reached = try cells.next(Date.self), moves = try cells.next(Int32.self)
+            let zone = try cells.next(String.self), goal = try cells.next(Bool.self), holds = try cells.next([String].self)
+            now = try cells.next(Date.self)
+            let held = Set(holds.compactMap { text -> JourneyEdge.ID? in
+                guard let colon = text.lastIndex(of: ":"), let position = Int(text[text.index(after: colon)...]) else { return nil }
+                return JourneyEdge.ID(from: String(text[..<colon]), position: position)
+            })
+            claimed.append(JourneyClaimedMember(
+                id: id, journey: journey, version: Int(version), moves: Int(moves),
+                facts: JourneyMemberFacts(step: step, reachedAt: reached, holds: held, goalReached: goal,
+                                          zone: TimeZone(identifier: zone) ?? .gmt)))
+        }
+        return (claimed, now)
+    }
+
     static func claimMembers(limit: Int, on conn: PostgresConnection, logger: Logger) async throws -> PostgresQuery {
         let statement = try SQLQueries.named("journeys/claim-members")
         var cases: [String] = []

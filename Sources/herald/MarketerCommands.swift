@@ -18,14 +18,40 @@ struct PreviewCommand: AsyncParsableCommand {
             """)
 
     @Argument(help: "The campaign's id (campaigns.id).")
-    var campaign: Int64
+    var campaign: Int64?
+
+    @Option(help: "Preview a journey instead (journeys.id): its graph, what each step sends per locale, the problems it would be refused for, where its members are, and the path a sample of them would take now (exit status 1: it has problems).")
+    var journey: Int64?
 
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
     @OptionGroup var settings: ConfigFileOption
 
+    func validate() throws {
+        guard (campaign == nil) != (journey == nil) else {
+            throw ValidationError("give a campaign's id, or --journey and a journey's id (one of them)")
+        }
+        if journey != nil, json { throw ValidationError("--json is for a campaign's preview") }
+    }
+
     func run() async throws {
+        if let journey {
+            let preview: JourneyPreview
+            do {
+                let config = try settings.load()
+                let logger = makeLogger("herald", config)
+                preview = try await withPostgres(config.database, logger: logger) { client in
+                    try await JourneyPreview.make(client: client, journey: journey, logger: logger)
+                }
+            } catch {
+                throw readable(error)
+            }
+            print(preview.text)
+            if !preview.canRun { throw ExitCode.failure }
+            return
+        }
+        guard let campaign else { return }
         let preview: CampaignPreview
         do {
             let config = try settings.load()

@@ -170,3 +170,69 @@ JOIN journey_edges e ON e.journey_id = j.id AND e.kind = 'segment'
 JOIN segments g ON g.id::text = e.rule->>'segment_id'
 WHERE j.status = 'running'
 ORDER BY g.id
+
+-- name: preview-journey
+-- What `herald preview --journey` says of a journey: its name, status and version, its
+-- entry in words, reentry, goal, holdout and apps.
+SELECT j.name, j.status, j.version, j.first_step,
+       CASE j.entry
+           WHEN 'segment' THEN 'the segment ' || coalesce((SELECT s.name FROM segments s WHERE s.id = j.entry_segment_id), '?')
+           WHEN 'conversion' THEN 'the conversion ' || j.entry_event
+           WHEN 'reply' THEN 'a reply to campaign ' || j.entry_campaign_id || coalesce(' (action ' || j.entry_action || ')', '')
+           WHEN 'campaign' THEN 'being sent campaign ' || j.entry_campaign_id
+           ELSE 'a list of recipients'
+       END,
+       j.reentry || coalesce(' ' || j.reentry_after::text, ''), j.goal_event, j.holdout_pct,
+       coalesce(array_to_string(j.apps, ', '), 'every app')
+FROM journeys j WHERE j.id = :journey
+
+-- name: preview-steps
+-- The steps of one version of a journey as the preview prints them: kind, message (its
+-- campaign's id, name and kind), wait, timeout and the step a wait_for listens to.
+SELECT s.step, s.kind, s.campaign_id, c.name, c.kind,
+       coalesce(s.wait_for::text, to_char(s.wait_until, 'HH24:MI') || ' on the user''s clock',
+                CASE WHEN s.best_hour THEN 'the user''s best hour' END),
+       s.timeout::text, s.of_step
+FROM journey_steps s LEFT JOIN campaigns c ON c.id = s.campaign_id
+WHERE s.journey_id = :journey AND s.version = :version
+ORDER BY s.step
+
+-- name: preview-edges
+-- The edges of one version of a journey with their rules, in position order.
+SELECT e.from_step, e.position, e.kind, e.rule::text, e.to_step
+FROM journey_edges e
+WHERE e.journey_id = :journey AND e.version = :version
+ORDER BY e.from_step, e.position
+
+-- name: preview-texts
+-- Each locale's title and body of the messages of one version of a journey (its send
+-- steps' campaigns), as written (templates unrendered).
+SELECT s.step, l.locale, coalesce(l.content->>'title', l.content->>'title-loc-key', ''),
+       coalesce(l.content->>'body', l.content->>'loc-key', '')
+FROM journey_steps s JOIN campaigns c ON c.id = s.campaign_id,
+     LATERAL jsonb_each(c.content) AS l(locale, content)
+WHERE s.journey_id = :journey AND s.version = :version
+ORDER BY s.step, l.locale
+
+-- name: preview-at-steps
+-- Where a journey's members are now: by step, the active ones and those of them waiting
+-- for an event; then how many entered, left and were held out.
+SELECT coalesce(m.step, ''), count(*) FILTER (WHERE m.state = 'active'),
+       count(*) FILTER (WHERE m.state = 'active' AND m.waiting), count(*) FILTER (WHERE m.state <> 'held_out'),
+       count(*) FILTER (WHERE m.state IN ('done', 'goal', 'exited')), count(*) FILTER (WHERE m.state = 'held_out')
+FROM journey_members m WHERE m.journey_id = :journey
+GROUP BY m.step ORDER BY m.step
+
+-- name: preview-sample
+-- A sample of a journey's active members for the preview's paths, made the first the claim
+-- of due members takes (due at -infinity) in a transaction the preview rolls back; with
+-- their users' external ids.
+WITH s AS (
+    SELECT m.id FROM journey_members m
+    WHERE m.journey_id = :journey AND m.state = 'active'
+    ORDER BY m.id LIMIT :sample
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE journey_members m SET due_at = '-infinity'
+FROM s, users u WHERE m.id = s.id AND u.id = m.user_id
+RETURNING m.id, u.external_id

@@ -303,4 +303,51 @@ struct JourneyRunTests {
             }
         }
     }
+
+    /// `herald preview --journey`: the graph from the first step, each message's texts, no
+    /// problem, where the members are, and the path a sample would take now, decided by the
+    /// run's own claim and decision, written nowhere; a journey that cannot run lists why.
+    @Test func thePreviewShowsTheGraphTheProblemsAndTheSamplesPathsWritingNothing() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Fixtures.audience(count: 3))
+            try await client.exec(Self.journey)
+            try await client.exec("""
+                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+                SELECT id, 'order_delivered', now(), 'order-' || id FROM users
+                """)
+            try await withSimulator { sim in _ = try await Self.run(client, sim) }
+            try await Self.reply(client, user: "u1", action: "comment", text: "It came damaged")
+            let before = try await client.scalar("""
+                SELECT string_agg(id || ':' || step || ':' || due_at || ':' || moves, ',' ORDER BY id) FROM journey_members
+                """, as: String.self)
+            let preview = try await JourneyPreview.make(client: client, journey: 1, logger: TestDatabase.logger)
+            #expect(preview.canRun)
+            #expect(preview.data.steps.map(\.key) == ["ask", "listen", "sorry", "thanks"])
+            let text = preview.text
+            #expect(text.contains("  listen: wait_for (timeout 2 days), listening to ask"), "\(text)")
+            #expect(text.contains("    en: How was your order? — Tell us"))
+            #expect(text.contains("members: 3 entered, 0 left; now listen 3 (3 waiting for an event)"), "\(text)")
+            #expect(text.contains("  u1, at listen: listen -text-> sorry, sorry -next-> out; sends sorry; leaves, done"), "\(text)")
+            // Its timeout two days after it reached the step (less the seconds since).
+            #expect(text.contains("  u2, at listen: rests at listen, looked at again in 2 d 0 h or at an event of its user")
+                    || text.contains("  u2, at listen: rests at listen, looked at again in 1 d 23 h or at an event of its user"), "\(text)")
+            #expect(try await client.scalar("""
+                SELECT string_agg(id || ':' || step || ':' || due_at || ':' || moves, ',' ORDER BY id) FROM journey_members
+                """, as: String.self) == before)
+            #expect(try await client.scalar("SELECT count(*) FROM journey_transitions", as: Int64.self) == 3)
+            #expect(try await client.scalar("SELECT count(*) FROM deliveries WHERE campaign_id = 102", as: Int64.self) == 0)
+
+            // A step nothing reaches, and a wait_for without a timeout edge: refused, each named.
+            try await client.exec("""
+                INSERT INTO journey_steps (journey_id, version, step, kind) VALUES (1, 2, 'ask', 'wait_for'), (1, 2, 'lost', 'exit');
+                INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES (1, 2, 'ask', 1, 'reply', '{}', NULL);
+                """)
+            try await client.exec("UPDATE journeys SET version = 2, status = 'draft' WHERE id = 1")
+            let broken = try await JourneyPreview.make(client: client, journey: 1, logger: TestDatabase.logger)
+            #expect(!broken.canRun)
+            #expect(broken.text.contains("step lost: "), "\(broken.text)")
+            #expect(broken.text.contains("step ask: "), "\(broken.text)")
+        }
+    }
 }
