@@ -1361,6 +1361,48 @@ END $$;
 COMMENT ON FUNCTION public.herald_is_time_zone(tz text) IS 'Whether PostgreSQL knows a time zone name such as Europe/Paris: the check of users.time_zone.';
 
 --
+-- Name: herald_journey_changed(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_journey_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_journey bigint;
+    v_what text;
+    v_message bigint;
+BEGIN
+    -- (Each table's fields in a branch of its own: plpgsql resolves a field when it runs it.)
+    IF TG_TABLE_NAME = 'journeys' THEN
+        v_journey := NEW.id;
+        v_what := 'its entry, goal, first step or version';
+    ELSIF TG_TABLE_NAME = 'journey_steps' AND TG_OP = 'DELETE' THEN
+        v_journey := OLD.journey_id;
+        v_what := 'step ' || OLD.step;
+    ELSIF TG_TABLE_NAME = 'journey_steps' THEN
+        v_journey := NEW.journey_id;
+        v_what := 'step ' || NEW.step;
+    ELSIF TG_OP = 'DELETE' THEN
+        v_journey := OLD.journey_id;
+        v_what := 'an edge of step ' || OLD.from_step;
+    ELSE
+        v_journey := NEW.journey_id;
+        v_what := 'an edge of step ' || NEW.from_step;
+    END IF;
+    FOR v_message IN SELECT id FROM campaigns WHERE journey_id = v_journey AND approved_at IS NOT NULL LOOP
+        PERFORM herald_clear_approval(v_message, 'changed: journey ' || v_journey || ', ' || v_what);
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+--
+-- Name: FUNCTION herald_journey_changed(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_journey_changed() IS 'Withdraws the approval of each message of a journey whose rows changed (who enters, its goal, its steps, its edges), naming the change (herald_clear_approval): its messages were approved within the journey their reviewer saw. Fired by journeys_changed, journey_steps_changed and journey_edges_changed.';
+
+--
 -- Name: herald_journey_checked(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -7157,6 +7199,42 @@ CREATE TRIGGER devices_deleted_deliveries AFTER DELETE ON public.devices REFEREN
 --
 
 COMMENT ON TRIGGER devices_deleted_deliveries ON public.devices IS 'Deleting devices deletes their replies and ledger rows (herald_device_deleted).';
+
+--
+-- Name: journey_edges journey_edges_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journey_edges_changed AFTER INSERT OR DELETE OR UPDATE ON public.journey_edges FOR EACH ROW EXECUTE FUNCTION public.herald_journey_changed();
+
+--
+-- Name: TRIGGER journey_edges_changed ON journey_edges; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER journey_edges_changed ON public.journey_edges IS 'A change to a journey''s edges withdraws its messages'' approval (herald_journey_changed).';
+
+--
+-- Name: journey_steps journey_steps_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journey_steps_changed AFTER INSERT OR DELETE OR UPDATE ON public.journey_steps FOR EACH ROW EXECUTE FUNCTION public.herald_journey_changed();
+
+--
+-- Name: TRIGGER journey_steps_changed ON journey_steps; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER journey_steps_changed ON public.journey_steps IS 'A change to a journey''s steps withdraws its messages'' approval (herald_journey_changed).';
+
+--
+-- Name: journeys journeys_changed; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER journeys_changed AFTER UPDATE OF apps, version, first_step, entry, entry_segment_id, entry_event, entry_campaign_id, entry_action, reentry, reentry_after, goal_event, holdout_pct ON public.journeys FOR EACH ROW WHEN ((old.* IS DISTINCT FROM new.*)) EXECUTE FUNCTION public.herald_journey_changed();
+
+--
+-- Name: TRIGGER journeys_changed ON journeys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TRIGGER journeys_changed ON public.journeys IS 'A change to who enters a journey, its goal, first step or version withdraws its messages'' approval (herald_journey_changed).';
 
 --
 -- Name: journeys journeys_checked; Type: TRIGGER; Schema: public; Owner: -

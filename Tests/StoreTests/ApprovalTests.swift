@@ -39,6 +39,48 @@ struct ApprovalTests {
         for role in people.all { try await client.exec("DROP OWNED BY \(role); DROP ROLE \(role)") }
     }
 
+    /// A journey's messages are approved as campaigns are; a change to the journey's own
+    /// rows (an edge's rule, a step, its goal) withdraws each message's approval, naming it.
+    @Test func aChangeToAJourneyWithdrawsItsMessagesApprovals() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await withPeople(client) { people in
+                try await client.exec("UPDATE settings SET require_approval = true")
+                let written = try await refusal(client, as: people.author, """
+                    INSERT INTO journeys (id, name, first_step, entry, entry_event, goal_event) VALUES (7, 'J', 'ask', 'conversion', 'x', 'purchase');
+                    INSERT INTO campaigns (name, kind, status, content, category_id, journey_id) VALUES
+                        ('J ask', 'feedback', 'scheduled', '{"en": {"title": "How was it?", "body": "Tell us"}}', 'feedback.v1', 7);
+                    INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id, timeout, of_step) VALUES
+                        (7, 1, 'ask', 'send', (SELECT id FROM campaigns WHERE name = 'J ask'), NULL, NULL),
+                        (7, 1, 'listen', 'wait_for', NULL, '1 day', 'ask');
+                    INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES
+                        (7, 1, 'ask', 1, 'next', '{}', 'listen'), (7, 1, 'listen', 1, 'text', '{"any_words": {"*": ["late"]}}', NULL),
+                        (7, 1, 'listen', 2, 'timeout', '{}', NULL);
+                    """)
+                #expect(written == nil, "\(written ?? "")")
+                let store = CampaignStore(client: client, logger: TestDatabase.logger)
+                let message = try #require(try await client.scalar("SELECT id FROM campaigns WHERE name = 'J ask'", as: Int64.self))
+                #expect(try await store.approval(message)?.allowsSending == false)
+                #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(message))") == nil)
+                #expect(try await store.approval(message)?.allowsSending == true)
+                // The text rule changes: the message's approval goes, naming the step.
+                #expect(try await refusal(client, as: people.author, """
+                    UPDATE journey_edges SET rule = '{"any_words": {"*": ["late", "slow"]}}' WHERE journey_id = 7 AND from_step = 'listen' AND position = 1
+                    """) == nil)
+                #expect(try await store.approval(message)?.allowsSending == false)
+                #expect(try await client.scalar("""
+                    SELECT reason FROM campaign_approvals WHERE campaign_id = \(message) AND action = 'withdrawn' ORDER BY id DESC LIMIT 1
+                    """, as: String.self) == "changed: journey 7, an edge of step listen")
+                // Approved again; the goal changes: withdrawn again. A pause is no change.
+                #expect(try await refusal(client, as: people.approver, "SELECT herald_approve(\(message))") == nil)
+                #expect(try await refusal(client, as: people.author, "UPDATE journeys SET status = 'paused' WHERE id = 7") == nil)
+                #expect(try await store.approval(message)?.allowsSending == true)
+                #expect(try await refusal(client, as: people.author, "UPDATE journeys SET goal_event = 'signup' WHERE id = 7") == nil)
+                #expect(try await store.approval(message)?.allowsSending == false)
+            }
+        }
+    }
+
     @Test func anAuthorCannotApproveTheirOwnAndAChangeWithdrawsIt() async throws {
         try await TestDatabase.with { client, _ in
             try await client.exec(Fixtures.catalogue)

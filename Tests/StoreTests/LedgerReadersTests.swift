@@ -147,6 +147,7 @@ struct LedgerReadersTests {
         "herald_campaign_delete_check": "reads no status of a row: the word is in its hint, about the campaign",
         "herald_claim_span": "a span's claim reads its own batch rows, whose raw status is batch",
         "herald_close_batch": "closes batch rows no live run holds: their raw status is batch",
+        "herald_journey_closed": "a journey's messages are sent row by row (their rows are written by members' moves, never by ranges): closing cancels their queued rows",
         "herald_pace_reserve": "a paced campaign's queued rows: a paced campaign is never sent by ranges",
     ]
 
