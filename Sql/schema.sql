@@ -360,6 +360,34 @@ CREATE FUNCTION public.herald_batch_done(p_campaign bigint) RETURNS boolean
 COMMENT ON FUNCTION public.herald_batch_done(p_campaign bigint) IS 'Whether every batch row of a campaign is settled or written; asked before a campaign completes.';
 
 --
+-- Name: herald_best_hour(bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.herald_best_hour(p_user bigint) RETURNS integer
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH st AS (SELECT best_hour_days, best_hour_min_events FROM settings),
+    ev AS (
+        SELECT r.occurred_at AS at FROM replies r, st
+        WHERE r.user_id = p_user AND r.occurred_at > now() - make_interval(days => st.best_hour_days)
+        UNION ALL
+        SELECT c.occurred_at FROM conversions c, st
+        WHERE c.user_id = p_user AND c.occurred_at > now() - make_interval(days => st.best_hour_days)
+    )
+    SELECT mode() WITHIN GROUP (ORDER BY extract(hour FROM ev.at AT TIME ZONE u.time_zone)::integer)
+    FROM ev, users u
+    WHERE u.id = p_user
+    HAVING count(*) >= (SELECT best_hour_min_events FROM st)
+$$;
+
+--
+-- Name: FUNCTION herald_best_hour(p_user bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.herald_best_hour(p_user bigint) IS 'One user''s best hour (0-23 on their clock), by the rule of herald_best_hours(), or NULL when they have too little history: what a journey''s wait until the best hour reads for the members a run claims. As the owner, so that a run learns the hour and not the replies.';
+
+--
 -- Name: herald_best_hours(); Type: FUNCTION; Schema: public; Owner: -
 --
 

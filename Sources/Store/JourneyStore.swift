@@ -151,6 +151,7 @@ public struct JourneyStore: Sendable {
             let step = try cells.next(String.self), reached = try cells.next(Date.self), moves = try cells.next(Int32.self)
             let zone = try cells.next(String.self), goal = try cells.next(Bool.self), holds = try cells.next([String].self)
             now = try cells.next(Date.self)
+            let bestHour = try cells.next(Int32?.self)
             let held = Set(holds.compactMap { text -> JourneyEdge.ID? in
                 guard let colon = text.lastIndex(of: ":"), let position = Int(text[text.index(after: colon)...]) else { return nil }
                 return JourneyEdge.ID(from: String(text[..<colon]), position: position)
@@ -158,7 +159,7 @@ public struct JourneyStore: Sendable {
             claimed.append(JourneyClaimedMember(
                 id: id, journey: journey, version: Int(version), moves: Int(moves),
                 facts: JourneyMemberFacts(step: step, reachedAt: reached, holds: held, goalReached: goal,
-                                          zone: TimeZone(identifier: zone) ?? .gmt)))
+                                          zone: TimeZone(identifier: zone) ?? .gmt, bestHour: bestHour.map(Int.init))))
         }
         return (claimed, now)
     }

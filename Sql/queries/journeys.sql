@@ -39,7 +39,8 @@ WHERE j.status = 'running'
 -- (herald_journey_goal_reached), and which edges of its version hold for
 -- it now (herald_journey_edge_holds, each edge listening to the message of its step's
 -- of_step; a segment edge by whether one of the user's valid devices is in the segment),
--- written step:position; and the transaction's time, the decisions' now.
+-- written step:position; the transaction's time, the decisions' now; and, for a member of
+-- a version with a wait until the best hour, its user's best hour (herald_best_hour).
 -- Filled in by code: the fragment segment_cases (for each segment a segment edge of a
 -- running journey names, WHEN its id THEN whether the member's user is in it, by the
 -- segment's rule compiled for this statement; a segment not given reads as unknown, and
@@ -67,11 +68,14 @@ SELECT m.id, m.journey_id, m.version, m.step, m.reached_at, m.moves, coalesce(u.
            FROM journey_edges e
            WHERE e.journey_id = m.journey_id AND e.version = m.version AND e.kind = 'segment'
              AND (CASE WHEN false THEN NULL::boolean {{segment_cases}} ELSE NULL END) = (e.rule->>'in')::boolean),
-       now()
+       now(),
+       CASE WHEN b.journey_id IS NOT NULL THEN herald_best_hour(m.user_id) END
 FROM journey_members m
 JOIN due ON due.id = m.id
 JOIN journeys j ON j.id = m.journey_id
 JOIN users u ON u.id = m.user_id
+LEFT JOIN (SELECT DISTINCT journey_id, version FROM journey_steps WHERE best_hour) b
+       ON b.journey_id = m.journey_id AND b.version = m.version
 ORDER BY m.id
 
 -- name: move-members

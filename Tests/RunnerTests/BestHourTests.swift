@@ -122,4 +122,45 @@ struct BestHourTests {
             #expect(arms.count == 2, "both arms have users: \(arms)")
         }
     }
+
+    /// One user's best hour (herald_best_hour, what a journey reads) answers as every user's
+    /// (herald_best_hours, what a snapshot reads) does; a journey's wait until the best hour
+    /// holds u1 (Paris, 19:00) until its next 19:00, and lets u12 (too little history) go on
+    /// at once.
+    @Test func aJourneyWaitsUntilEachUsersBestHour() async throws {
+        try await TestDatabase.with { client, _ in
+            try await client.exec(Fixtures.catalogue)
+            try await client.exec(Self.history)
+            #expect(try await client.scalar("""
+                SELECT count(*) FROM users u LEFT JOIN herald_best_hours() b ON b.user_id = u.id
+                WHERE herald_best_hour(u.id) IS DISTINCT FROM b.hour
+                """, as: Int64.self) == 0)
+            #expect(try await client.scalar("SELECT herald_best_hour(id) FROM users WHERE external_id = 'u1'", as: Int32.self) == 19)
+            try await client.exec("""
+                INSERT INTO journeys (id, name, first_step, entry, entry_event) VALUES (5, 'At their hour', 'pause', 'conversion', 'signup');
+                INSERT INTO campaigns (id, name, kind, status, content, media_url, quiet_hours, journey_id) VALUES
+                    (501, 'Hello', 'poster', 'scheduled', '{"en": {"title": "Hello", "body": "At your hour"}}', 'https://cdn.example.com/h.png', false, 5);
+                INSERT INTO journey_steps (journey_id, version, step, kind, campaign_id, best_hour) VALUES
+                    (5, 1, 'pause', 'wait', NULL, true), (5, 1, 'hello', 'send', 501, false);
+                INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule, to_step) VALUES
+                    (5, 1, 'pause', 1, 'next', '{}', 'hello'), (5, 1, 'hello', 1, 'next', '{}', NULL);
+                UPDATE journeys SET status = 'running' WHERE id = 5;
+                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+                SELECT id, 'signup', now(), 'signup-' || id FROM users WHERE external_id IN ('u1', 'u12');
+                """)
+            try await withSimulator { sim in
+                let run = try await JourneyRunTests.run(client, sim)
+                #expect(run.journeys.claimed == 2)
+                #expect(try await JourneyRunTests.accepted(client, sim) == ["Hello"])
+            }
+            #expect(try await client.scalar("""
+                SELECT m.state || ' ' || m.step || ' ' || to_char(m.due_at AT TIME ZONE u.time_zone, 'HH24:MI')
+                       || CASE WHEN m.due_at > now() AND m.due_at <= now() + interval '1 day' THEN ' within a day' ELSE '' END
+                FROM journey_members m JOIN users u ON u.id = m.user_id WHERE u.external_id = 'u1'
+                """, as: String.self) == "active pause 19:00 within a day")
+            #expect(try await client.scalar("""
+                SELECT m.state FROM journey_members m JOIN users u ON u.id = m.user_id WHERE u.external_id = 'u12'
+                """, as: String.self) == "done")
+        }
+    }
 }
