@@ -41,11 +41,26 @@ WHERE j.status = 'running'
 -- of_step; a segment edge by whether one of the user's valid devices is in the segment),
 -- written step:position; the transaction's time, the decisions' now; and, for a member of
 -- a version with a wait until the best hour, its user's best hour (herald_best_hour).
+-- Only the edges a decision can meet in this batch are evaluated (reach): those of the
+-- member's step and of every step a chain of moves can reach from it without resting, a
+-- chain resting only at a wait for a positive duration or a time of day (a wait until the
+-- best hour goes on for a user without one; a wait_for goes on when an edge holds). The
+-- edges of a listening step further on cost nothing to a member waiting before it.
 -- Filled in by code: the fragment segment_cases (for each segment a segment edge of a
 -- running journey names, WHEN its id THEN whether the member's user is in it, by the
 -- segment's rule compiled for this statement; a segment not given reads as unknown, and
 -- its edge does not hold).
-WITH due AS (
+WITH RECURSIVE reach AS (
+    SELECT s.journey_id, s.version, s.step AS start, s.step
+    FROM journey_steps s JOIN journeys j ON j.id = s.journey_id AND j.status = 'running'
+    UNION
+    SELECT r.journey_id, r.version, r.start, e.to_step
+    FROM reach r
+    JOIN journey_steps s ON s.journey_id = r.journey_id AND s.version = r.version AND s.step = r.step
+    JOIN journey_edges e ON e.journey_id = r.journey_id AND e.version = r.version AND e.from_step = r.step
+    WHERE e.to_step IS NOT NULL
+      AND (r.step = r.start OR s.kind <> 'wait' OR s.best_hour OR s.wait_for <= interval '0')
+), due AS (
     SELECT m.id FROM journey_members m
     WHERE m.state = 'active' AND m.due_at <= now()
       AND EXISTS (SELECT 1 FROM journeys j WHERE j.id = m.journey_id AND j.status = 'running')
@@ -62,12 +77,17 @@ SELECT m.id, m.journey_id, m.version, m.step, m.reached_at, m.moves, coalesce(u.
            LEFT JOIN journey_steps o ON o.journey_id = s.journey_id AND o.version = s.version AND o.step = s.of_step
            WHERE e.journey_id = m.journey_id AND e.version = m.version
              AND e.kind NOT IN ('next', 'timeout', 'else')
-             AND herald_journey_edge_holds(e, m.user_id, m.entered_at, m.reached_at, o.campaign_id))
+             -- (A CASE, so that no edge out of reach is evaluated whatever the plan's order.)
+             AND CASE WHEN e.from_step IN (SELECT x.step FROM reach x
+                                           WHERE x.journey_id = m.journey_id AND x.version = m.version AND x.start = m.step)
+                      THEN herald_journey_edge_holds(e, m.user_id, m.entered_at, m.reached_at, o.campaign_id) END)
        || ARRAY(
            SELECT e.from_step || ':' || e.position
            FROM journey_edges e
            WHERE e.journey_id = m.journey_id AND e.version = m.version AND e.kind = 'segment'
-             AND (CASE WHEN false THEN NULL::boolean {{segment_cases}} ELSE NULL END) = (e.rule->>'in')::boolean),
+             AND CASE WHEN e.from_step IN (SELECT x.step FROM reach x
+                                           WHERE x.journey_id = m.journey_id AND x.version = m.version AND x.start = m.step)
+                      THEN (CASE WHEN false THEN NULL::boolean {{segment_cases}} ELSE NULL END) = (e.rule->>'in')::boolean END),
        now(),
        CASE WHEN b.journey_id IS NOT NULL THEN herald_best_hour(m.user_id) END
 FROM journey_members m
