@@ -1,6 +1,6 @@
 -- The journeys scripts/bench-journeys measures (docs/DESIGN.md, contract 11), written as a
 -- marketer writes them, as drafts: the script sets each one running when its turn comes.
--- Run with psql -v name=… -v segment=<id> -v half=<id> -v shape=flow|listen.
+-- Run with psql -v name=… -v segment=<id> -v half=<id> -v shape=flow|listen -v reentry=never|always.
 --
 -- flow: entered by its segment; two waits, a branch on a segment (half of the users each
 -- way, to two more waits), a send (the same poster as the plain poster it is compared
@@ -20,8 +20,8 @@
 
 SELECT :'shape' = 'flow' AS flow \gset
 \if :flow
-INSERT INTO journeys (name, first_step, entry, entry_segment_id, status)
-VALUES (:'name', 'w0', 'segment', :segment, 'draft') RETURNING id AS journey \gset
+INSERT INTO journeys (name, first_step, entry, entry_segment_id, reentry, status)
+VALUES (:'name', 'w0', 'segment', :segment, :'reentry', 'draft') RETURNING id AS journey \gset
 INSERT INTO campaigns (name, kind, status, content, media_url, media_type, category_id, quiet_hours, frequency_capped, journey_id)
 VALUES (:'name' || ' ask', 'poster', 'scheduled', :'content', 'https://cdn.example.com/p/autumn.gif', 'gif', 'poster.v1', false, false, :journey),
        (:'name' || ' again', 'poster', 'scheduled', :'content', 'https://cdn.example.com/p/autumn.gif', 'gif', 'poster.v1', false, false, :journey);
@@ -47,8 +47,8 @@ INSERT INTO journey_edges (journey_id, version, from_step, position, kind, rule,
   (:journey, 1, 'listen', 2, 'timeout', '{}', 'again'),
   (:journey, 1, 'again', 1, 'next', '{}', NULL);
 \else
-INSERT INTO journeys (name, first_step, entry, entry_segment_id, status)
-VALUES (:'name', 'ask', 'segment', :segment, 'draft') RETURNING id AS journey \gset
+INSERT INTO journeys (name, first_step, entry, entry_segment_id, reentry, status)
+VALUES (:'name', 'ask', 'segment', :segment, :'reentry', 'draft') RETURNING id AS journey \gset
 INSERT INTO campaigns (name, kind, status, content, category_id, quiet_hours, frequency_capped, journey_id)
 VALUES (:'name' || ' ask', 'feedback', 'scheduled', :'feedback', 'feedback.v1', false, false, :journey)
 RETURNING id AS ask \gset
