@@ -6614,6 +6614,18 @@ CREATE INDEX devices_app ON public.devices USING btree (app) WHERE (app <> 'defa
 CREATE INDEX devices_user ON public.devices USING btree (user_id);
 
 --
+-- Name: journey_members_by_user; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX journey_members_by_user ON public.journey_members USING btree (journey_id, user_id, entered_at);
+
+--
+-- Name: INDEX journey_members_by_user; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON INDEX public.journey_members_by_user IS 'Whether a user was ever a member of a journey, and when they last entered: what herald_journey_enter asks for reentry never and after.';
+
+--
 -- Name: journey_members_due; Type: INDEX; Schema: public; Owner: -
 --
 
