@@ -40,6 +40,18 @@ struct JourneyRunTests {
         UPDATE journeys SET status = 'running' WHERE id = 1;
         """
 
+    /// The catalogue, users u1…u`users` (a device each) and the journey, every user's order
+    /// delivered: each is a member at `ask`.
+    static func everyUserEntered(_ client: Database, users: Int) async throws {
+        try await client.exec(Fixtures.catalogue)
+        try await client.exec(Fixtures.audience(count: users))
+        try await client.exec(Self.journey)
+        try await client.exec("""
+            INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
+            SELECT id, 'order_delivered', now(), 'order-' || id FROM users
+            """)
+    }
+
     static func run(_ client: Database, _ sim: RunningAPNsSimulator) async throws -> RunSummary {
         try await sendRun(client, apns: sim.clientConfiguration,
                           options: RunOptions(topic: sim.clientConfiguration.topic, batchSize: 100, concurrency: 10))
@@ -266,13 +278,7 @@ struct JourneyRunTests {
     /// opened again.
     @Test func closingAJourneyExitsItsMembersCancelsWhatIsQueuedAndCompletesItsMessages() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 3))
-            try await client.exec(Self.journey)
-            try await client.exec("""
-                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
-                SELECT id, 'order_delivered', now(), 'order-' || id FROM users
-                """)
+            try await Self.everyUserEntered(client, users: 3)
             try await withSimulator { sim in
                 _ = try await Self.run(client, sim)
                 #expect(await sim.simulator.accepted.count == 3)
@@ -309,13 +315,7 @@ struct JourneyRunTests {
     /// run's own claim and decision, written nowhere; a journey that cannot run lists why.
     @Test func thePreviewShowsTheGraphTheProblemsAndTheSamplesPathsWritingNothing() async throws {
         try await TestDatabase.with { client, _ in
-            try await client.exec(Fixtures.catalogue)
-            try await client.exec(Fixtures.audience(count: 3))
-            try await client.exec(Self.journey)
-            try await client.exec("""
-                INSERT INTO conversions (user_id, event, occurred_at, idempotency_key)
-                SELECT id, 'order_delivered', now(), 'order-' || id FROM users
-                """)
+            try await Self.everyUserEntered(client, users: 3)
             try await withSimulator { sim in _ = try await Self.run(client, sim) }
             try await Self.reply(client, user: "u1", action: "comment", text: "It came damaged")
             let before = try await client.scalar("""
